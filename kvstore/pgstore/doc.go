@@ -1,0 +1,37 @@
+// Package pgstore keeps idempotency records in PostgreSQL (pgx v5). It implements
+// [kvstore.Store].
+//
+// # Deployment
+//
+// The tables are the deployment's to create: call [Store.EnsureSchema] once per
+// release (it is idempotent, versioned and safe to run from several processes at
+// once). [New] never creates or alters tables.
+//
+// Records live in one table per schema ([Config.Schema], "toolexec" by default),
+// keyed by (tenant, digest). A row holds the record's state and metadata, never a
+// call's arguments.
+//
+// # One clock
+//
+// Every decision that depends on time — has the record expired, has the lease run
+// out — is made by the database in the statement that acts on it, with now().
+// Workers' clocks are never compared. A claim is one INSERT ... ON CONFLICT DO
+// UPDATE statement that only overwrites a row whose retention has run out; a claim
+// whose lease ran out is never taken by Claim, only by [Store.TakeOver], which
+// compares the revision and checks the lease in the same UPDATE.
+//
+// # Waiting
+//
+// Every write notifies the channel [Config.Channel] (pg_notify in the writing
+// statement, delivered at commit; the payload is the digest only). [Store.Wait]
+// listens on a dedicated connection taken from the pool. Because a notification can
+// be lost (the listening connection can drop), a waiter also re-reads the record at
+// the lease deadline the database reported, at the record's expiry, every
+// [Config.RecheckInterval], and whenever the listener reconnects.
+//
+// # Expiry
+//
+// Reads treat a row whose expires_at has passed as absent, whether or not it has
+// been deleted yet. A background sweeper started by [New] deletes expired rows in
+// batches (FOR UPDATE SKIP LOCKED); [Store.Sweep] runs one pass on demand.
+package pgstore

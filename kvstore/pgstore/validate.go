@@ -1,0 +1,72 @@
+package pgstore
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+var (
+	tenantRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// checkKey refuses a malformed tenant or digest with kvstore.ErrInvalid.
+func checkKey(tenant, digest string) error {
+	if !tenantRE.MatchString(tenant) {
+		return fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE)
+	}
+	if !digestRE.MatchString(digest) {
+		return fmt.Errorf("%w: digest %q must be 64 lower-case hex digits", kvstore.ErrInvalid, digest)
+	}
+	return nil
+}
+
+// checkText refuses a string PostgreSQL's text type cannot hold (invalid UTF-8 or
+// a NUL byte) with kvstore.ErrInvalid.
+func checkText(field, v string) error {
+	if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("%w: %s must be UTF-8 without NUL bytes", kvstore.ErrInvalid, field)
+	}
+	return nil
+}
+
+// checkLease refuses a non-positive lease duration with kvstore.ErrInvalid.
+func checkLease(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: lease %v must be positive", kvstore.ErrInvalid, d)
+	}
+	return nil
+}
+
+// checkClaim validates a ClaimRequest before it reaches the database.
+func checkClaim(req kvstore.ClaimRequest) error {
+	if err := checkKey(req.Tenant, req.Digest); err != nil {
+		return err
+	}
+	if err := checkLease(req.Lease); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{
+		{"holder", req.Holder}, {"check digest", req.CheckDigest}, {"tool", req.Tool},
+		{"run id", req.RunID}, {"call id", req.CallID},
+	} {
+		if err := checkText(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// micros rounds d up to a whole number of microseconds, PostgreSQL's interval
+// resolution, so that a positive duration never becomes a zero interval.
+func micros(d time.Duration) time.Duration {
+	if r := d % time.Microsecond; r != 0 {
+		d += time.Microsecond - r
+	}
+	return d
+}
