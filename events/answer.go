@@ -1,0 +1,418 @@
+package events
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/extensions"
+)
+
+// Answer is what toolexec publishes about a call: one of the five answer kinds, or
+// the audit event of an operator's resolution ([KindResolved]).
+//
+// Which fields a kind uses:
+//
+//	completed      Tool, Outcome; Key when the tool has a policy
+//	deduplicated   Tool, Outcome, Key
+//	indeterminate  Tool, Reason, BodyEntered; Key unless the reason is
+//	               key_underivable; Error optionally, as detail for operators
+//	failed         Tool, Error, Code (a failure code); Key optionally
+//	rejected       Error, Code (a rejection code); Tool, RunID and Field when
+//	               known; Key optionally (arguments_mismatch)
+//	resolved       Key, Action; Outcome with ActionComplete only; Tool, RunID,
+//	               CallID (the record's) and Operator when known
+//
+// Every kind needs a valid Tenant. The answer kinds but rejected need valid Tool,
+// RunID and CallID tokens. A rejected answer needs a non-empty CallID (a stand-in
+// chosen by the receiver when the call had none, such as one made from the
+// stream sequence); its Tool, RunID and CallID may otherwise be anything the call
+// sent, and those that are not valid tokens are left out of the event and replaced
+// by [Placeholder] in its subject. [Answer.Event] refuses a field set that its kind
+// does not use.
+type Answer struct {
+	Kind   Kind
+	Tenant string
+	RunID  string
+	CallID string
+	Tool   string
+	// Key is the idempotency key (64 lower-case hex digits), empty when none was
+	// derived.
+	Key string
+
+	Outcome     string
+	Error       string
+	Code        Code
+	Field       string // rejected: the attribute or member at fault
+	Reason      Reason
+	BodyEntered bool
+	Action      Action // resolved only
+	Operator    string // resolved only
+
+	// TraceParent and TraceState are carried in the distributed tracing extension
+	// when TraceParent is set.
+	TraceParent string
+	TraceState  string
+	// Time is the event's time attribute, left out when zero. Set it: the event is
+	// otherwise a pure function of the answer, so Event never reads a clock.
+	Time time.Time
+}
+
+// answerData is the data of every answer and audit event; each kind's schema says
+// which members it has. Fields left empty are omitted, except where a pointer
+// keeps an empty outcome or a false body_entered.
+type answerData struct {
+	Tool        string  `json:"tool,omitempty"`
+	Key         string  `json:"key,omitempty"`
+	Action      Action  `json:"action,omitempty"`
+	Outcome     *string `json:"outcome,omitempty"`
+	Error       string  `json:"error,omitempty"`
+	Code        Code    `json:"code,omitempty"`
+	Field       string  `json:"field,omitempty"`
+	Reason      Reason  `json:"reason,omitempty"`
+	BodyEntered *bool   `json:"body_entered,omitempty"`
+	Operator    string  `json:"operator,omitempty"`
+}
+
+// fieldSet marks the optional fields of an Answer that are set.
+type fieldSet uint8
+
+const (
+	fOutcome fieldSet = 1 << iota
+	fError
+	fCode
+	fField
+	fReason
+	fBodyEntered
+	fAction
+	fOperator
+)
+
+var fieldNames = []string{"Outcome", "Error", "Code", "Field", "Reason", "BodyEntered", "Action", "Operator"}
+
+// allowed lists, per kind, the fields it may set. Outcome of completed,
+// deduplicated and resolved may be empty, so it is always allowed there.
+var allowed = map[Kind]fieldSet{
+	KindCompleted:     fOutcome,
+	KindDeduplicated:  fOutcome,
+	KindIndeterminate: fReason | fBodyEntered | fError,
+	KindFailed:        fError | fCode,
+	KindRejected:      fError | fCode | fField,
+	KindResolved:      fOutcome | fAction | fOperator,
+}
+
+func (a Answer) setFields() fieldSet {
+	var s fieldSet
+	for i, set := range []bool{a.Outcome != "", a.Error != "", a.Code != "", a.Field != "",
+		a.Reason != "", a.BodyEntered, a.Action != "", a.Operator != ""} {
+		if set {
+			s |= 1 << i
+		}
+	}
+	return s
+}
+
+// invalid returns an error matching ErrInvalidAnswer.
+func invalid(a Answer, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidAnswer, a.Kind, fmt.Sprintf(format, args...))
+}
+
+// check reports whether a can be published as it stands; see [Answer].
+func (a Answer) check() error {
+	if !a.Kind.Valid() {
+		return fmt.Errorf("%w: %w: %s", ErrInvalidAnswer, ErrUnknownKind, quote(string(a.Kind)))
+	}
+	if err := CheckToken("tenant", a.Tenant); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	if a.Kind != KindRejected && a.Kind != KindResolved {
+		for _, f := range []struct{ name, v string }{{"tool", a.Tool}, {"runid", a.RunID}, {"callid", a.CallID}} {
+			if err := CheckToken(f.name, f.v); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrInvalidAnswer, a.Kind, err)
+			}
+		}
+	}
+	if a.Key != "" && !validKey(a.Key) {
+		return invalid(a, "key %s is not 64 lower-case hex digits", quote(a.Key))
+	}
+	if stray := a.setFields() &^ allowed[a.Kind]; stray != 0 {
+		for i, name := range fieldNames {
+			if stray&(1<<i) != 0 {
+				return invalid(a, "%s is not part of this kind", name)
+			}
+		}
+	}
+	switch a.Kind {
+	case KindDeduplicated:
+		if a.Key == "" {
+			return invalid(a, "no key: a deduplicated answer comes from a recorded key")
+		}
+	case KindIndeterminate:
+		if !a.Reason.Valid() {
+			return invalid(a, "reason %s is not one of %v", quote(string(a.Reason)), Reasons())
+		}
+		if a.Reason == ReasonKeyUnderivable && a.Key != "" {
+			return invalid(a, "key set although the reason is %s", ReasonKeyUnderivable)
+		}
+	case KindFailed:
+		if a.Error == "" {
+			return invalid(a, "no error message")
+		}
+		if !a.Code.IsFailure() {
+			return invalid(a, "code %s is not one of %v", quote(string(a.Code)), FailureCodes())
+		}
+	case KindRejected:
+		if a.Error == "" {
+			return invalid(a, "no error message")
+		}
+		if !a.Code.IsRejection() {
+			return invalid(a, "code %s is not a rejection code", quote(string(a.Code)))
+		}
+	case KindResolved:
+		if a.Key == "" {
+			return invalid(a, "no key")
+		}
+		if !a.Action.Valid() {
+			return invalid(a, "action %s is not %q or %q", quote(string(a.Action)), ActionComplete, ActionRelease)
+		}
+		if a.Action == ActionRelease && a.Outcome != "" {
+			return invalid(a, "an outcome is recorded only by %q", ActionComplete)
+		}
+	}
+	return nil
+}
+
+// tokenOr returns s when it is a valid token and [Placeholder] otherwise.
+func tokenOr(s string) string {
+	if ValidToken(s) {
+		return s
+	}
+	return Placeholder
+}
+
+// Subject returns the subject a is published on,
+// "toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>". Each part that is not
+// a valid token (the tool of a call rejected for naming none, the run of a record
+// that does not say) is replaced by [Placeholder], so the result is always a
+// literal subject of seven tokens.
+func (a Answer) Subject() string {
+	return EventSubject(tokenOr(a.Tenant), Kind(tokenOr(string(a.Kind))), tokenOr(a.Tool), tokenOr(a.RunID), tokenOr(a.CallID))
+}
+
+// ID returns the CloudEvents id of a's event: 32 hex digits of a SHA-256 over the
+// tenant and the call id (for [KindResolved]: over the tenant, key, action, call id
+// and time). It does not depend on the kind, outcome or time of an answer, so every
+// answer to one call has the same id: publishing an answer again, by the same
+// worker or by the one that took the call over, yields the same event, and JetStream
+// stores only the first within its duplicate window (see [Answer.MsgID]).
+func (a Answer) ID() string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	put := func(s string) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	if a.Kind == KindResolved {
+		put("toolexec/resolved")
+		put(a.Tenant)
+		put(a.Key)
+		put(string(a.Action))
+		put(a.CallID)
+		var ts [8]byte
+		if !a.Time.IsZero() {
+			binary.BigEndian.PutUint64(ts[:], uint64(a.Time.UnixNano()))
+		}
+		h.Write(ts[:])
+	} else {
+		put("toolexec/answer")
+		put(a.Tenant)
+		put(a.CallID)
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// MsgID returns the Nats-Msg-Id to publish a's event with. It equals [Answer.ID]:
+// derived from the tenant and call id only, not the kind, so that a second answer to
+// one call (say, a redelivered call answered again after a worker died between
+// publishing and acking) is dropped by JetStream's duplicate window and each call
+// keeps exactly one answer event.
+func (a Answer) MsgID() string { return a.ID() }
+
+// Event returns a as a CloudEvent from source (the publishing executor, a
+// URI-reference): type [Kind.Type], id [Answer.ID], subject the tool, extensions
+// tenant, runid, callid and idempotencykey (each when known), time when set, the
+// distributed tracing extension when TraceParent is set, and data as
+// application/json in the shape of the kind's schema.
+//
+// The answer is checked first (see [Answer]) and the data validated against the
+// kind's embedded schema before the event is returned: errors match
+// [ErrInvalidAnswer] or [ErrInvalidData]. Either is a bug in the caller.
+func (a Answer) Event(source string) (event.Event, error) {
+	if err := a.check(); err != nil {
+		return event.Event{}, err
+	}
+	if a.Kind == KindRejected && a.CallID == "" {
+		return event.Event{}, invalid(a, "no call id: choose a stand-in for a call that had none")
+	}
+	if source == "" {
+		return event.Event{}, invalid(a, "no source")
+	}
+	d := answerData{Tool: a.Tool, Error: a.Error, Code: a.Code, Reason: a.Reason}
+	switch a.Kind {
+	case KindCompleted, KindDeduplicated:
+		d.Outcome = &a.Outcome
+	case KindIndeterminate:
+		d.BodyEntered = &a.BodyEntered
+	case KindRejected:
+		d.Tool = validOrEmpty(a.Tool)
+		d.Field = a.Field
+	case KindResolved:
+		d.Tool = validOrEmpty(a.Tool)
+		d.Key, d.Action, d.Operator = a.Key, a.Action, a.Operator
+		if a.Action == ActionComplete {
+			d.Outcome = &a.Outcome
+		}
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return event.Event{}, fmt.Errorf("%w: %s: encode data: %w", ErrInvalidAnswer, a.Kind, err)
+	}
+	if err := Validate(a.Kind, data); err != nil {
+		return event.Event{}, err
+	}
+
+	e := event.New()
+	e.SetType(a.Kind.Type())
+	e.SetID(a.ID())
+	e.SetSource(source)
+	if ValidToken(a.Tool) {
+		e.SetSubject(a.Tool)
+	}
+	e.SetExtension(ExtTenant, a.Tenant)
+	if ValidToken(a.RunID) {
+		e.SetExtension(ExtRunID, a.RunID)
+	}
+	if ValidToken(a.CallID) {
+		e.SetExtension(ExtCallID, a.CallID)
+	}
+	if a.Key != "" {
+		e.SetExtension(ExtIdempotencyKey, a.Key)
+	}
+	if !a.Time.IsZero() {
+		e.SetTime(a.Time)
+	}
+	if a.TraceParent != "" {
+		extensions.DistributedTracingExtension{TraceParent: a.TraceParent, TraceState: a.TraceState}.AddTracingAttributes(&e)
+	}
+	e.SetDataContentType(event.ApplicationJSON)
+	e.DataEncoded = data
+	if err := e.Validate(); err != nil {
+		return event.Event{}, fmt.Errorf("%w: %s: %s", ErrInvalidAnswer, a.Kind, strings.TrimSpace(err.Error()))
+	}
+	return e, nil
+}
+
+func validOrEmpty(s string) string {
+	if ValidToken(s) {
+		return s
+	}
+	return ""
+}
+
+// AnswerFromEvent reads an answer (or a resolution) from e, as a waiting caller or
+// an auditor receives it. It checks specversion 1.0, a toolexec answer type, the
+// extensions, a JSON datacontenttype, and the data against the kind's schema, then
+// the answer as [Answer.Event] would. Errors match [ErrInvalidAnswer], and
+// [ErrInvalidData] as well when the data is at fault.
+//
+// Tokens that [Answer.Event] left out (the tool, run or call of a rejected call
+// that had none usable) come back empty; the event id is not returned, since
+// [Answer.ID] recomputes it.
+func AnswerFromEvent(e event.Event) (Answer, error) {
+	if e.Context == nil {
+		return Answer{}, fmt.Errorf("%w: not a CloudEvent", ErrInvalidAnswer)
+	}
+	if v := e.SpecVersion(); v != event.CloudEventsVersionV1 {
+		return Answer{}, fmt.Errorf("%w: specversion %s, want %q", ErrInvalidAnswer, quote(v), event.CloudEventsVersionV1)
+	}
+	kind, err := KindOfType(e.Type())
+	if err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	a := Answer{Kind: kind, Time: e.Time()}
+	exts := e.Extensions()
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{ExtTenant, &a.Tenant}, {ExtRunID, &a.RunID}, {ExtCallID, &a.CallID}, {ExtIdempotencyKey, &a.Key}} {
+		v, ok := exts[f.name]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return Answer{}, invalid(a, "extension %s is %T, want a string", f.name, v)
+		}
+		*f.dst = s
+	}
+	for _, f := range []struct{ name, v string }{{ExtRunID, a.RunID}, {ExtCallID, a.CallID}} {
+		if f.v != "" && !ValidToken(f.v) {
+			return Answer{}, fmt.Errorf("%w: %s: %w", ErrInvalidAnswer, kind, CheckToken(f.name, f.v))
+		}
+	}
+	if hasSubject(e) {
+		a.Tool = e.Subject()
+		if err := CheckToken("subject", a.Tool); err != nil {
+			return Answer{}, fmt.Errorf("%w: %s: %w", ErrInvalidAnswer, kind, err)
+		}
+	}
+	if tc, ok := extensions.GetDistributedTracingExtension(e); ok {
+		a.TraceParent, a.TraceState = tc.TraceParent, tc.TraceState
+	}
+	if ct := e.DataContentType(); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != event.ApplicationJSON {
+			return Answer{}, invalid(a, "datacontenttype %s, want %q", quote(ct), event.ApplicationJSON)
+		}
+	}
+	data := e.Data()
+	if err := Validate(kind, data); err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
+	}
+	var d answerData
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return Answer{}, fmt.Errorf("%w: %s: decode data: %w", ErrInvalidAnswer, kind, err)
+	}
+	if d.Tool != "" {
+		if a.Tool != "" && a.Tool != d.Tool {
+			return Answer{}, invalid(a, "subject %s names another tool than the data's %s", quote(a.Tool), quote(d.Tool))
+		}
+		a.Tool = d.Tool
+	}
+	if d.Key != "" {
+		if a.Key != "" && a.Key != d.Key {
+			return Answer{}, invalid(a, "extension %s disagrees with the data's key", ExtIdempotencyKey)
+		}
+		a.Key = d.Key
+	}
+	if d.Outcome != nil {
+		a.Outcome = *d.Outcome
+	}
+	if d.BodyEntered != nil {
+		a.BodyEntered = *d.BodyEntered
+	}
+	a.Error, a.Code, a.Field, a.Reason, a.Action, a.Operator = d.Error, d.Code, d.Field, d.Reason, d.Action, d.Operator
+	if err := a.check(); err != nil {
+		return Answer{}, err
+	}
+	return a, nil
+}

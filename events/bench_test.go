@@ -1,0 +1,54 @@
+package events_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// BenchmarkAnswerEvent builds a completed answer event (with schema validation)
+// and encodes it in structured mode, as the executor does for every call.
+func BenchmarkAnswerEvent(b *testing.B) {
+	a := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "run_1", CallID: "call-7", Tool: "book",
+		Key: key, Outcome: `{"seat":"12A","price":{"amount":120,"currency":"GBP"}}`, TraceParent: traceParent, Time: when}
+	b.ReportAllocs()
+	for b.Loop() {
+		e, err := a.Event(source)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := json.Marshal(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallFromEvent decodes a structured call and reads it, as the bus does
+// for every message.
+func BenchmarkCallFromEvent(b *testing.B) {
+	c := events.Call{Tenant: "acme", RunID: "run_1", CallID: "call-7", Tool: "book", Source: "agents/planner",
+		Arguments:   json.RawMessage(`{"flight":"BA117","seats":2,"request_id":"a","passengers":[{"name":"Ada"},{"name":"Alan"}]}`),
+		TraceParent: traceParent}
+	e, err := events.NewCallEvent(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var in event.Event
+		if err := json.Unmarshal(raw, &in); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := events.CallFromEvent(in, "acme", "book"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

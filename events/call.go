@@ -1,0 +1,351 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/extensions"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/tesserix/toolexec/schemas"
+)
+
+// Names of the CloudEvents extension attributes toolexec uses.
+const (
+	// ExtTenant carries the tenant, on calls and answers.
+	ExtTenant = "tenant"
+	// ExtRunID carries the run id, on calls and answers.
+	ExtRunID = "runid"
+	// ExtCallID carries, on answers, the id of the call answered.
+	ExtCallID = "callid"
+	// ExtIdempotencyKey carries, on answers, the idempotency key when one was
+	// derived.
+	ExtIdempotencyKey = "idempotencykey"
+)
+
+// Call is one tool call as toolexec reads it off the wire.
+type Call struct {
+	Tenant string // from the subject; the tenant extension must agree
+	RunID  string // the runid extension
+	CallID string // the event id; also the call's Nats-Msg-Id
+	Tool   string // from the subject; the subject attribute must agree
+	// Source is the event's source: the agent that made the call.
+	Source string
+	// Arguments is the raw JSON object of the call's arguments, exactly as sent
+	// (duplicate members, number spellings and all), for canonicalisation and the
+	// tool's schema to judge. NewCallEvent treats nil as {}.
+	Arguments json.RawMessage
+	// TraceParent and TraceState are the W3C trace context of the distributed
+	// tracing extension, empty when the call carries none.
+	TraceParent string
+	TraceState  string
+	// Time is the event's time attribute; zero when absent.
+	Time time.Time
+}
+
+// callData is the data of a call event.
+type callData struct {
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// NewCallEvent returns the CloudEvent for c: type [CallType], id the call id,
+// source, subject the tool, extensions tenant and runid, time when set, the
+// distributed tracing extension when TraceParent is set, and data
+// {"arguments": ...} as application/json.
+//
+// It checks c first: a token that is not valid, an empty source or arguments that
+// are not a JSON object are reported as a [*RejectError] with the code a receiver
+// would answer with.
+func NewCallEvent(c Call) (event.Event, error) {
+	for _, f := range []struct{ field, v string }{
+		{ExtTenant, c.Tenant}, {ExtRunID, c.RunID}, {"id", c.CallID}, {"subject", c.Tool},
+	} {
+		if err := CheckToken(f.field, f.v); err != nil {
+			return event.Event{}, badToken(f.field, err)
+		}
+	}
+	if c.Source == "" {
+		return event.Event{}, Reject(CodeMissingAttribute, "source", "the call has no source")
+	}
+	args := c.Arguments
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return event.Event{}, Reject(CodeBadData, "arguments", "arguments are not valid JSON")
+	}
+	if firstByte(args) != '{' {
+		return event.Event{}, Reject(CodeArgumentsNotObject, "arguments", "arguments must be a JSON object")
+	}
+	data, err := json.Marshal(callData{Arguments: args})
+	if err != nil {
+		return event.Event{}, Reject(CodeBadData, "arguments", "%v", err)
+	}
+
+	e := event.New()
+	e.SetType(CallType)
+	e.SetID(c.CallID)
+	e.SetSource(c.Source)
+	e.SetSubject(c.Tool)
+	e.SetExtension(ExtTenant, c.Tenant)
+	e.SetExtension(ExtRunID, c.RunID)
+	if !c.Time.IsZero() {
+		e.SetTime(c.Time)
+	}
+	if c.TraceParent != "" {
+		extensions.DistributedTracingExtension{TraceParent: c.TraceParent, TraceState: c.TraceState}.AddTracingAttributes(&e)
+	}
+	e.SetDataContentType(event.ApplicationJSON)
+	e.DataEncoded = data
+	if err := e.Validate(); err != nil {
+		return event.Event{}, Reject(CodeNotCloudEvent, "", "%v", strings.TrimSpace(err.Error()))
+	}
+	return e, nil
+}
+
+// CallFromEvent reads a call from e, a CloudEvent that arrived on the call subject
+// of subjectTenant and subjectTool (see [ParseCallSubject]). It checks, in order:
+//
+//   - specversion is 1.0 (else [CodeBadSpecVersion]) and type is [CallType]
+//     ([CodeBadType]);
+//   - id, source and the runid extension are present ([CodeMissingAttribute]), and
+//     the id, runid, and the tenant and tool are valid tokens ([CodeBadToken]);
+//   - the tenant extension, when present, equals subjectTenant
+//     ([CodeTenantMismatch]); when absent the subject's tenant is taken;
+//   - the subject attribute, when present, equals subjectTool ([CodeToolMismatch]);
+//     when absent the NATS subject's tool is taken;
+//   - datacontenttype is JSON: application/json, text/json or a +json type,
+//     absent meaning JSON ([CodeBadContentType]);
+//   - the data is present and JSON ([CodeBadData]), has no member twice
+//     ([CodeDuplicateMember]), its arguments are an object
+//     ([CodeArgumentsNotObject]) and it matches the call schema
+//     ([CodeSchemaViolation]).
+//
+// Every error is a [*RejectError]. The arguments themselves are returned as sent;
+// judging their content (canonical form, the tool's schema) is for later stages.
+func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (Call, error) {
+	if e.Context == nil {
+		return Call{}, Reject(CodeNotCloudEvent, "", "the message is not a CloudEvent")
+	}
+	if v := e.SpecVersion(); v != event.CloudEventsVersionV1 {
+		return Call{}, Reject(CodeBadSpecVersion, "specversion", "got %s, want %q", quote(v), event.CloudEventsVersionV1)
+	}
+	if t := e.Type(); t != CallType {
+		if t == "" {
+			return Call{}, Reject(CodeMissingAttribute, "type", "the call has no type")
+		}
+		return Call{}, Reject(CodeBadType, "type", "got %s, want %q", quote(t), CallType)
+	}
+	if err := CheckToken("tenant", subjectTenant); err != nil {
+		return Call{}, badToken("tenant", err)
+	}
+	if err := CheckToken("tool", subjectTool); err != nil {
+		return Call{}, badToken("tool", err)
+	}
+	c := Call{Tenant: subjectTenant, Tool: subjectTool, CallID: e.ID(), Source: e.Source(), Time: e.Time()}
+	if c.CallID == "" {
+		return Call{}, Reject(CodeMissingAttribute, "id", "the call has no id")
+	}
+	if err := CheckToken("id", c.CallID); err != nil {
+		return Call{}, badToken("id", err)
+	}
+	if c.Source == "" {
+		return Call{}, Reject(CodeMissingAttribute, "source", "the call has no source")
+	}
+	exts := e.Extensions()
+	runID, present, err := stringExtension(exts, ExtRunID)
+	switch {
+	case err != nil:
+		return Call{}, err
+	case !present || runID == "":
+		return Call{}, Reject(CodeMissingAttribute, ExtRunID, "the call has no runid extension")
+	}
+	if err := CheckToken(ExtRunID, runID); err != nil {
+		return Call{}, badToken(ExtRunID, err)
+	}
+	c.RunID = runID
+	tenant, present, err := stringExtension(exts, ExtTenant)
+	if err != nil {
+		return Call{}, err
+	}
+	if present && tenant != subjectTenant {
+		return Call{}, Reject(CodeTenantMismatch, ExtTenant, "extension says %s but the call was published for tenant %q", quote(tenant), subjectTenant)
+	}
+	if hasSubject(e) && e.Subject() != subjectTool {
+		return Call{}, Reject(CodeToolMismatch, "subject", "attribute says %s but the call was published for tool %q", quote(e.Subject()), subjectTool)
+	}
+	if tc, ok := extensions.GetDistributedTracingExtension(e); ok {
+		c.TraceParent, c.TraceState = tc.TraceParent, tc.TraceState
+	}
+	if err := checkJSONContentType(e); err != nil {
+		return Call{}, err
+	}
+	args, err := callArguments(e.Data())
+	if err != nil {
+		return Call{}, err
+	}
+	c.Arguments = args
+	return c, nil
+}
+
+// hasSubject reports whether e has a subject attribute, even an empty one.
+func hasSubject(e event.Event) bool {
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		return ec.Subject != nil
+	}
+	return e.Subject() != ""
+}
+
+// callArguments checks the data of a call and returns its raw arguments.
+func callArguments(data []byte) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, Reject(CodeBadData, "data", "the call has no data; want {\"arguments\": {...}}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, &RejectError{Code: CodeBadData, Field: "data", Msg: "data is not JSON: " + err.Error(), Err: err}
+	}
+	// The top level is read a second time, member by member, to see duplicates
+	// (which a decoded map hides) and to keep the arguments' bytes as sent.
+	members, dup, isObject := topMembers(data)
+	if dup != "" {
+		return nil, Reject(CodeDuplicateMember, "data", "member %s appears twice", quote(dup))
+	}
+	if m, ok := v.(map[string]any); ok {
+		if a, ok := m["arguments"]; ok {
+			if _, ok := a.(map[string]any); !ok {
+				return nil, Reject(CodeArgumentsNotObject, "arguments", "arguments must be a JSON object, got %s", jsonKind(a))
+			}
+		}
+	}
+	if err := validateValue(schemas.CallSchema, v); err != nil {
+		var msg string
+		var verr *jsonschema.ValidationError
+		if errors.As(err, &verr) {
+			msg = describe(verr)
+		} else {
+			msg = err.Error()
+		}
+		return nil, &RejectError{Code: CodeSchemaViolation, Field: "data", Msg: msg, Err: err}
+	}
+	if !isObject {
+		// Unreachable: the schema requires an object.
+		return nil, Reject(CodeSchemaViolation, "data", "data must be a JSON object")
+	}
+	return members["arguments"], nil
+}
+
+// topMembers reads data, known to be one valid JSON value, and returns the raw
+// values of its top-level members when it is an object, the first member name that
+// appears twice, and whether it is an object at all.
+func topMembers(data []byte) (members map[string]json.RawMessage, dup string, isObject bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, "", false
+	}
+	members = make(map[string]json.RawMessage, 1)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", false
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, "", false
+		}
+		if _, seen := members[name]; seen {
+			return nil, name, true
+		}
+		members[name] = raw
+	}
+	if _, err := dec.Token(); err != nil && err != io.EOF {
+		return nil, "", false
+	}
+	return members, "", true
+}
+
+// checkJSONContentType accepts an absent datacontenttype, application/json,
+// text/json and any +json type (RFC 6839), with no charset but utf-8. (In
+// structured mode sdk-go itself decodes only application/json and text/json data
+// as JSON; a +json type is usable in binary mode.)
+func checkJSONContentType(e event.Event) error {
+	ct := e.DataContentType()
+	if ct == "" {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return &RejectError{Code: CodeBadContentType, Field: "datacontenttype", Msg: fmt.Sprintf("%s is not a media type", quote(ct)), Err: err}
+	}
+	if mt != event.ApplicationJSON && mt != event.TextJSON && !strings.HasSuffix(mt, "+json") {
+		return Reject(CodeBadContentType, "datacontenttype", "got %s, want application/json", quote(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return Reject(CodeBadContentType, "datacontenttype", "charset %s: only utf-8 is accepted", quote(cs))
+	}
+	return nil
+}
+
+// stringExtension returns the extension name from exts, whether it is present, and
+// a *RejectError when it is present but not a string.
+func stringExtension(exts map[string]any, name string) (string, bool, error) {
+	v, ok := exts[name]
+	if !ok {
+		return "", false, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", true, Reject(CodeBadToken, name, "extension must be a string, got %T", v)
+	}
+	return s, true, nil
+}
+
+// badToken wraps a *TokenError for field as a bad_token rejection.
+func badToken(field string, err error) *RejectError {
+	var te *TokenError
+	msg := err.Error()
+	if errors.As(err, &te) {
+		msg = fmt.Sprintf("%s is not a valid token: must be 1 to %d characters of A-Z a-z 0-9 _ -", quote(te.Value), MaxTokenLen)
+	}
+	return &RejectError{Code: CodeBadToken, Field: field, Msg: msg, Err: err}
+}
+
+// firstByte returns the first byte of b that is not JSON whitespace, or 0.
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// jsonKind names the JSON type of v, a value decoded by jsonschema.UnmarshalJSON.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}

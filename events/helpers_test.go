@@ -1,0 +1,63 @@
+package events_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+)
+
+// roundTrip encodes e in structured mode (the CloudEvents JSON format) and decodes
+// it again, as a NATS message in structured mode carries it. It returns the decoded
+// event and the JSON as a generic map, to check attributes by name.
+func roundTrip(t *testing.T, e event.Event) (event.Event, map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("structured JSON %s: %v", b, err)
+	}
+	var back event.Event
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	return back, m
+}
+
+// decode parses structured-mode JSON into an event.
+func decode(t *testing.T, s string) event.Event {
+	t.Helper()
+	var e event.Event
+	if err := json.Unmarshal([]byte(s), &e); err != nil {
+		t.Fatalf("unmarshal %s: %v", s, err)
+	}
+	return e
+}
+
+// wantAttrs checks that m has exactly the attributes in want (by name, with
+// values compared as JSON decodes them) besides any listed in ignore.
+func wantAttrs(t *testing.T, m map[string]any, want map[string]any, ignore ...string) {
+	t.Helper()
+	skip := map[string]bool{}
+	for _, k := range ignore {
+		skip[k] = true
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok {
+			t.Errorf("attribute %q missing; event: %v", k, m)
+			continue
+		}
+		if v != nil && got != v {
+			t.Errorf("attribute %q = %#v, want %#v", k, got, v)
+		}
+	}
+	for k := range m {
+		if _, ok := want[k]; !ok && !skip[k] {
+			t.Errorf("unexpected attribute %q = %#v", k, m[k])
+		}
+	}
+}
