@@ -50,7 +50,7 @@ type Answer struct {
 	Outcome     string
 	Error       string
 	Code        Code
-	Field       string // rejected: the attribute or member at fault
+	Field       string // rejected: the attribute or member at fault; cut to MaxFieldLen bytes
 	Reason      Reason
 	BodyEntered bool
 	Action      Action // resolved only
@@ -273,7 +273,7 @@ func (a Answer) Event(source string) (event.Event, error) {
 		d.BodyEntered = &a.BodyEntered
 	case KindRejected:
 		d.Tool = validOrEmpty(a.Tool)
-		d.Field = a.Field
+		d.Field = truncate(a.Field, MaxFieldLen)
 	case KindResolved:
 		d.Tool = validOrEmpty(a.Tool)
 		d.Key, d.Action, d.Operator = a.Key, a.Action, a.Operator
@@ -281,10 +281,13 @@ func (a Answer) Event(source string) (event.Event, error) {
 			d.Outcome = &a.Outcome
 		}
 	}
-	data, err := json.Marshal(d)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // outcomes are often HTML or JSON: keep them readable
+	if err := enc.Encode(d); err != nil {
 		return event.Event{}, fmt.Errorf("%w: %s: encode data: %w", ErrInvalidAnswer, a.Kind, err)
 	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err := Validate(a.Kind, data); err != nil {
 		return event.Event{}, err
 	}
@@ -318,6 +321,22 @@ func (a Answer) Event(source string) (event.Event, error) {
 		return event.Event{}, fmt.Errorf("%w: %s: %s", ErrInvalidAnswer, a.Kind, strings.TrimSpace(err.Error()))
 	}
 	return e, nil
+}
+
+// MaxFieldLen bounds the field of a rejected answer, as its schema does. A longer
+// one (a JSON pointer into deeply nested arguments) is cut short rather than
+// leaving the call unanswered.
+const MaxFieldLen = 512
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func validOrEmpty(s string) string {

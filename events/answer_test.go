@@ -440,16 +440,41 @@ func TestAnswerFromEventRefuses(t *testing.T) {
 }
 
 // TestAnswerEventValidatesData shows that Event checks its data against the
-// schema, beyond the field checks: the schema bounds a rejected answer's field and
-// a resolution's operator, which nothing else does.
+// schema, beyond the field checks: the schema bounds a resolution's operator, which
+// nothing else does.
 func TestAnswerEventValidatesData(t *testing.T) {
-	rejected := events.Answer{Kind: events.KindRejected, Tenant: "acme", CallID: "c", Error: "e",
-		Code: events.CodeSchemaViolation, Field: strings.Repeat("f", 513)}
 	resolved := events.Answer{Kind: events.KindResolved, Tenant: "acme", Key: key, Action: events.ActionRelease,
 		Operator: strings.Repeat("o", 257)}
-	for _, a := range []events.Answer{rejected, resolved} {
-		if _, err := a.Event(source); !errors.Is(err, events.ErrInvalidData) {
-			t.Errorf("%s: Event() error = %v, want ErrInvalidData", a.Kind, err)
-		}
+	if _, err := resolved.Event(source); !errors.Is(err, events.ErrInvalidData) {
+		t.Errorf("Event() error = %v, want ErrInvalidData", err)
+	}
+}
+
+// TestRejectedFieldIsCut checks that an overlong field (a pointer deep into the
+// arguments) cannot stop a call from being answered.
+func TestRejectedFieldIsCut(t *testing.T) {
+	a := events.Answer{Kind: events.KindRejected, Tenant: "acme", CallID: "c", Error: "e",
+		Code: events.CodeTooDeep, Field: "/" + strings.Repeat("é", 600)}
+	e, err := a.Event(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := events.AnswerFromEvent(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Field) > events.MaxFieldLen || !strings.HasPrefix(a.Field, got.Field) || len(got.Field) < events.MaxFieldLen-1 {
+		t.Errorf("field is %d bytes, want a prefix of at most %d", len(got.Field), events.MaxFieldLen)
+	}
+}
+
+func TestAnswerDataIsNotHTMLEscaped(t *testing.T) {
+	a := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "r", CallID: "c", Tool: "t", Outcome: "<b>&</b>"}
+	e, err := a.Event(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"tool":"t","outcome":"<b>&</b>"}`; string(e.Data()) != want {
+		t.Errorf("data = %s, want %s", e.Data(), want)
 	}
 }

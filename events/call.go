@@ -50,15 +50,10 @@ type Call struct {
 	Time time.Time
 }
 
-// callData is the data of a call event.
-type callData struct {
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 // NewCallEvent returns the CloudEvent for c: type [CallType], id the call id,
 // source, subject the tool, extensions tenant and runid, time when set, the
 // distributed tracing extension when TraceParent is set, and data
-// {"arguments": ...} as application/json.
+// {"arguments": ...} as application/json, the arguments byte for byte as given.
 //
 // It checks c first: a token that is not valid, an empty source or arguments that
 // are not a JSON object are reported as a [*RejectError] with the code a receiver
@@ -84,10 +79,12 @@ func NewCallEvent(c Call) (event.Event, error) {
 	if firstByte(args) != '{' {
 		return event.Event{}, Reject(CodeArgumentsNotObject, "arguments", "arguments must be a JSON object")
 	}
-	data, err := json.Marshal(callData{Arguments: args})
-	if err != nil {
-		return event.Event{}, Reject(CodeBadData, "arguments", "%v", err)
-	}
+	// The arguments go out byte for byte as given (json.Marshal would compact and
+	// HTML-escape them); they are known to be one valid JSON object.
+	data := make([]byte, 0, len(`{"arguments":}`)+len(args))
+	data = append(data, `{"arguments":`...)
+	data = append(data, args...)
+	data = append(data, '}')
 
 	e := event.New()
 	e.SetType(CallType)

@@ -85,6 +85,15 @@ func TestNewCallEventMinimal(t *testing.T) {
 	if string(e.Data()) != `{"arguments":{}}` {
 		t.Errorf("data = %s, want nil arguments sent as {}", e.Data())
 	}
+
+	args := `{ "q": "<a&b>", "n": 1.50, "n": 2 }`
+	e, err = events.NewCallEvent(events.Call{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", Source: "s", Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"arguments":` + args + `}`; string(e.Data()) != want {
+		t.Errorf("data = %s, want the arguments byte for byte: %s", e.Data(), want)
+	}
 }
 
 func TestNewCallEventRejects(t *testing.T) {
