@@ -21,5 +21,5 @@
 // Bad input from a caller is reported as a [*RejectError] whose [Code] names the
 // problem; the bus answers it with a rejected event. Misuse by this program (an
 // answer missing a field its kind needs, data that does not match its schema) is
-// reported with the sentinels in errors.go.
+// reported as [ErrInvalidAnswer] or [ErrInvalidData], to fail loudly in tests.
 package events
