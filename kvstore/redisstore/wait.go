@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+// Wait blocks until the record differs from seen — another revision, state or
+// holder — and returns it; until the record is gone (an error wrapping
+// kvstore.ErrNotFound); or, for a claimed record, until its lease has run out by
+// Redis's clock (the returned record has LeaseExpired set). It returns ctx.Err()
+// when ctx ends first, and an error wrapping kvstore.ErrUnavailable if Redis
+// cannot be reached or the store is closed.
+//
+// Wait subscribes to the record's channel and, once Redis has confirmed the
+// subscription, re-reads the record, so a change made between seen and the
+// subscription is not missed. It re-reads on every message, at the lease deadline
+// (measured locally from the remaining time Redis's clock reported) and every
+// Config.WaitRecheck. The subscription is closed before Wait returns.
+func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
+	const op = "wait"
+	if err := s.closed(op); err != nil {
+		return kvstore.Record{}, err
+	}
+	if err := validKey(op, seen.Tenant, seen.Digest); err != nil {
+		return kvstore.Record{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return kvstore.Record{}, err
+	}
+
+	ps := s.client.Subscribe(ctx, s.channel(seen.Tenant, seen.Digest))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		return kvstore.Record{}, ctxOr(ctx, unavailable(op, fmt.Errorf("subscribe: %w", err)))
+	}
+	msgs := ps.Channel()
+
+	recheck := time.NewTicker(s.cfg.WaitRecheck)
+	defer recheck.Stop()
+	deadline := time.NewTimer(time.Hour)
+	deadline.Stop()
+	defer deadline.Stop()
+
+	for {
+		snap, err := s.read(ctx, op, seen.Tenant, seen.Digest)
+		if err != nil {
+			return kvstore.Record{}, ctxOr(ctx, err)
+		}
+		if !snap.found {
+			return kvstore.Record{}, fmt.Errorf("redisstore: %s: %w", op, kvstore.ErrNotFound)
+		}
+		cur, err := snap.record()
+		if err != nil {
+			return kvstore.Record{}, unavailable(op, err)
+		}
+		if cur.Revision != seen.Revision || cur.State != seen.State || cur.Holder != seen.Holder || cur.LeaseExpired {
+			return cur, nil
+		}
+		if cur.State == kvstore.StateClaimed {
+			// Wake when Redis's clock should have passed the deadline; the
+			// re-read then confirms it. A millisecond of slack covers TIME's
+			// rounding to whole milliseconds.
+			deadline.Reset(snap.leaseLeft() + time.Millisecond)
+		}
+
+		select {
+		case <-ctx.Done():
+			return kvstore.Record{}, ctx.Err()
+		case <-s.done:
+			return kvstore.Record{}, unavailable(op, ErrClosed)
+		case _, ok := <-msgs:
+			if !ok {
+				return kvstore.Record{}, ctxOr(ctx, unavailable(op, errors.New("subscription closed")))
+			}
+		case <-deadline.C:
+		case <-recheck.C:
+		}
+	}
+}
