@@ -261,7 +261,15 @@ func (e *encoder) order(first, body int) error {
 	if sorted {
 		return nil
 	}
-	slices.SortFunc(ms, cmp)
+	if len(ms) <= 12 {
+		for i := 1; i < len(ms); i++ {
+			for j := i; j > 0 && cmp(ms[j-1], ms[j]) > 0; j-- {
+				ms[j-1], ms[j] = ms[j], ms[j-1]
+			}
+		}
+	} else {
+		slices.SortFunc(ms, cmp)
+	}
 	for i := 0; i < len(ms); {
 		j := i + 1
 		for j < len(ms) && cmp(ms[i], ms[j]) == 0 {

@@ -32,6 +32,18 @@ type objectMember struct {
 // [*Error] that [Canonicalize] would; a well-formed document whose value is not an
 // object returns an error matching [ErrNotObject].
 func ParseObject(raw []byte, maxDepth int) (*Object, error) {
+	o := new(Object)
+	if err := o.Parse(raw, maxDepth); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Parse is [ParseObject] into o: it replaces o's contents with the canonical form of
+// raw, reusing o's storage, so that a caller can keep a pool of Objects. o must not
+// be in use elsewhere meanwhile. On error o is left empty (Len 0, Bytes nil).
+func (o *Object) Parse(raw []byte, maxDepth int) error {
+	o.data, o.size, o.members = o.data[:0], 0, o.members[:0]
 	if maxDepth <= 0 || maxDepth > MaxDepth {
 		maxDepth = MaxDepth
 	}
@@ -42,25 +54,34 @@ func ParseObject(raw []byte, maxDepth int) (*Object, error) {
 	err := e.document()
 	e.own = e.out[:0]
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if e.out[0] != '{' {
-		return nil, fmt.Errorf("%w: the document is %s", ErrNotObject, kind(e.out[0]))
+		return fmt.Errorf("%w: the document is %s", ErrNotObject, kind(e.out[0]))
 	}
 
-	o := &Object{size: len(e.out), members: make([]objectMember, len(e.members))}
-	namesLen := 0
+	size := len(e.out)
 	for _, m := range e.members {
-		namesLen += m.name.end - m.name.start
+		size += m.name.end - m.name.start
 	}
-	o.data = make([]byte, len(e.out), len(e.out)+namesLen)
-	copy(o.data, e.out)
-	for i, m := range e.members {
+	if cap(o.data) < size {
+		o.data = make([]byte, 0, size)
+	}
+	if cap(o.members) < len(e.members) {
+		o.members = make([]objectMember, 0, len(e.members))
+	}
+	o.data = append(o.data, e.out...)
+	o.size = len(e.out)
+	for _, m := range e.members {
 		start := len(o.data)
 		o.data = append(o.data, e.names[m.name.start:m.name.end]...)
-		o.members[i] = objectMember{name: span{start, len(o.data)}, seg: m.seg, value: m.value}
+		o.members = append(o.members, objectMember{
+			name:  span{start, len(o.data)},
+			seg:   m.seg,
+			value: m.value,
+		})
 	}
-	return o, nil
+	return nil
 }
 
 func kind(c byte) string {
@@ -78,7 +99,12 @@ func kind(c byte) string {
 }
 
 // Bytes returns the canonical form of the whole object.
-func (o *Object) Bytes() []byte { return o.data[:o.size:o.size] }
+func (o *Object) Bytes() []byte {
+	if o.size == 0 {
+		return nil
+	}
+	return o.data[:o.size:o.size]
+}
 
 // Len returns the number of members.
 func (o *Object) Len() int { return len(o.members) }

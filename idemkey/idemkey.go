@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/tesserix/toolexec/canonical"
 )
@@ -48,23 +49,32 @@ func Parse(raw []byte) (*Arguments, error) {
 func parseObject(raw []byte) (*canonical.Object, error) {
 	obj, err := canonical.ParseObject(raw, MaxDepth)
 	if err != nil {
-		if errors.Is(err, canonical.ErrNotObject) {
-			return nil, fmt.Errorf("%w (%w)", ErrNotObject, err)
-		}
-		return nil, fmt.Errorf("idemkey: arguments: %w", err)
+		return nil, wrapParse(err)
 	}
 	return obj, nil
+}
+
+func wrapParse(err error) error {
+	if errors.Is(err, canonical.ErrNotObject) {
+		return fmt.Errorf("%w (%w)", ErrNotObject, err)
+	}
+	return fmt.Errorf("idemkey: arguments: %w", err)
 }
 
 // Derive parses args and derives the key for one call: Parse, then
 // [Arguments.Key]. It returns the errors of both.
 func Derive(tenant, runID, tool string, args []byte, keyArguments []string) (Key, error) {
-	obj, err := parseObject(args)
-	if err != nil {
-		return Key{}, err
+	obj := objects.Get().(*canonical.Object)
+	defer objects.Put(obj)
+	if err := obj.Parse(args, MaxDepth); err != nil {
+		return Key{}, wrapParse(err)
 	}
 	return derive(obj, tenant, runID, tool, keyArguments)
 }
+
+// objects recycles the parsed arguments of Derive, which never outlive the call:
+// the key's canonical bytes are copied out of them.
+var objects = sync.Pool{New: func() any { return new(canonical.Object) }}
 
 // Key derives the idempotency key of a call with these arguments. keyArguments nil
 // means every argument; empty and non-nil means none; otherwise the named arguments,
