@@ -1,0 +1,50 @@
+// Package natsstore keeps idempotency records in a NATS JetStream key-value
+// bucket: the default [kvstore.Store] of toolexec.
+//
+// # Layout
+//
+// One bucket (default "toolexec_idempotency", history 1) holds every tenant's
+// records under the key <tenant>.<digest>. A value is a compact JSON document
+// with the record's fields (state, holder, claim id, lease duration, outcome or
+// reason, the check digest, tool, run and call ids); never the call's arguments.
+// Times of the server's are not in the value: they are the entry's timestamp,
+// stamped by the stream's leader on every write.
+//
+// # Operations
+//
+// Claim is kv.Create, which the server applies only if the key has no live value
+// (a delete marker counts as none). Every conflict shape counts as "someone else
+// holds it": ErrKeyExists, ErrKeyRevisionMismatch and the raw API errors 10071
+// and 10164 that replicated buckets return. The loser reads the winner's record.
+// A create whose answer was lost is recognised on the read by its random claim
+// id.
+//
+// Every transition is a compare-and-set on the entry's revision: kv.Update for
+// Record, MarkIndeterminate, Renew, TakeOver and Resolve, kv.Delete with
+// LastRevision for Release. The Lease's token carries the revision and the claim
+// as it was written, so a holder's write needs no read first (reads may be served
+// stale by a follower). Each write carries a random write id, so that a write
+// whose answer was lost can be found and not repeated.
+//
+// # Time
+//
+// Leases are judged by the server's clock only: a lease runs until the server's
+// timestamp of the claim's last write plus its duration. To learn the server's
+// time now, the store writes a probe to a key no tenant can produce ("=clock")
+// and reads its timestamp back; it does so only where a judgement is needed
+// (TakeOver, and Wait's deadlines), never on Claim. So Claim and Get never set
+// Record.LeaseExpired; Wait does. Records are kept for the retention after their
+// last write by the bucket's TTL (the stream's MaxAge); ExpiresAt is the last
+// write's server time plus the retention.
+//
+// # Forgetting
+//
+// Forget is one stream purge filtered on $KV.<bucket>.<tenant>.>. It leaves no
+// markers and wakes no watchers; see [Store.Forget] and [Store.Wait].
+//
+// # Durability
+//
+// A claim acknowledged by a server that has not synced it to disk can be lost
+// with that server (JetStream syncs lazily by default). Run the servers with
+// sync_interval: always, and use Replicas: 3 on a cluster.
+package natsstore
