@@ -170,6 +170,9 @@ const (
 	CodeNoEffect Code = "no_effect"
 	// CodeTimeout: the tool's body ran past its timeout.
 	CodeTimeout Code = "timeout"
+	// CodeOutcomeTooLarge: the body returned an outcome larger than the executor
+	// records and answers.
+	CodeOutcomeTooLarge Code = "outcome_too_large"
 )
 
 // RejectionCodes returns every rejection code, in a fixed order.
@@ -184,7 +187,9 @@ func RejectionCodes() []Code {
 }
 
 // FailureCodes returns every failure code, in a fixed order.
-func FailureCodes() []Code { return []Code{CodeToolError, CodeNoEffect, CodeTimeout} }
+func FailureCodes() []Code {
+	return []Code{CodeToolError, CodeNoEffect, CodeTimeout, CodeOutcomeTooLarge}
+}
 
 // IsRejection reports whether c is a rejection code.
 func (c Code) IsRejection() bool {
@@ -202,7 +207,7 @@ func (c Code) IsRejection() bool {
 // IsFailure reports whether c is a failure code.
 func (c Code) IsFailure() bool {
 	switch c {
-	case CodeToolError, CodeNoEffect, CodeTimeout:
+	case CodeToolError, CodeNoEffect, CodeTimeout, CodeOutcomeTooLarge:
 		return true
 	}
 	return false

@@ -1,0 +1,41 @@
+# toolexec — run `make help` for the targets.
+GO        ?= go
+PKGS      ?= ./...
+BIN       ?= bin
+TEST_FLAGS ?= -race -timeout 15m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the executor and the emitter into ./bin.
+	$(GO) build -o $(BIN)/ ./cmd/executor ./cmd/emitter
+
+.PHONY: run
+run: ## Run the executor with its embedded NATS and the demo tools.
+	$(GO) run ./cmd/executor --demo
+
+.PHONY: demo
+demo: ## Run the example that shows completed, deduplicated and indeterminate.
+	$(GO) run ./examples/toolidempotency
+
+.PHONY: test
+test: ## Run every test with the race detector (needs PostgreSQL and Redis; see README).
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+.PHONY: lint
+lint: ## Check formatting (gofmt) and run go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: bench
+bench: ## Run the Go benchmarks (key derivation, events, stores).
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $${FUZZTIME:-20s} ./canonical
+	$(GO) test -run '^$$' -fuzz '^FuzzDerive$$' -fuzztime $${FUZZTIME:-20s} ./idemkey

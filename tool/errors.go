@@ -1,0 +1,61 @@
+package tool
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned when declaring tools.
+var (
+	// ErrInvalidSpec is matched by every error that refuses a declaration.
+	ErrInvalidSpec = errors.New("tool: invalid declaration")
+	// ErrUnknownArgument is matched when a key or check argument is not a parameter.
+	ErrUnknownArgument = errors.New("tool: argument is not a parameter")
+	// ErrDuplicateTool is returned when a registry already holds a tool of that name.
+	ErrDuplicateTool = errors.New("tool: duplicate tool name")
+)
+
+// SpecError refuses a tool declaration. It matches [ErrInvalidSpec], and
+// [ErrUnknownArgument] when Argument is set.
+type SpecError struct {
+	Tool     string // the tool's name as declared
+	Field    string // the part of the declaration at fault, e.g. "key_arguments"
+	Argument string // the offending argument name, if any
+	Msg      string
+}
+
+func (e *SpecError) Error() string {
+	if e.Argument != "" {
+		return fmt.Sprintf("tool %q: %s: %q %s", e.Tool, e.Field, e.Argument, e.Msg)
+	}
+	return fmt.Sprintf("tool %q: %s: %s", e.Tool, e.Field, e.Msg)
+}
+
+// Is matches ErrInvalidSpec always and ErrUnknownArgument for argument errors.
+func (e *SpecError) Is(target error) bool {
+	return target == ErrInvalidSpec || (target == ErrUnknownArgument && e.Argument != "")
+}
+
+// ErrNoEffect is matched by errors wrapped with [NoEffect].
+var ErrNoEffect = errors.New("tool: failed without effect")
+
+// noEffectError marks a failure whose effect is known not to have landed.
+type noEffectError struct{ err error }
+
+func (e *noEffectError) Error() string        { return "no effect: " + e.err.Error() }
+func (e *noEffectError) Unwrap() error        { return e.err }
+func (e *noEffectError) Is(target error) bool { return target == ErrNoEffect }
+
+// NoEffect wraps err to say the effect did not land: the downstream refused the
+// request before acting (connection refused, a 4xx refusal). The dispatcher then
+// releases the claim and the call fails definitely, even for Effectful tools,
+// instead of becoming indeterminate. NoEffect(nil) is nil.
+func NoEffect(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &noEffectError{err: err}
+}
+
+// IsNoEffect reports whether err says the effect did not land.
+func IsNoEffect(err error) bool { return errors.Is(err, ErrNoEffect) }

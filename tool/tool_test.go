@@ -1,0 +1,236 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/tool"
+)
+
+func ok(context.Context, tool.Context, json.RawMessage) (string, error) { return "ok", nil }
+
+const schema = `{"type":"object","properties":{"flight":{"type":"string"},"seats":{"type":"integer"},"request_id":{"type":"string"}},"required":["flight"]}`
+
+func TestNewRefusesBadDeclarations(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     tool.Spec
+		wantArg  string // the argument the error must name, if any
+		wantText string
+	}{
+		{name: "key argument not a parameter", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(schema),
+			Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"flight", "date"}}}, wantArg: "date", wantText: "key_arguments"},
+		{name: "check argument not a parameter", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(schema),
+			Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"flight"}, CheckArguments: []string{"seat"}}}, wantArg: "seat", wantText: "check_arguments"},
+		{name: "key argument twice", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(schema),
+			Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"flight", "flight"}}}, wantArg: "flight", wantText: "twice"},
+		{name: "key argument with no properties", spec: tool.Spec{Name: "book",
+			Idempotency: &tool.Policy{Kind: tool.Idempotent, KeyArguments: []string{"flight"}}}, wantArg: "flight"},
+		{name: "unknown kind", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(schema),
+			Idempotency: &tool.Policy{Kind: "sometimes"}}, wantText: "sometimes"},
+		{name: "bad name", spec: tool.Spec{Name: "book.seat"}, wantText: "name"},
+		{name: "empty name", spec: tool.Spec{}, wantText: "name"},
+		{name: "schema not JSON", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(`{"type":`)}, wantText: "not JSON"},
+		{name: "schema not an object schema", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(`{"type":"array"}`)}, wantText: "object"},
+		{name: "schema does not compile", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"nonsense"}}}`)}, wantText: "compile"},
+		{name: "schema loads a file", spec: tool.Spec{Name: "book", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`)}, wantText: "compile"},
+		{name: "negative timeout", spec: tool.Spec{Name: "book", Timeout: -time.Second}, wantText: "timeout"},
+		{name: "negative retry", spec: tool.Spec{Name: "book", Retry: tool.Retry{MaxBackoff: -1}}, wantText: "retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tool.New(tt.spec, ok)
+			if !errors.Is(err, tool.ErrInvalidSpec) {
+				t.Fatalf("err = %v; want ErrInvalidSpec", err)
+			}
+			if tt.wantArg != "" {
+				var se *tool.SpecError
+				if !errors.As(err, &se) || se.Argument != tt.wantArg || !errors.Is(err, tool.ErrUnknownArgument) && !strings.Contains(err.Error(), "twice") {
+					t.Fatalf("err = %v; want a SpecError naming %q", err, tt.wantArg)
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.wantArg)) {
+					t.Errorf("message %q does not name %q", err, tt.wantArg)
+				}
+			}
+			if !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("message %q does not mention %q", err, tt.wantText)
+			}
+		})
+	}
+	if _, err := tool.New(tool.Spec{Name: "book"}, nil); !errors.Is(err, tool.ErrInvalidSpec) {
+		t.Errorf("nil body: err = %v", err)
+	}
+}
+
+func TestPolicyKeyArgumentsNilVersusEmpty(t *testing.T) {
+	for _, give := range [][]string{nil, {}} {
+		tl, err := tool.New(tool.Spec{Name: "book", Parameters: json.RawMessage(schema),
+			Idempotency: &tool.Policy{Kind: tool.Idempotent, KeyArguments: give}}, ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tl.Policy().KeyArguments
+		if (got == nil) != (give == nil) {
+			t.Errorf("KeyArguments %#v came back as %#v", give, got)
+		}
+		if spec := tl.Spec(); (spec.Idempotency.KeyArguments == nil) != (give == nil) {
+			t.Errorf("Spec() KeyArguments %#v came back as %#v", give, spec.Idempotency.KeyArguments)
+		}
+	}
+}
+
+func TestDeclarationIsCopied(t *testing.T) {
+	keys := []string{"flight"}
+	tl, err := tool.New(tool.Spec{Name: "book", Parameters: json.RawMessage(schema),
+		Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: keys}}, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys[0] = "seats"
+	if got := tl.Policy().KeyArguments[0]; got != "flight" {
+		t.Fatalf("caller's slice changed the declaration: %q", got)
+	}
+	if got := tl.Parameters(); strings.Join(got, ",") != "flight,request_id,seats" {
+		t.Fatalf("Parameters() = %v", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tl, err := tool.New(tool.Spec{Name: "book", Parameters: json.RawMessage(schema)}, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Validate(json.RawMessage(`{"flight":"BA117","seats":2}`)); err != nil {
+		t.Fatalf("valid arguments refused: %v", err)
+	}
+	for _, bad := range []string{`{"seats":2}`, `{"flight":117}`, `{"flight":"A","seats":1.5}`, `[]`} {
+		err := tl.Validate(json.RawMessage(bad))
+		var ae *tool.ArgumentsError
+		if !errors.As(err, &ae) || ae.Tool != "book" {
+			t.Errorf("Validate(%s) = %v; want *ArgumentsError", bad, err)
+		}
+	}
+}
+
+type bookArgs struct {
+	Flight    string `json:"flight"`
+	Seats     int    `json:"seats,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+func TestTyped(t *testing.T) {
+	var got bookArgs
+	tl, err := tool.Typed(tool.Spec{Name: "book", Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"flight"}, CheckArguments: []string{"seats"}}},
+		func(_ context.Context, tc tool.Context, a bookArgs) (string, error) {
+			got = a
+			return "booked " + a.Flight, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(tl.Parameters(), ","); p != "flight,request_id,seats" {
+		t.Fatalf("parameters from the struct = %s", p)
+	}
+	if err := tl.Validate(json.RawMessage(`{"seats":2}`)); err == nil {
+		t.Error("missing required flight accepted")
+	}
+	if err := tl.Validate(json.RawMessage(`{"flight":"A","gate":"B"}`)); err == nil {
+		t.Error("unknown member accepted")
+	}
+	out, err := tl.Call(context.Background(), tool.Context{Tool: "book"}, json.RawMessage(`{"flight":"BA117","seats":2}`))
+	if err != nil || out != "booked BA117" || got.Seats != 2 {
+		t.Fatalf("Call = %q, %v, args %+v", out, err, got)
+	}
+
+	_, err = tool.Typed(tool.Spec{Name: "book", Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"Flight"}}},
+		func(context.Context, tool.Context, bookArgs) (string, error) { return "", nil })
+	if !errors.Is(err, tool.ErrUnknownArgument) || !strings.Contains(err.Error(), `"Flight"`) {
+		t.Fatalf("Go field name accepted as key argument: %v", err)
+	}
+	_, err = tool.Typed(tool.Spec{Name: "count"}, func(context.Context, tool.Context, int) (string, error) { return "", nil })
+	if !errors.Is(err, tool.ErrInvalidSpec) {
+		t.Fatalf("non-struct arguments accepted: %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	r := tool.Retry{MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Multiplier: 2}
+	tests := []struct {
+		n        int
+		jitter   float64
+		want     time.Duration
+		wantNote string
+	}{
+		{1, 0, 50 * time.Millisecond, "lower half bound"},
+		{1, 0.999999, 100 * time.Millisecond, "upper bound"},
+		{2, 0, 100 * time.Millisecond, "doubles"},
+		{3, 0, 200 * time.Millisecond, "doubles again"},
+		{10, 0, 500 * time.Millisecond, "capped"},
+		{1000, 1, time.Second, "huge exponent capped"},
+	}
+	for _, tt := range tests {
+		got := r.Backoff(tt.n, tt.jitter)
+		if d := got - tt.want; d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("Backoff(%d, %v) = %v, want %v (%s)", tt.n, tt.jitter, got, tt.want, tt.wantNote)
+		}
+	}
+	if got := (tool.Retry{}).Backoff(1, 1); got != 100*time.Millisecond {
+		t.Errorf("zero Retry backoff = %v, want the 100ms default", got)
+	}
+	if (tool.Retry{}).Attempts() != 1 || (tool.Retry{MaxAttempts: 4}).Attempts() != 4 {
+		t.Error("Attempts defaults wrong")
+	}
+}
+
+func TestKinds(t *testing.T) {
+	for _, tt := range []struct {
+		s                     string
+		deduplicated, retried bool
+	}{{"read_only", false, true}, {"idempotent", true, true}, {"effectful", true, false}} {
+		k, err := tool.ParseKind(tt.s)
+		if err != nil || string(k) != tt.s || k.Deduplicated() != tt.deduplicated || k.Retried() != tt.retried {
+			t.Errorf("ParseKind(%s) = %v, %v (dedup %v, retried %v)", tt.s, k, err, k.Deduplicated(), k.Retried())
+		}
+	}
+	if _, err := tool.ParseKind("READ_ONLY"); err == nil {
+		t.Error("ParseKind accepted a misspelled kind")
+	}
+}
+
+func TestNoEffect(t *testing.T) {
+	base := errors.New("connection refused")
+	err := fmt.Errorf("calling downstream: %w", tool.NoEffect(base))
+	if !tool.IsNoEffect(err) || !errors.Is(err, base) {
+		t.Fatalf("wrapped no-effect error lost: %v", err)
+	}
+	if tool.IsNoEffect(base) || tool.NoEffect(nil) != nil {
+		t.Fatal("NoEffect misclassifies")
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	a, _ := tool.New(tool.Spec{Name: "a"}, ok)
+	b, _ := tool.New(tool.Spec{Name: "b"}, ok)
+	r, err := tool.NewRegistry(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.Names(), ","); got != "a,b" {
+		t.Fatalf("Names = %s", got)
+	}
+	if err := r.Register(a); !errors.Is(err, tool.ErrDuplicateTool) {
+		t.Fatalf("duplicate registered: %v", err)
+	}
+	if _, ok := r.Lookup("c"); ok {
+		t.Fatal("found a tool never registered")
+	}
+	var zero tool.Registry
+	if err := zero.Register(a); err != nil {
+		t.Fatalf("zero registry: %v", err)
+	}
+}
