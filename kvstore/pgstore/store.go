@@ -199,8 +199,8 @@ RETURNING ` + recordCols + `, pg_notify($3, digest) IS NOT NULL`),
 ) AND expires_at <= now()`),
 
 		// $1 tenant
-		dump: r.Replace(`SELECT coalesce(json_agg(to_jsonb(r) ORDER BY r.digest), '[]'::json)
-FROM {t} r WHERE tenant = $1`),
+		dump: r.Replace(`SELECT (to_jsonb(r) || jsonb_build_object('outcome', encode(r.outcome, 'escape')))::text
+FROM {t} r WHERE tenant = $1 AND expires_at > now() ORDER BY digest`),
 	}
 }
 
@@ -498,18 +498,27 @@ func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.
 	return kvstore.Record{}, kvstore.ErrNotIndeterminate
 }
 
-// DumpTenant returns every row the store holds for tenant (expired ones included)
-// as a JSON array of objects, one per row, with the table's column names as keys.
-// It is for operators and for tests that prove no arguments are stored.
-func (s *Store) DumpTenant(ctx context.Context, tenant string) ([]byte, error) {
+// DumpRaw returns each of the tenant's live rows exactly as the table holds them,
+// rendered as JSON text: one object per row, keyed by column name, with the outcome
+// (stored as bytes) shown with PostgreSQL's escape encoding so that any text in it
+// is visible as is. It is for operators, and for the conformance suite's check that
+// no row holds a call's arguments (kvstoretest.RawDumper).
+func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
 	if !tenantRE.MatchString(tenant) {
 		return nil, s.fail("dump", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, s.fail("dump", err)
 	}
-	var out []byte
-	err := s.pool.QueryRow(ctx, s.sql.dump, tenant).Scan(&out)
+	rows, err := s.pool.Query(ctx, s.sql.dump, tenant)
+	if err != nil {
+		return nil, s.fail("dump", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]byte, error) {
+		var b []byte
+		err := r.Scan(&b)
+		return b, err
+	})
 	return out, s.fail("dump", err)
 }
 

@@ -678,37 +678,41 @@ func TestClosedStore(t *testing.T) {
 	}
 }
 
-func TestDumpTenantHoldsNoArguments(t *testing.T) {
+func TestDumpRawShowsRowsAsStored(t *testing.T) {
 	s := newTestStore(t, Config{})
 	d := newDigest(t)
 	res := mustClaim(t, s, req("acme", d, "w1", time.Minute))
-	if err := s.Record(ctx(t), res.Lease, "ok"); err != nil {
+	if err := s.Record(ctx(t), res.Lease, `{"seat":"12A"}`); err != nil {
 		t.Fatal(err)
 	}
 	mustClaim(t, s, req("other", newDigest(t), "w1", time.Minute))
-	raw, err := s.DumpTenant(ctx(t), "acme")
+	raw, err := s.DumpRaw(ctx(t), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		t.Fatalf("dump is not JSON: %v\n%s", err, raw)
+	if len(raw) != 1 {
+		t.Fatalf("DumpRaw returned %d rows, want 1", len(raw))
 	}
-	if len(rows) != 1 || rows[0]["digest"] != d || rows[0]["tenant"] != "acme" {
-		t.Fatalf("dump %s", raw)
+	var row map[string]any
+	if err := json.Unmarshal(raw[0], &row); err != nil {
+		t.Fatalf("dump is not JSON: %v\n%s", err, raw[0])
 	}
+	if row["digest"] != d || row["tenant"] != "acme" || row["outcome"] != `{"seat":"12A"}` {
+		t.Fatalf("dumped row %s", raw[0])
+	}
+	// Exactly the table's columns: nothing that could hold arguments.
 	want := []string{"body_entered", "call_id", "check_digest", "created_at", "digest", "expires_at", "holder",
 		"lease", "lease_until", "outcome", "reason", "revision", "run_id", "state", "tenant", "token", "tool", "updated_at"}
-	if len(rows[0]) != len(want) {
-		t.Fatalf("dump has columns %v, want exactly %v", keys(rows[0]), want)
+	if len(row) != len(want) {
+		t.Fatalf("dump has columns %v, want exactly %v", keys(row), want)
 	}
 	for _, k := range want {
-		if _, ok := rows[0][k]; !ok {
-			t.Fatalf("dump lacks %q: %v", k, keys(rows[0]))
+		if _, ok := row[k]; !ok {
+			t.Fatalf("dump lacks %q: %v", k, keys(row))
 		}
 	}
-	raw, err = s.DumpTenant(ctx(t), "nobody")
-	if err != nil || string(raw) != "[]" {
+	raw, err = s.DumpRaw(ctx(t), "nobody")
+	if err != nil || len(raw) != 0 {
 		t.Fatalf("empty dump %q, %v", raw, err)
 	}
 }
