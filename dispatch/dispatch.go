@@ -1,0 +1,547 @@
+package dispatch
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tesserix/toolexec/clock"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// Defaults for [Config].
+const (
+	DefaultLease           = 15 * time.Second
+	DefaultMaxOutcomeBytes = 512 << 10
+)
+
+// Config configures a [Dispatcher].
+type Config struct {
+	// Tools are the tools served. Required.
+	Tools *tool.Registry
+	// Store keeps the idempotency records. Required.
+	Store kvstore.Store
+	// Holder names this worker in the records it claims; default
+	// "<hostname>-<pid>-<random>".
+	Holder string
+	// Lease is how long a claim lasts unless renewed; the body renews it every
+	// Lease/3 while it runs. Default DefaultLease.
+	Lease time.Duration
+	// Clock drives lease renewal and retry backoff; default the wall clock.
+	Clock clock.Clock
+	// Jitter returns numbers in [0, 1) for retry backoff; default math/rand/v2.
+	Jitter func() float64
+	// MaxOutcomeBytes bounds the outcome a body may return (it is recorded and
+	// answered in full); larger outcomes are failures. Default
+	// DefaultMaxOutcomeBytes.
+	MaxOutcomeBytes int
+	// Logger receives one line per notable event (never arguments); default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats counts what the dispatcher did. Its fields are safe to read concurrently.
+type Stats struct {
+	// BodiesEntered counts tool bodies entered, attempts included.
+	BodiesEntered atomic.Int64
+	// Unguarded counts Idempotent calls run without a claim because the key could not
+	// be derived or the store could not be reached.
+	Unguarded atomic.Int64
+	// Answers counts answers by kind.
+	Completed, Deduplicated, Indeterminate, Failed, Rejected atomic.Int64
+}
+
+// Dispatcher runs tool calls under their idempotency policies. It is safe for
+// concurrent use; one Dispatcher serves every call of a worker.
+type Dispatcher struct {
+	tools      *tool.Registry
+	store      kvstore.Store
+	holder     string
+	lease      time.Duration
+	clock      clock.Clock
+	jitter     func() float64
+	maxOutcome int
+	log        *slog.Logger
+	stats      Stats
+}
+
+// New returns a dispatcher, or an error if cfg lacks Tools or Store.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Tools == nil {
+		return nil, errors.New("dispatch: Config.Tools is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("dispatch: Config.Store is required")
+	}
+	d := &Dispatcher{
+		tools: cfg.Tools, store: cfg.Store, holder: cfg.Holder, lease: cfg.Lease,
+		clock: cfg.Clock, jitter: cfg.Jitter, maxOutcome: cfg.MaxOutcomeBytes, log: cfg.Logger,
+	}
+	if d.holder == "" {
+		d.holder = defaultHolder()
+	}
+	if d.lease <= 0 {
+		d.lease = DefaultLease
+	}
+	if d.clock == nil {
+		d.clock = clock.Real{}
+	}
+	if d.jitter == nil {
+		d.jitter = rand.Float64
+	}
+	if d.maxOutcome <= 0 {
+		d.maxOutcome = DefaultMaxOutcomeBytes
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	return d, nil
+}
+
+func defaultHolder() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "worker"
+	}
+	var b [4]byte
+	_, _ = cryptoRead(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+var cryptoRead = crand.Read
+
+// Holder returns the name this dispatcher claims keys under.
+func (d *Dispatcher) Holder() string { return d.holder }
+
+// Stats returns the dispatcher's counters.
+func (d *Dispatcher) Stats() *Stats { return &d.stats }
+
+// Call is one tool call as the dispatcher sees it, whatever wire it came from.
+type Call struct {
+	Tenant    string
+	RunID     string
+	CallID    string
+	Tool      string
+	Arguments json.RawMessage
+	// TraceParent is the W3C trace context of the caller, passed to the tool.
+	TraceParent string
+}
+
+// Dispatch runs c to its answer. It returns exactly one answer per call, or
+// ErrNoAnswer (wrapping ctx's error) when ctx ended before the call was answered
+// and nothing irreversible had happened; the caller should then hand the call back
+// to be tried again.
+func (d *Dispatcher) Dispatch(ctx context.Context, c Call) (events.Answer, error) {
+	a, _, err := d.dispatch(ctx, c)
+	return a, err
+}
+
+// Call runs c and returns its outcome (for completed and deduplicated answers) or
+// the error [AnswerError] describes, wrapping the body's own error where there
+// was one: errors.As finds *IndeterminateOutcomeError, *FailedError or
+// *RejectedError.
+func (d *Dispatcher) Call(ctx context.Context, c Call) (string, error) {
+	a, cause, err := d.dispatch(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	err = AnswerError(a)
+	switch e := err.(type) {
+	case *IndeterminateOutcomeError:
+		e.Err = cause
+	case *FailedError:
+		e.Err = cause
+	}
+	if err != nil {
+		return "", err
+	}
+	return a.Outcome, nil
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, c Call) (events.Answer, error, error) {
+	r := &run{d: d, call: c, base: events.Answer{
+		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool, TraceParent: c.TraceParent,
+	}}
+	a, cause, err := r.do(ctx)
+	if err != nil {
+		return events.Answer{}, nil, err
+	}
+	d.count(a.Kind)
+	return a, cause, nil
+}
+
+func (d *Dispatcher) count(k events.Kind) {
+	switch k {
+	case events.KindCompleted:
+		d.stats.Completed.Add(1)
+	case events.KindDeduplicated:
+		d.stats.Deduplicated.Add(1)
+	case events.KindIndeterminate:
+		d.stats.Indeterminate.Add(1)
+	case events.KindFailed:
+		d.stats.Failed.Add(1)
+	case events.KindRejected:
+		d.stats.Rejected.Add(1)
+	}
+}
+
+// run is the state of one call on its way to an answer.
+type run struct {
+	d     *Dispatcher
+	call  Call
+	base  events.Answer
+	tool  *tool.Tool
+	args  *idemkey.Arguments
+	key   string // the idempotency key, once derived
+	check string // the digest of the check arguments
+}
+
+// errOutcomeTooLarge marks a body whose outcome exceeds MaxOutcomeBytes.
+var errOutcomeTooLarge = errors.New("outcome too large to record")
+
+func (r *run) do(ctx context.Context) (events.Answer, error, error) {
+	c := r.call
+	for _, f := range []struct{ name, value string }{
+		{"tenant", c.Tenant}, {"run_id", c.RunID}, {"call_id", c.CallID}, {"tool", c.Tool},
+	} {
+		if !events.ValidToken(f.value) {
+			return r.rejected(events.CodeBadToken, fmt.Sprintf("%s %q must match [A-Za-z0-9_-]{1,128}", f.name, f.value)), nil, nil
+		}
+	}
+	t, ok := r.d.tools.Lookup(c.Tool)
+	if !ok {
+		return r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool)), nil, nil
+	}
+	r.tool = t
+	args, err := idemkey.Parse(c.Arguments)
+	if err != nil {
+		return r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error()), nil, nil
+	}
+	r.args = args
+	if err := t.Validate(c.Arguments); err != nil {
+		return r.rejected(events.CodeSchemaViolation, err.Error()), nil, nil
+	}
+
+	pol := t.Policy()
+	if pol == nil || !pol.Kind.Deduplicated() {
+		return r.unguarded(ctx)
+	}
+	key, err := args.Key(c.Tenant, c.RunID, c.Tool, pol.KeyArguments)
+	if err != nil {
+		if pol.Kind == tool.Effectful {
+			return r.indeterminate(events.ReasonKeyUnderivable, false), err, nil
+		}
+		r.d.stats.Unguarded.Add(1)
+		r.d.log.Warn("idempotent call runs without a claim: key underivable",
+			"tool", c.Tool, "tenant", c.Tenant, "run_id", c.RunID, "call_id", c.CallID, "error", err)
+		return r.unguarded(ctx)
+	}
+	r.key = key.Digest
+	r.base.Key = key.Digest
+	r.check = args.CheckDigest(pol.CheckArguments)
+	return r.guarded(ctx)
+}
+
+// answer returns the base answer with kind k.
+func (r *run) answer(k events.Kind) events.Answer {
+	a := r.base
+	a.Kind = k
+	a.Time = r.d.clock.Now()
+	return a
+}
+
+func (r *run) rejected(code events.Code, msg string) events.Answer {
+	a := r.answer(events.KindRejected)
+	a.Code, a.Error = code, msg
+	return a
+}
+
+func (r *run) failed(code events.Code, err error) events.Answer {
+	a := r.answer(events.KindFailed)
+	a.Code, a.Error = code, err.Error()
+	return a
+}
+
+func (r *run) completed(k events.Kind, outcome string) events.Answer {
+	a := r.answer(k)
+	a.Outcome = outcome
+	return a
+}
+
+func (r *run) indeterminate(reason events.Reason, bodyEntered bool) events.Answer {
+	a := r.answer(events.KindIndeterminate)
+	a.Reason, a.BodyEntered = reason, bodyEntered
+	return a
+}
+
+func (r *run) toolContext(attempt int) tool.Context {
+	return tool.Context{
+		IdempotencyKey: r.key, Tenant: r.call.Tenant, RunID: r.call.RunID, CallID: r.call.CallID,
+		Tool: r.call.Tool, Attempt: attempt, TraceParent: r.call.TraceParent,
+	}
+}
+
+// body enters the tool once, under its timeout, turning a panic into an error. It
+// reports whether the failure was the tool's own timeout.
+func (r *run) body(ctx context.Context, attempt int) (out string, err error, timedOut bool) {
+	bctx, cancel := ctx, context.CancelFunc(func() {})
+	if to := r.tool.Spec().Timeout; to > 0 {
+		bctx, cancel = context.WithTimeout(ctx, to)
+	}
+	defer cancel()
+	r.d.stats.BodiesEntered.Add(1)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("tool %s panicked: %v", r.call.Tool, p)
+			}
+		}()
+		out, err = r.tool.Call(bctx, r.toolContext(attempt), r.call.Arguments)
+	}()
+	if err == nil && len(out) > r.d.maxOutcome {
+		return "", fmt.Errorf("%w: %d bytes, the limit is %d", errOutcomeTooLarge, len(out), r.d.maxOutcome), false
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(bctx.Err(), context.DeadlineExceeded) {
+		timedOut = true
+	}
+	return out, err, timedOut
+}
+
+// failureCode classifies a body's final error for a failed answer.
+func failureCode(err error, timedOut bool) events.Code {
+	switch {
+	case errors.Is(err, errOutcomeTooLarge):
+		return events.CodeOutcomeTooLarge
+	case tool.IsNoEffect(err):
+		return events.CodeNoEffect
+	case timedOut:
+		return events.CodeTimeout
+	}
+	return events.CodeToolError
+}
+
+// backoff waits before attempt n+1; it reports false if ctx ended first.
+func (r *run) backoff(ctx context.Context, n int) bool {
+	return clock.Sleep(r.d.clock, r.tool.Spec().Retry.Backoff(n, r.d.jitter()), ctx.Done())
+}
+
+// unguarded runs the body with no claim under the tool's retry policy: tools
+// without a policy, ReadOnly tools, and Idempotent tools whose key could not be
+// derived or whose store could not be reached.
+func (r *run) unguarded(ctx context.Context) (events.Answer, error, error) {
+	attempts := r.tool.Spec().Retry.Attempts()
+	for n := 1; ; n++ {
+		out, err, timedOut := r.body(ctx, n)
+		if err == nil {
+			return r.completed(events.KindCompleted, out), nil, nil
+		}
+		if n >= attempts || errors.Is(err, errOutcomeTooLarge) {
+			return r.failed(failureCode(err, timedOut), err), err, nil
+		}
+		if !r.backoff(ctx, n) {
+			return events.Answer{}, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+		}
+	}
+}
+
+// guarded runs an Idempotent or Effectful call under its claim.
+func (r *run) guarded(ctx context.Context) (events.Answer, error, error) {
+	pol := r.tool.Policy()
+	attempts := r.tool.Spec().Retry.Attempts() // Effectful tools return before retrying
+	for n := 1; ; n++ {
+		lease, final, err := r.acquire(ctx)
+		if err != nil {
+			return events.Answer{}, nil, err
+		}
+		if final != nil {
+			return *final, nil, nil
+		}
+		if lease == nil { // the store is away; only Idempotent tools get here
+			r.d.stats.Unguarded.Add(1)
+			return r.unguarded(ctx)
+		}
+		out, berr, timedOut, held := r.runClaimed(ctx, *lease, n)
+		if berr == nil {
+			r.record(ctx, held, out)
+			return r.completed(events.KindCompleted, out), nil, nil
+		}
+		if pol.Kind == tool.Effectful && !tool.IsNoEffect(berr) {
+			reason := events.ReasonBodyFailed
+			if timedOut {
+				reason = events.ReasonTimeout
+			}
+			if err := r.d.store.MarkIndeterminate(context.WithoutCancel(ctx), held, string(reason), true); err != nil {
+				// The claim stays; its lease runs out and whoever comes next marks it
+				// holder_lost. Nothing runs twice either way.
+				r.d.log.Error("marking indeterminate failed", r.logAttrs("error", err)...)
+			}
+			return r.indeterminate(reason, true), berr, nil
+		}
+		if err := r.d.store.Release(context.WithoutCancel(ctx), held); err != nil {
+			r.d.log.Warn("releasing claim failed", r.logAttrs("error", err)...)
+		}
+		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(berr, errOutcomeTooLarge) {
+			return r.failed(failureCode(berr, timedOut), berr), berr, nil
+		}
+		if !r.backoff(ctx, n) {
+			return events.Answer{}, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+		}
+	}
+}
+
+func (r *run) logAttrs(kv ...any) []any {
+	return append([]any{"tool", r.call.Tool, "tenant", r.call.Tenant, "run_id", r.call.RunID,
+		"call_id", r.call.CallID, "key", r.key}, kv...)
+}
+
+// acquire claims the key. It returns the lease when this call may run the body; a
+// final answer when the record answers the call; neither when the store is away and
+// the tool is Idempotent (it runs unguarded); or ErrNoAnswer when ctx ended.
+func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, error) {
+	effectful := r.tool.Policy().Kind == tool.Effectful
+	req := kvstore.ClaimRequest{
+		Tenant: r.call.Tenant, Digest: r.key, Holder: r.d.holder, Lease: r.d.lease,
+		CheckDigest: r.check, Tool: r.call.Tool, RunID: r.call.RunID, CallID: r.call.CallID,
+	}
+	storeAway := func(err error) (*kvstore.Lease, *events.Answer, error) {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+		}
+		r.d.log.Warn("idempotency store unavailable", r.logAttrs("error", err)...)
+		if effectful {
+			a := r.indeterminate(events.ReasonStoreUnavailable, false)
+			return nil, &a, nil
+		}
+		return nil, nil, nil
+	}
+	final := func(a events.Answer) (*kvstore.Lease, *events.Answer, error) { return nil, &a, nil }
+
+	res, err := r.d.store.Claim(ctx, req)
+	for {
+		if err != nil {
+			return storeAway(err)
+		}
+		if res.Claimed {
+			return &res.Lease, nil, nil
+		}
+		rec := res.Record
+		if rec.CheckDigest != r.check {
+			return final(r.rejected(events.CodeArgumentsMismatch,
+				"check arguments differ from those of the call that holds this key"))
+		}
+		switch rec.State {
+		case kvstore.StateCompleted:
+			kind := events.KindDeduplicated
+			if rec.CallID == r.call.CallID {
+				kind = events.KindCompleted // the same call again: the same answer again
+			}
+			return final(r.completed(kind, rec.Outcome))
+		case kvstore.StateIndeterminate:
+			return final(r.indeterminate(events.Reason(rec.Reason), rec.BodyEntered))
+		case kvstore.StateClaimed:
+		default:
+			return storeAway(fmt.Errorf("record in unknown state %q", rec.State))
+		}
+
+		if !rec.LeaseExpired {
+			var w kvstore.Record
+			w, err = r.d.store.Wait(ctx, rec)
+			switch {
+			case err == nil:
+				res = kvstore.ClaimResult{Record: w}
+			case errors.Is(err, kvstore.ErrNotFound): // released: claim again
+				res, err = r.d.store.Claim(ctx, req)
+			}
+			continue
+		}
+
+		// The holder's lease ran out: it crashed, hung or lost the store.
+		lease, terr := r.d.store.TakeOver(ctx, rec, req)
+		switch {
+		case terr == nil:
+			if !effectful {
+				r.d.log.Info("took over an expired claim", r.logAttrs("previous_holder", rec.Holder)...)
+				return &lease, nil, nil
+			}
+			if err := r.d.store.MarkIndeterminate(ctx, lease, string(events.ReasonHolderLost), true); err != nil {
+				r.d.log.Error("marking holder_lost failed", r.logAttrs("error", err)...)
+			}
+			return final(r.indeterminate(events.ReasonHolderLost, true))
+		case errors.Is(terr, kvstore.ErrLeaseHeld): // renewed or taken by someone else: look again
+			var g kvstore.Record
+			g, err = r.d.store.Get(ctx, r.call.Tenant, r.key)
+			res = kvstore.ClaimResult{Record: g}
+			if errors.Is(err, kvstore.ErrNotFound) {
+				res, err = r.d.store.Claim(ctx, req)
+			}
+		case errors.Is(terr, kvstore.ErrNotFound):
+			res, err = r.d.store.Claim(ctx, req)
+		default:
+			err = terr
+		}
+	}
+}
+
+// runClaimed runs the body while renewing the lease, and returns the body's result
+// and the lease as it stands afterwards.
+func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, attempt int) (string, error, bool, kvstore.Lease) {
+	var (
+		mu      sync.Mutex // protects current
+		current = lease
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for clock.Sleep(r.d.clock, r.d.lease/3, stop) {
+			mu.Lock()
+			l := current
+			mu.Unlock()
+			nl, err := r.d.store.Renew(ctx, l, r.d.lease)
+			switch {
+			case err == nil:
+				mu.Lock()
+				current = nl
+				mu.Unlock()
+			case errors.Is(err, kvstore.ErrNotHolder):
+				r.d.log.Error("lease lost while the tool runs", r.logAttrs("error", err)...)
+				return
+			default:
+				r.d.log.Warn("lease renewal failed; retrying", r.logAttrs("error", err)...)
+			}
+		}
+	}()
+	out, err, timedOut := r.body(ctx, attempt)
+	close(stop)
+	<-done
+	return out, err, timedOut, current
+}
+
+// record stores the outcome. A failure to record does not change the answer —
+// the body ran and its outcome is known — but leaves the claim to run out, after
+// which duplicates of an Effectful call are answered holder_lost, never re-run.
+func (r *run) record(ctx context.Context, lease kvstore.Lease, out string) {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for i := range 3 {
+		if err = r.d.store.Record(ctx, lease, out); err == nil || errors.Is(err, kvstore.ErrNotHolder) || errors.Is(err, kvstore.ErrTooLarge) {
+			break
+		}
+		clock.Sleep(r.d.clock, time.Duration(50<<i)*time.Millisecond, nil)
+	}
+	if err != nil {
+		r.d.log.Error("recording the outcome failed", r.logAttrs("error", err)...)
+	}
+}

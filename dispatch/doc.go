@@ -1,0 +1,27 @@
+// Package dispatch is the guarantee: it takes one tool call, decides from the tool's
+// declaration and the idempotency record whether the body may run, runs it under
+// its lease and retry policy, records what happened, and returns exactly one answer
+// — completed, deduplicated, indeterminate, failed or rejected.
+//
+// It knows the store contract (package kvstore) and the answer kinds (package
+// events), but no wire and no particular backend: a test of dispatch needs no NATS.
+//
+// The rules, in the order [Dispatcher.Dispatch] applies them:
+//
+//  1. Validation: a known tool, well-formed ids, arguments that are a JSON object
+//     the canonical encoder accepts and that satisfy the tool's schema. Anything
+//     else is rejected before a key is claimed or the body entered.
+//  2. Tools without a policy, and ReadOnly tools, run under their retry policy.
+//  3. Idempotent and Effectful tools claim their key first. A completed record
+//     answers the call (deduplicated); an indeterminate record answers it again; a
+//     claim held by another caller is waited on; a claim whose holder's lease ran
+//     out is taken over (Idempotent) or marked indeterminate, holder_lost
+//     (Effectful).
+//  4. A claimed call runs the body and renews its lease meanwhile. Success is
+//     recorded; failure releases the claim and retries (Idempotent) or keeps it and
+//     parks the key indeterminate (Effectful) — unless the tool said the failure
+//     had no effect, which releases the claim and fails the call definitely.
+//  5. An underivable key or an unreachable store lets Idempotent tools run
+//     unguarded (counted in [Stats]) and stops Effectful ones: indeterminate,
+//     body not entered. A store that is down never reads as permission.
+package dispatch
