@@ -29,8 +29,9 @@
 //
 // # Operations
 //
-// Every operation is one Lua script (EVALSHA, falling back to EVAL when the script
-// cache was flushed), so it is a single atomic server-side step. Claim is a script
+// Every operation on a record is one Lua script (EVALSHA, falling back to EVAL
+// when the script cache was flushed), so it is a single atomic server-side step;
+// Forget reads the index and then runs one script per batch. Claim is a script
 // rather than SET NX PX GET because the claim must stamp its lease deadline from
 // Redis's own clock (TIME) and enter the tenant index in the same atomic step; it
 // still answers in one round trip with either the new claim or the existing record.
