@@ -1,0 +1,13 @@
+# Builds the executor and the emitter into a small image.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/executor ./cmd/executor \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/emitter ./cmd/emitter
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/executor /out/emitter /usr/local/bin/
+USER nonroot
+ENTRYPOINT ["/usr/local/bin/executor"]
