@@ -27,7 +27,9 @@
 // listens on a dedicated connection taken from the pool. Because a notification can
 // be lost (the listening connection can drop), a waiter also re-reads the record at
 // the lease deadline the database reported, at the record's expiry, every
-// [Config.RecheckInterval], and whenever the listener reconnects.
+// [Config.RecheckInterval], and whenever the listener reconnects. LISTEN needs a
+// session: behind PgBouncer in transaction mode, point the pool at PostgreSQL
+// itself (or a session-mode pool), or waiters fall back on those re-reads alone.
 //
 // # Expiry
 //

@@ -36,15 +36,14 @@ type Store struct {
 	quotedSchema string
 	sql          statements
 
-	closed    atomic.Bool
-	done      chan struct{}      // closed by Close: stops waiters
-	life      context.Context    // cancelled by Close: stops the sweeper and the listener
-	stop      context.CancelFunc // cancels life
-	closeOnce sync.Once
-	bg        sync.WaitGroup // the sweeper and the listener
+	closed atomic.Bool
+	done   chan struct{}      // closed by Close: stops waiters
+	life   context.Context    // cancelled by Close: stops the sweeper and the listener
+	stop   context.CancelFunc // cancels life
+	bgMu   sync.Mutex         // protects starting background goroutines against Close
+	bg     sync.WaitGroup     // the sweeper and the listener
 
-	listenOnce sync.Once
-	lis        *listener
+	lis *listener // started by the first Wait
 }
 
 // New returns a store over pool, configured by cfg (zero fields take their
@@ -74,21 +73,37 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.sql = buildStatements(s.quotedSchema)
 	s.lis = newListener(s)
 	if cfg.SweepInterval > 0 {
-		s.bg.Add(1)
-		go s.sweepLoop()
+		s.goBackground(s.sweepLoop)
 	}
 	return s, nil
+}
+
+// goBackground runs f in a goroutine that Close waits for, unless the store is
+// already closed.
+func (s *Store) goBackground(f func()) {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		f()
+	}()
 }
 
 // Close stops the background sweeper and the notification listener (closing the
 // listener's connection) and makes waiting calls return. Later calls fail with
 // kvstore.ErrUnavailable. It does not close the pool. It always returns nil.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
+	s.bgMu.Lock()
+	if !s.closed.Load() {
 		s.closed.Store(true)
 		close(s.done)
 		s.stop()
-	})
+	}
+	s.bgMu.Unlock()
 	s.bg.Wait()
 	return nil
 }

@@ -30,7 +30,6 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 
 // sweepLoop runs Sweep every Config.SweepInterval until Close.
 func (s *Store) sweepLoop() {
-	defer s.bg.Done()
 	t := time.NewTicker(s.cfg.SweepInterval)
 	defer t.Stop()
 	for {

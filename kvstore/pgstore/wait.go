@@ -41,10 +41,7 @@ func newListener(s *Store) *listener {
 
 // register adds a waiter for digest, starting the listener if it is not running.
 func (l *listener) register(digest string) *waiter {
-	l.start.Do(func() {
-		l.s.bg.Add(1)
-		go l.run()
-	})
+	l.start.Do(func() { l.s.goBackground(l.run) })
 	w := &waiter{ring: make(chan struct{}, 1)}
 	l.mu.Lock()
 	set := l.waiters[digest]
@@ -108,7 +105,6 @@ func (l *listener) setPID(pid uint32) {
 // run keeps a LISTEN session alive until the store closes, reconnecting with
 // backoff when the connection fails.
 func (l *listener) run() {
-	defer l.s.bg.Done()
 	ctx := l.s.life
 	backoff := listenBackoffMin
 	for {
