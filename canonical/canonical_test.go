@@ -3,6 +3,8 @@ package canonical_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -241,6 +243,50 @@ func TestCanonicalizeErrors(t *testing.T) {
 				t.Errorf("Valid(%q) = true", tt.give)
 			}
 		})
+	}
+}
+
+// TestManyMembers covers objects too large for the insertion sort.
+func TestManyMembers(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for i := range 40 {
+		names = append(names, fmt.Sprintf("m%02d", i))
+	}
+	doc := func(names []string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i, n := range names {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "%q:%d", n, len(n))
+		}
+		b.WriteString("}")
+		return b.String()
+	}
+	want := doc(names)
+	reversed := slices.Clone(names)
+	slices.Reverse(reversed)
+	for _, give := range []string{want, doc(reversed)} {
+		got, err := canonical.Canonicalize([]byte(give))
+		if err != nil || string(got) != want {
+			t.Fatalf("Canonicalize(%s) = %s, %v; want %s", give, got, err, want)
+		}
+	}
+	withDup := append(slices.Clone(reversed), "m07")
+	if _, err := canonical.Canonicalize([]byte(doc(withDup))); !errors.Is(err, canonical.ErrDuplicateMember) {
+		t.Fatalf("40 members and a duplicate: %v, want ErrDuplicateMember", err)
+	}
+	withNFC := append(slices.Clone(names), "é", "é")
+	if _, err := canonical.Canonicalize([]byte(doc(withNFC))); !errors.Is(err, canonical.ErrNFCCollision) {
+		t.Fatalf("40 members and an NFC collision: %v, want ErrNFCCollision", err)
+	}
+	// Duplicates at both ends of a small object, found by the insertion sort.
+	for _, give := range []string{`{"a":1,"b":2,"c":3,"a":4}`, `{"c":1,"b":2,"a":3,"c":4}`, `{"b":1,"b":2}`} {
+		if _, err := canonical.Canonicalize([]byte(give)); !errors.Is(err, canonical.ErrDuplicateMember) {
+			t.Errorf("Canonicalize(%s) = %v, want ErrDuplicateMember", give, err)
+		}
 	}
 }
 

@@ -81,11 +81,11 @@ func (e *encoder) value() error {
 	case c == '[':
 		return e.array()
 	case c == '"':
-		s, _, err := e.string()
+		s, _, plain, err := e.string()
 		if err != nil {
 			return err
 		}
-		e.out = appendQuoted(e.out, s)
+		e.out = appendString(e.out, s, plain)
 		return nil
 	case c == 't':
 		return e.literal("true")
@@ -181,7 +181,7 @@ func (e *encoder) object() error {
 			return e.syntax(e.pos, "unexpected %s in object, want a member name", describe(c))
 		}
 		m := member{offset: e.pos}
-		name, spelled, err := e.string()
+		name, spelled, plain, err := e.string()
 		if err != nil {
 			return err
 		}
@@ -198,7 +198,7 @@ func (e *encoder) object() error {
 			e.out = append(e.out, ',')
 		}
 		m.seg.start = len(e.out)
-		e.out = appendQuoted(e.out, name)
+		e.out = appendString(e.out, name, plain)
 		e.out = append(e.out, ':')
 
 		e.skipSpace()
@@ -248,37 +248,59 @@ func (e *encoder) object() error {
 // e.members and in e.out (where they start at body), and refuses duplicate names.
 func (e *encoder) order(first, body int) error {
 	ms := e.members[first:]
+	if len(ms) < 2 {
+		return nil
+	}
 	cmp := func(a, b member) int {
 		return compareUTF16(e.names[a.name.start:a.name.end], e.names[b.name.start:b.name.end])
 	}
-	sorted := true
-	for i := 1; i < len(ms); i++ {
-		if cmp(ms[i-1], ms[i]) >= 0 {
-			sorted = false
-			break
-		}
-	}
-	if sorted {
-		return nil
-	}
-	if len(ms) <= 12 {
-		for i := 1; i < len(ms); i++ {
-			for j := i; j > 0 && cmp(ms[j-1], ms[j]) > 0; j-- {
+	moved, same := false, false
+	if len(ms) <= 16 {
+		// Insertion sort: n-1 comparisons when the members are already in order, and
+		// every pair of equal names meets when the later one is inserted.
+		for i := 1; i < len(ms) && !same; i++ {
+			for j := i; j > 0; j-- {
+				c := cmp(ms[j-1], ms[j])
+				if c < 0 {
+					break
+				}
+				if c == 0 {
+					same = true
+					break
+				}
 				ms[j-1], ms[j] = ms[j], ms[j-1]
+				moved = true
 			}
 		}
 	} else {
-		slices.SortFunc(ms, cmp)
+		for i := 1; i < len(ms); i++ {
+			if cmp(ms[i-1], ms[i]) >= 0 {
+				moved = true
+				break
+			}
+		}
+		if moved {
+			slices.SortFunc(ms, cmp)
+			for i := 1; i < len(ms) && !same; i++ {
+				same = cmp(ms[i-1], ms[i]) == 0
+			}
+		}
 	}
-	for i := 0; i < len(ms); {
-		j := i + 1
-		for j < len(ms) && cmp(ms[i], ms[j]) == 0 {
-			j++
+	if same {
+		slices.SortFunc(ms, cmp)
+		for i := 0; i < len(ms); {
+			j := i + 1
+			for j < len(ms) && cmp(ms[i], ms[j]) == 0 {
+				j++
+			}
+			if j-i > 1 {
+				return e.sameNames(ms[i:j])
+			}
+			i = j
 		}
-		if j-i > 1 {
-			return e.sameNames(ms[i:j])
-		}
-		i = j
+	}
+	if !moved {
+		return nil
 	}
 
 	e.reorder = append(e.reorder[:0], e.out[body:]...)
@@ -315,17 +337,18 @@ func (e *encoder) sameNames(ms []member) error {
 }
 
 // string reads the string starting at the quote at e.pos. It returns its content,
-// unescaped, checked and in NFC; and, when NFC changed it, the content as spelled
-// (nil otherwise). Both may alias the input or the encoder's scratch buffers, so they
-// are only good until the next call.
-func (e *encoder) string() (text, spelled []byte, err error) {
+// unescaped, checked and in NFC; when NFC changed it, the content as spelled (nil
+// otherwise); and whether the content is known to need no escaping. The slices may
+// alias the input or the encoder's scratch buffers, so they are only good until the
+// next call.
+func (e *encoder) string() (text, spelled []byte, plain bool, err error) {
 	open := e.pos
 	i := open + 1
 	for i < len(e.raw) {
 		c := e.raw[i]
 		if c == '"' {
 			e.pos = i + 1
-			return e.raw[open+1 : i], nil, nil
+			return e.raw[open+1 : i], nil, true, nil
 		}
 		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
 			break
@@ -337,7 +360,7 @@ func (e *encoder) string() (text, spelled []byte, err error) {
 	for {
 		if i >= len(e.raw) {
 			e.str = buf
-			return nil, nil, e.syntax(open, "unterminated string")
+			return nil, nil, false, e.syntax(open, "unterminated string")
 		}
 		c := e.raw[i]
 		switch {
@@ -347,7 +370,7 @@ func (e *encoder) string() (text, spelled []byte, err error) {
 			r, next, err := e.escape(i)
 			if err != nil {
 				e.str = buf
-				return nil, nil, err
+				return nil, nil, false, err
 			}
 			if r >= utf8.RuneSelf {
 				ascii = false
@@ -357,7 +380,7 @@ func (e *encoder) string() (text, spelled []byte, err error) {
 			continue
 		case c < 0x20:
 			e.str = buf
-			return nil, nil, e.syntax(i, "control character %#02x must be escaped in a string", c)
+			return nil, nil, false, e.syntax(i, "control character %#02x must be escaped in a string", c)
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
 			i++
@@ -366,7 +389,7 @@ func (e *encoder) string() (text, spelled []byte, err error) {
 			r, size := utf8.DecodeRune(e.raw[i:])
 			if r == utf8.RuneError && size <= 1 {
 				e.str = buf
-				return nil, nil, newError(CodeInvalidUnicode, i, "invalid UTF-8 byte %#02x in a string", c)
+				return nil, nil, false, newError(CodeInvalidUnicode, i, "invalid UTF-8 byte %#02x in a string", c)
 			}
 			buf = append(buf, e.raw[i:i+size]...)
 			i += size
@@ -378,10 +401,10 @@ func (e *encoder) string() (text, spelled []byte, err error) {
 	e.str = buf
 	e.pos = i
 	if ascii || norm.NFC.IsNormal(buf) {
-		return buf, nil, nil
+		return buf, nil, false, nil
 	}
 	e.nfc = norm.NFC.Append(e.nfc[:0], buf...)
-	return e.nfc, buf, nil
+	return e.nfc, buf, false, nil
 }
 
 // escape decodes the escape sequence at the backslash at i, joining a surrogate pair

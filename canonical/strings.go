@@ -8,6 +8,17 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// appendString appends s as a JSON string; plain says s is known to hold no
+// character that needs escaping.
+func appendString(dst, s []byte, plain bool) []byte {
+	if !plain {
+		return appendQuoted(dst, s)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 // appendQuoted appends s as a JSON string, escaped as ECMAScript's JSON.stringify
 // escapes it. s must be valid UTF-8.
 func appendQuoted[S ~string | ~[]byte](dst []byte, s S) []byte {
