@@ -67,8 +67,9 @@ func Canonicalize(raw []byte) ([]byte, error) {
 }
 
 // AppendCanonical appends the canonical form of the JSON document raw to dst and
-// returns the extended slice. On error it returns dst with its original length and an
-// [*Error], as [Canonicalize] does; bytes beyond that length may have been written.
+// returns the extended slice. dst must not overlap raw. On error it returns dst with
+// its original length and an [*Error], as [Canonicalize] does; bytes beyond that
+// length may have been written.
 func AppendCanonical(dst, raw []byte) ([]byte, error) {
 	e := getEncoder(raw, MaxDepth)
 	defer putEncoder(e)

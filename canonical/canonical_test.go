@@ -120,6 +120,9 @@ func TestCanonicalize(t *testing.T) {
 			if err != nil || !bytes.Equal(again, got) {
 				t.Fatalf("not idempotent: Canonicalize(%q) = %q, %v", got, again, err)
 			}
+			if !canonical.Valid([]byte(tt.give)) {
+				t.Fatalf("Valid(%q) = false", tt.give)
+			}
 		})
 	}
 }

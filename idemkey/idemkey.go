@@ -24,6 +24,8 @@ type Key struct {
 	Canonical []byte
 }
 
+var _ fmt.Stringer = Key{}
+
 // String returns the digest.
 func (k Key) String() string { return k.Digest }
 
