@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 	"pgregory.net/rapid"
@@ -364,25 +363,4 @@ var shortEscapes = map[rune]string{
 func surrogates(r rune) (rune, rune) {
 	r -= 0x10000
 	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
-}
-
-// ValidUTF8 reports whether every string of v, names included, is valid UTF-8.
-func ValidUTF8(v Value) bool {
-	switch v.Kind {
-	case String:
-		return utf8.ValidString(v.Str)
-	case Array:
-		for _, e := range v.Elems {
-			if !ValidUTF8(e) {
-				return false
-			}
-		}
-	case Object:
-		for _, m := range v.Members {
-			if !utf8.ValidString(m.Name) || !ValidUTF8(m.Value) {
-				return false
-			}
-		}
-	}
-	return true
 }
