@@ -1,0 +1,378 @@
+package binding
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/binding/format"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// Header names and media types of the NATS binding.
+const (
+	// Prefix starts the name of every binary-mode attribute header: ce-id,
+	// ce-source, ce-tenant, ...
+	Prefix = "ce-"
+	// ContentType names the header that holds, in structured mode, the event
+	// format and, in binary mode, the event's datacontenttype.
+	ContentType = "Content-Type"
+	// StructuredJSON is the media type of a structured-mode message: the JSON
+	// event format.
+	StructuredJSON = "application/cloudevents+json"
+
+	structuredPrefix = "application/cloudevents"
+)
+
+// Mode is how an event is laid out in a NATS message.
+type Mode uint8
+
+const (
+	// Structured puts the whole event, in the JSON event format, in the payload.
+	Structured Mode = iota
+	// Binary puts the attributes in ce- headers and the data in the payload.
+	Binary
+)
+
+// String returns "structured" or "binary".
+func (m Mode) String() string {
+	if m == Binary {
+		return "binary"
+	}
+	return "structured"
+}
+
+// Values returns every value of the headers called name, matched without regard
+// to case (a message may carry "Content-Type" and "content-type" both).
+func Values(h nats.Header, name string) []string {
+	var out []string
+	for k, vs := range h {
+		if strings.EqualFold(k, name) {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// Get returns the value of the header called name, matched without regard to
+// case, and whether the message has exactly one such value.
+func Get(h nats.Header, name string) (string, bool) {
+	vs := Values(h, name)
+	if len(vs) != 1 {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// ModeOf returns the mode a message is read in: Structured when a Content-Type
+// header's media type starts with application/cloudevents (case-insensitively),
+// Binary otherwise.
+func ModeOf(h nats.Header) Mode {
+	for _, ct := range Values(h, ContentType) {
+		if hasPrefixFold(strings.TrimSpace(ct), structuredPrefix) {
+			return Structured
+		}
+	}
+	return Binary
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// Decode reads the CloudEvent carried by a message with headers h and payload
+// data, in whichever mode the message is in (see [ModeOf]). It checks only what
+// makes the message a CloudEvents 1.0 event; what makes the event a toolexec call
+// is for events.CallFromEvent.
+//
+// Every error is an [*events.RejectError]:
+//
+//   - invalid_json: a structured payload that is empty or not JSON;
+//   - not_cloudevent: JSON that is not an object, no specversion, an unknown
+//     event format, a header given twice, a header value that is not correctly
+//     percent-encoded, an attribute the SDK refuses (a time that is not RFC 3339,
+//     an extension name that is not lower-case alphanumeric), or a message with
+//     neither structured Content-Type nor ce- headers;
+//   - bad_specversion: a specversion other than "1.0";
+//   - duplicate_member: a structured event with the same member twice.
+func Decode(h nats.Header, data []byte) (event.Event, error) {
+	cts := Values(h, ContentType)
+	if len(cts) > 1 {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "the header appears %d times", len(cts))
+	}
+	if ModeOf(h) == Structured {
+		return decodeStructured(cts[0], data)
+	}
+	return decodeBinary(h, data)
+}
+
+func decodeStructured(ct string, data []byte) (event.Event, error) {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "%s is not a media type", short(ct))
+	}
+	if mt != StructuredJSON {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "event format %s is not supported: send %s", short(mt), StructuredJSON)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "charset %s: only utf-8 is accepted", short(cs))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is empty; a structured event is a JSON object")
+	}
+	if !json.Valid(data) {
+		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
+	}
+	top, dup, isObject := members(data)
+	switch {
+	case !isObject:
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "", "the payload is JSON but not an object")
+	case dup != "":
+		return event.Event{}, events.Reject(events.CodeDuplicateMember, dup, "member %s appears twice in the event", short(dup))
+	}
+	raw, ok := top["specversion"]
+	if !ok {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "the payload has no specversion: not a CloudEvent")
+	}
+	var sv string
+	if err := json.Unmarshal(raw, &sv); err != nil {
+		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "specversion must be the string %q", event.CloudEventsVersionV1)
+	}
+	if sv != event.CloudEventsVersionV1 {
+		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)
+	}
+	var e event.Event
+	if err := format.JSON.Unmarshal(data, &e); err != nil {
+		return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Msg: oneLine(err.Error()), Err: err}
+	}
+	return e, nil
+}
+
+func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
+	attrs := make(map[string]string)
+	for k, vs := range h {
+		if len(k) <= len(Prefix) || !hasPrefixFold(k, Prefix) {
+			continue
+		}
+		name := strings.ToLower(k[len(Prefix):])
+		if _, seen := attrs[name]; seen || len(vs) != 1 {
+			return event.Event{}, events.Reject(events.CodeNotCloudEvent, name, "header %s%s is given more than once", Prefix, short(name))
+		}
+		v, err := PercentDecode(vs[0])
+		if err != nil {
+			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
+				Msg: fmt.Sprintf("header %s%s: %v", Prefix, short(name), err), Err: err}
+		}
+		attrs[name] = v
+	}
+	if len(attrs) == 0 {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "",
+			"not a CloudEvent: the message has neither a %s: %s header (structured mode) nor %sspecversion and the other attribute headers (binary mode)",
+			ContentType, StructuredJSON, Prefix)
+	}
+	sv, ok := attrs["specversion"]
+	if !ok {
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "binary-mode message without a %sspecversion header", Prefix)
+	}
+	if sv != event.CloudEventsVersionV1 {
+		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)
+	}
+	version := spec.VS.Version(sv)
+	e := event.New(sv)
+	names := make([]string, 0, len(attrs))
+	for name := range attrs {
+		names = append(names, name)
+	}
+	sort.Strings(names) // report the same problem first every time
+	for _, name := range names {
+		v := attrs[name]
+		var err error
+		if a := version.Attribute(name); a != nil {
+			if a.Kind() == spec.SpecVersion {
+				continue
+			}
+			err = a.Set(e.Context, v)
+		} else {
+			err = e.Context.SetExtension(name, v)
+		}
+		if err != nil {
+			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
+				Msg: fmt.Sprintf("header %s%s: %s", Prefix, short(name), oneLine(err.Error())), Err: err}
+		}
+	}
+	if ct, ok := Get(h, ContentType); ok {
+		if dct, set := attrs["datacontenttype"]; set && dct != ct {
+			return event.Event{}, events.Reject(events.CodeNotCloudEvent, "datacontenttype",
+				"%sdatacontenttype %s disagrees with %s %s", Prefix, short(dct), ContentType, short(ct))
+		}
+		e.SetDataContentType(ct)
+	}
+	if len(data) > 0 {
+		e.DataEncoded = data
+	}
+	return e, nil
+}
+
+// Address is what a message says about the call it carries, read without
+// judging the rest: enough to address a rejection to the caller waiting for it.
+type Address struct {
+	// ID is the event's id (the call id), empty when absent or not a string.
+	ID string
+	// RunID is the runid extension, empty when absent or not a string.
+	RunID string
+}
+
+// Peek returns the id and runid a message claims, whatever else is wrong with it:
+// from the ce-id and ce-runid headers of a binary-mode message, or from the
+// top-level members of a structured payload (a payload that is not a JSON object
+// yields nothing). Values are returned as sent; whether they are valid tokens is
+// for the caller to judge.
+func Peek(h nats.Header, data []byte) Address {
+	if ModeOf(h) == Binary {
+		var a Address
+		if v, ok := Get(h, Prefix+"id"); ok {
+			a.ID, _ = PercentDecode(v)
+		}
+		if v, ok := Get(h, Prefix+events.ExtRunID); ok {
+			a.RunID, _ = PercentDecode(v)
+		}
+		return a
+	}
+	top, _, isObject := members(data)
+	if !isObject {
+		return Address{}
+	}
+	var a Address
+	_ = json.Unmarshal(top["id"], &a.ID)
+	_ = json.Unmarshal(top[events.ExtRunID], &a.RunID)
+	return a
+}
+
+// Encode writes e in the given mode and returns the headers and payload of the
+// NATS message that carries it. Structured mode marshals the JSON event format
+// and sets Content-Type: application/cloudevents+json. Binary mode writes each
+// attribute and extension to a header ce-<name> (lower-case), percent-encoded,
+// the datacontenttype to Content-Type, and the data as the payload.
+//
+// Only CloudEvents 1.0 events are written; anything else, or an extension whose
+// value has no string form, is an error matching [ErrUnsupported].
+func Encode(e event.Event, mode Mode) (nats.Header, []byte, error) {
+	if e.Context == nil || e.SpecVersion() != event.CloudEventsVersionV1 {
+		return nil, nil, fmt.Errorf("%w: only CloudEvents %s events are written", ErrUnsupported, event.CloudEventsVersionV1)
+	}
+	h := nats.Header{}
+	if mode == Structured {
+		// event.WriteJson rather than format.JSON.Marshal: encoding/json would
+		// compact and HTML-escape the data, and the arguments go out as sent.
+		if err := e.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s", ErrUnsupported, oneLine(err.Error()))
+		}
+		var buf bytes.Buffer
+		if err := event.WriteJson(&e, &buf); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		}
+		h.Set(ContentType, StructuredJSON)
+		return h, buf.Bytes(), nil
+	}
+	set := func(name, v string) {
+		if v != "" {
+			h.Set(Prefix+name, PercentEncode(v))
+		}
+	}
+	set("specversion", e.SpecVersion())
+	set("id", e.ID())
+	set("source", e.Source())
+	set("type", e.Type())
+	set("subject", e.Subject())
+	set("dataschema", e.DataSchema())
+	if t := e.Time(); !t.IsZero() {
+		set("time", t.UTC().Format(time.RFC3339Nano))
+	}
+	for name, v := range e.Extensions() {
+		s, err := types.Format(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: extension %s: %w", ErrUnsupported, name, err)
+		}
+		set(name, s)
+	}
+	if ct := e.DataContentType(); ct != "" {
+		h.Set(ContentType, ct)
+	}
+	return h, e.Data(), nil
+}
+
+// NewMsg returns a NATS message for subject carrying e in the given mode; see
+// [Encode].
+func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
+	h, data, err := Encode(e, mode)
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
+}
+
+// members reads data and, when it is a JSON object, returns its top-level members,
+// the first name that appears twice, and true. A payload that is not an object (or
+// not JSON) yields false.
+func members(data []byte) (map[string]json.RawMessage, string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, "", false
+	}
+	top := make(map[string]json.RawMessage, 10)
+	dup := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", false
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, "", false
+		}
+		if _, seen := top[name]; seen && dup == "" {
+			dup = name
+			continue
+		}
+		top[name] = raw
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, "", false
+	}
+	return top, dup, true
+}
+
+// maxShown bounds how much of a sender's value an error message repeats.
+const maxShown = 64
+
+// short quotes s for an error message, cut to maxShown bytes.
+func short(s string) string {
+	if len(s) <= maxShown {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxShown
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%q...", s[:cut])
+}
+
+// oneLine trims an SDK error message to one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
