@@ -1,0 +1,664 @@
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tesserix/toolexec/clock"
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+// DefaultRetention is how long a record lives after its last write when
+// [Config.Retention] is zero.
+const DefaultRetention = 24 * time.Hour
+
+// sweepEvery is how many writes pass between two sweeps of expired records.
+const sweepEvery = 1024
+
+// timerSlack bounds how late a Wait's timer may fire because the clock moved while
+// the timer was being armed (a [clock.Fake] advanced by another goroutine). A timer
+// armed while the clock moved further than this is armed again.
+const timerSlack = time.Millisecond
+
+// Config configures a [Store]. The zero value is usable.
+type Config struct {
+	// Clock judges leases and retention and drives the timers of blocked Waits.
+	// Default: clock.Real{}. Tests pass a *clock.Fake.
+	Clock clock.Clock
+
+	// Retention is how long a record lives after its last write; after that it is
+	// gone and the key is free again. Default: DefaultRetention (24h). Negative
+	// values are treated as zero.
+	Retention time.Duration
+
+	// MaxValueSize caps, in bytes, the outcome given to Record and Resolve and the
+	// reason given to MarkIndeterminate; a longer one is refused with
+	// kvstore.ErrTooLarge. Default: 0, no limit.
+	MaxValueSize int
+}
+
+// Store is an in-memory [kvstore.Store]. It is safe for concurrent use. Create one
+// with [New]; release it with [Store.Close].
+type Store struct {
+	clock     clock.Clock
+	retention time.Duration
+	maxValue  int
+	done      chan struct{} // closed by Close; wakes blocked Waits
+
+	mu      sync.Mutex                   // protects the fields below
+	tenants map[string]map[string]*entry // tenant → digest → live or expired record
+	signals map[key]*signal              // keys someone is waiting on
+	rev     uint64                       // the last revision handed out
+	writes  int                          // writes since the last sweep
+	closed  bool
+}
+
+var (
+	_ kvstore.Store = (*Store)(nil)
+	_ interface {
+		DumpRaw(ctx context.Context, tenant string) ([][]byte, error)
+	} = (*Store)(nil)
+)
+
+type key struct{ tenant, digest string }
+
+// entry is one stored record. rec.LeaseExpired is never set here; it is computed
+// when the record is read.
+type entry struct {
+	rec   kvstore.Record
+	token uint64 // revision of the write that granted the current claim
+}
+
+// signal is closed on the next change of a key. waiters counts the Waits holding
+// it, so the last one to leave removes it.
+type signal struct {
+	ch      chan struct{}
+	waiters int
+}
+
+// New returns a store configured by cfg, with defaults applied to its zero fields.
+func New(cfg Config) *Store {
+	s := &Store{
+		clock:     cfg.Clock,
+		retention: cfg.Retention,
+		maxValue:  cfg.MaxValueSize,
+		done:      make(chan struct{}),
+		tenants:   make(map[string]map[string]*entry),
+		signals:   make(map[key]*signal),
+	}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	if s.retention <= 0 {
+		s.retention = DefaultRetention
+	}
+	return s
+}
+
+// Claim creates a claimed record for req's key unless a live one exists, in which
+// case it returns that record (with LeaseExpired set if its lease has run out). It
+// returns kvstore.ErrInvalid for a malformed tenant or digest or a non-positive
+// lease, and kvstore.ErrUnavailable once the store is closed.
+func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
+	if err := validKey(req.Tenant, req.Digest); err != nil {
+		return kvstore.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
+	}
+	if req.Lease <= 0 {
+		return kvstore.ClaimResult{}, fmt.Errorf("memstore: claim: lease %v: %w", req.Lease, kvstore.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return kvstore.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
+	}
+	now := s.clock.Now()
+	k := key{req.Tenant, req.Digest}
+	if e := s.lookup(k, now); e != nil {
+		return kvstore.ClaimResult{Record: s.view(e, now)}, nil
+	}
+	rev := s.nextRev()
+	e := &entry{
+		rec: kvstore.Record{
+			Tenant:      req.Tenant,
+			Digest:      req.Digest,
+			State:       kvstore.StateClaimed,
+			CheckDigest: req.CheckDigest,
+			Tool:        req.Tool,
+			RunID:       req.RunID,
+			CallID:      req.CallID,
+			Holder:      req.Holder,
+			Lease:       req.Lease,
+			LeaseUntil:  now.Add(req.Lease),
+			Revision:    rev,
+			CreatedAt:   now,
+			UpdatedAt:   now,
+			ExpiresAt:   now.Add(s.retention),
+		},
+		token: rev,
+	}
+	s.put(k, e)
+	return kvstore.ClaimResult{Claimed: true, Lease: leaseOf(e), Record: s.view(e, now)}, nil
+}
+
+// Get returns the live record for the key, or kvstore.ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record, error) {
+	if err := validKey(tenant, digest); err != nil {
+		return kvstore.Record{}, fmt.Errorf("memstore: get: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return kvstore.Record{}, fmt.Errorf("memstore: get: %w", err)
+	}
+	now := s.clock.Now()
+	e := s.lookup(key{tenant, digest}, now)
+	if e == nil {
+		return kvstore.Record{}, fmt.Errorf("memstore: get: %w", kvstore.ErrNotFound)
+	}
+	return s.view(e, now), nil
+}
+
+// Record completes the claim with outcome. It returns kvstore.ErrNotHolder if lease
+// is not the current claim, kvstore.ErrTooLarge if outcome exceeds
+// Config.MaxValueSize.
+func (s *Store) Record(ctx context.Context, lease kvstore.Lease, outcome string) error {
+	if err := s.fits(outcome); err != nil {
+		return fmt.Errorf("memstore: record: %w", err)
+	}
+	return s.holderWrite(ctx, "record", lease, func(e *entry, _ time.Time) {
+		e.rec.State = kvstore.StateCompleted
+		e.rec.Outcome = outcome
+	})
+}
+
+// Release drops the claim so that the key is free again. It returns
+// kvstore.ErrNotHolder if lease is not the current claim.
+func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
+	if err := validKey(lease.Tenant, lease.Digest); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
+	k := key{lease.Tenant, lease.Digest}
+	if _, err := s.holderEntry(k, lease, s.clock.Now()); err != nil {
+		return fmt.Errorf("memstore: release: %w", err)
+	}
+	s.remove(k)
+	return nil
+}
+
+// MarkIndeterminate parks the claim in kvstore.StateIndeterminate with reason and
+// bodyEntered. It returns kvstore.ErrNotHolder if lease is not the current claim,
+// kvstore.ErrTooLarge if reason exceeds Config.MaxValueSize.
+func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reason string, bodyEntered bool) error {
+	if err := s.fits(reason); err != nil {
+		return fmt.Errorf("memstore: mark indeterminate: %w", err)
+	}
+	return s.holderWrite(ctx, "mark indeterminate", lease, func(e *entry, _ time.Time) {
+		e.rec.State = kvstore.StateIndeterminate
+		e.rec.Reason = reason
+		e.rec.BodyEntered = bodyEntered
+	})
+}
+
+// Renew extends the claim to d from now by the store's clock and returns the lease
+// to use from then on (its token is unchanged). It returns kvstore.ErrInvalid for a
+// non-positive d and kvstore.ErrNotHolder if lease is not the current claim.
+func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
+	if d <= 0 {
+		return kvstore.Lease{}, fmt.Errorf("memstore: renew: lease %v: %w", d, kvstore.ErrInvalid)
+	}
+	err := s.holderWrite(ctx, "renew", lease, func(e *entry, now time.Time) {
+		e.rec.Lease = d
+		e.rec.LeaseUntil = now.Add(d)
+	})
+	if err != nil {
+		return kvstore.Lease{}, err
+	}
+	return lease, nil
+}
+
+// TakeOver replaces the claim seen, whose lease has run out, with a claim for
+// req.Holder. It returns kvstore.ErrLeaseHeld if the lease is still running or the
+// record's revision, holder or state differ from seen, kvstore.ErrNotFound if the
+// record is gone, and kvstore.ErrInvalid for a malformed seen or req (req.Tenant and
+// req.Digest may be empty; if set they must match seen's).
+func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
+	if err := validKey(seen.Tenant, seen.Digest); err != nil {
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: %w", err)
+	}
+	if (req.Tenant != "" && req.Tenant != seen.Tenant) || (req.Digest != "" && req.Digest != seen.Digest) {
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: request names another key than the record: %w", kvstore.ErrInvalid)
+	}
+	if req.Lease <= 0 {
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: lease %v: %w", req.Lease, kvstore.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: %w", err)
+	}
+	now := s.clock.Now()
+	k := key{seen.Tenant, seen.Digest}
+	e := s.lookup(k, now)
+	switch {
+	case e == nil:
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: %w", kvstore.ErrNotFound)
+	case e.rec.Revision != seen.Revision || e.rec.Holder != seen.Holder || e.rec.State != kvstore.StateClaimed:
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: record changed since it was read: %w", kvstore.ErrLeaseHeld)
+	case now.Before(e.rec.LeaseUntil):
+		return kvstore.Lease{}, fmt.Errorf("memstore: take over: lease runs until %v: %w", e.rec.LeaseUntil, kvstore.ErrLeaseHeld)
+	}
+	rev := s.nextRev()
+	e.rec = kvstore.Record{
+		Tenant:      seen.Tenant,
+		Digest:      seen.Digest,
+		State:       kvstore.StateClaimed,
+		CheckDigest: req.CheckDigest,
+		Tool:        req.Tool,
+		RunID:       req.RunID,
+		CallID:      req.CallID,
+		Holder:      req.Holder,
+		Lease:       req.Lease,
+		LeaseUntil:  now.Add(req.Lease),
+		Revision:    rev,
+		CreatedAt:   e.rec.CreatedAt,
+		UpdatedAt:   now,
+		ExpiresAt:   now.Add(s.retention),
+	}
+	e.token = rev
+	s.notify(k)
+	return leaseOf(e), nil
+}
+
+// Wait blocks until the record differs from seen and returns it: another revision
+// or state, gone (kvstore.ErrNotFound, also when its retention runs out), or, for a
+// claimed record seen with LeaseExpired unset, its lease run out (the returned
+// record has LeaseExpired set). It returns ctx.Err() when ctx ends first and
+// kvstore.ErrUnavailable when the store is closed.
+func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
+	if err := validKey(seen.Tenant, seen.Digest); err != nil {
+		return kvstore.Record{}, fmt.Errorf("memstore: wait: %w", err)
+	}
+	k := key{seen.Tenant, seen.Digest}
+	for {
+		s.mu.Lock()
+		if err := s.usable(ctx); err != nil {
+			s.mu.Unlock()
+			if ctx.Err() != nil {
+				return kvstore.Record{}, ctx.Err()
+			}
+			return kvstore.Record{}, fmt.Errorf("memstore: wait: %w", err)
+		}
+		now := s.clock.Now()
+		e := s.lookup(k, now)
+		if e == nil {
+			s.mu.Unlock()
+			return kvstore.Record{}, fmt.Errorf("memstore: wait: %w", kvstore.ErrNotFound)
+		}
+		rec := s.view(e, now)
+		if rec.Revision != seen.Revision || rec.State != seen.State || (rec.LeaseExpired && !seen.LeaseExpired) {
+			s.mu.Unlock()
+			return rec, nil
+		}
+		// Nothing changed yet: sleep until the next change, the end of the lease
+		// (if it is still running) or the end of retention, whichever comes first.
+		wake := rec.ExpiresAt
+		if rec.State == kvstore.StateClaimed && !rec.LeaseExpired && rec.LeaseUntil.Before(wake) {
+			wake = rec.LeaseUntil
+		}
+		sig := s.subscribe(k)
+		s.mu.Unlock()
+
+		timer := s.timerUntil(wake)
+		var err error
+		select {
+		case <-sig.ch:
+		case <-timer.C():
+		case <-s.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		timer.Stop()
+		s.mu.Lock()
+		s.unsubscribe(k, sig)
+		s.mu.Unlock()
+		if err != nil {
+			return kvstore.Record{}, err
+		}
+	}
+}
+
+// Forget erases every record of tenant and wakes their waiters. It returns how many
+// live records it removed.
+func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
+	if err := validTenant(tenant); err != nil {
+		return 0, fmt.Errorf("memstore: forget: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return 0, fmt.Errorf("memstore: forget: %w", err)
+	}
+	now := s.clock.Now()
+	var n int64
+	for digest, e := range s.tenants[tenant] {
+		if s.live(e, now) {
+			n++
+		}
+		s.notify(key{tenant, digest})
+	}
+	delete(s.tenants, tenant)
+	return n, nil
+}
+
+// Resolve applies an operator's decision to an indeterminate record: it completes
+// it with res.Outcome, or (res.Release) drops it. It returns the record as it now
+// is, or for a release as it was. It returns kvstore.ErrNotIndeterminate for a
+// record in another state, kvstore.ErrNotFound if there is none, and
+// kvstore.ErrTooLarge if res.Outcome exceeds Config.MaxValueSize.
+func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.Resolution) (kvstore.Record, error) {
+	if err := validKey(tenant, digest); err != nil {
+		return kvstore.Record{}, fmt.Errorf("memstore: resolve: %w", err)
+	}
+	if !res.Release {
+		if err := s.fits(res.Outcome); err != nil {
+			return kvstore.Record{}, fmt.Errorf("memstore: resolve: %w", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return kvstore.Record{}, fmt.Errorf("memstore: resolve: %w", err)
+	}
+	now := s.clock.Now()
+	k := key{tenant, digest}
+	e := s.lookup(k, now)
+	switch {
+	case e == nil:
+		return kvstore.Record{}, fmt.Errorf("memstore: resolve: %w", kvstore.ErrNotFound)
+	case e.rec.State != kvstore.StateIndeterminate:
+		return kvstore.Record{}, fmt.Errorf("memstore: resolve: record is %s: %w", e.rec.State, kvstore.ErrNotIndeterminate)
+	}
+	if res.Release {
+		old := s.view(e, now)
+		s.remove(k)
+		return old, nil
+	}
+	e.rec.State = kvstore.StateCompleted
+	e.rec.Outcome = res.Outcome
+	s.touch(e, now)
+	s.notify(k)
+	return s.view(e, now), nil
+}
+
+// DumpRaw returns the tenant's live records as the store keeps them, one JSON
+// document each, ordered by digest. It implements kvstoretest.RawDumper.
+func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
+	if err := validTenant(tenant); err != nil {
+		return nil, fmt.Errorf("memstore: dump: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return nil, fmt.Errorf("memstore: dump: %w", err)
+	}
+	now := s.clock.Now()
+	digests := make([]string, 0, len(s.tenants[tenant]))
+	for d, e := range s.tenants[tenant] {
+		if s.live(e, now) {
+			digests = append(digests, d)
+		}
+	}
+	sort.Strings(digests)
+	out := make([][]byte, 0, len(digests))
+	for _, d := range digests {
+		e := s.tenants[tenant][d]
+		b, err := json.Marshal(struct {
+			kvstore.Record
+			Token uint64
+		}{e.rec, e.token})
+		if err != nil {
+			return nil, fmt.Errorf("memstore: dump: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// Close makes every later call fail with kvstore.ErrUnavailable and wakes blocked
+// Waits, which return that error too. Closing twice is harmless.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+	return nil
+}
+
+// holderWrite applies change to the record that lease holds and stamps the write.
+func (s *Store) holderWrite(ctx context.Context, op string, lease kvstore.Lease, change func(e *entry, now time.Time)) error {
+	if err := validKey(lease.Tenant, lease.Digest); err != nil {
+		return fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	now := s.clock.Now()
+	k := key{lease.Tenant, lease.Digest}
+	e, err := s.holderEntry(k, lease, now)
+	if err != nil {
+		return fmt.Errorf("memstore: %s: %w", op, err)
+	}
+	change(e, now)
+	s.touch(e, now)
+	s.notify(k)
+	return nil
+}
+
+// holderEntry returns the live claimed entry that lease is the current claim of, or
+// kvstore.ErrNotHolder.
+func (s *Store) holderEntry(k key, lease kvstore.Lease, now time.Time) (*entry, error) {
+	token, err := strconv.ParseUint(lease.Token, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("token %q is not one of this store's: %w", lease.Token, kvstore.ErrNotHolder)
+	}
+	e := s.lookup(k, now)
+	switch {
+	case e == nil:
+		return nil, fmt.Errorf("no record: %w", kvstore.ErrNotHolder)
+	case e.rec.State != kvstore.StateClaimed:
+		return nil, fmt.Errorf("record is %s: %w", e.rec.State, kvstore.ErrNotHolder)
+	case e.token != token || e.rec.Holder != lease.Holder:
+		return nil, fmt.Errorf("claim is held by %q: %w", e.rec.Holder, kvstore.ErrNotHolder)
+	}
+	return e, nil
+}
+
+// usable reports why the store cannot serve a call: closed, or ctx already done.
+// Callers hold s.mu.
+func (s *Store) usable(ctx context.Context) error {
+	if s.closed {
+		return fmt.Errorf("store closed: %w", kvstore.ErrUnavailable)
+	}
+	return ctx.Err()
+}
+
+// fits checks a value against Config.MaxValueSize.
+func (s *Store) fits(v string) error {
+	if s.maxValue > 0 && len(v) > s.maxValue {
+		return fmt.Errorf("%d bytes, limit %d: %w", len(v), s.maxValue, kvstore.ErrTooLarge)
+	}
+	return nil
+}
+
+// live reports whether e is still within retention at now.
+func (s *Store) live(e *entry, now time.Time) bool { return now.Before(e.rec.ExpiresAt) }
+
+// lookup returns the live entry for k, removing it if it has expired. Callers hold
+// s.mu.
+func (s *Store) lookup(k key, now time.Time) *entry {
+	e := s.tenants[k.tenant][k.digest]
+	if e == nil {
+		return nil
+	}
+	if !s.live(e, now) {
+		s.remove(k)
+		return nil
+	}
+	return e
+}
+
+// view returns the record as callers see it at now.
+func (s *Store) view(e *entry, now time.Time) kvstore.Record {
+	r := e.rec
+	r.LeaseExpired = r.State == kvstore.StateClaimed && !now.Before(r.LeaseUntil)
+	return r
+}
+
+// nextRev hands out a new revision. Callers hold s.mu.
+func (s *Store) nextRev() uint64 {
+	s.rev++
+	return s.rev
+}
+
+// touch stamps a write on e. Callers hold s.mu.
+func (s *Store) touch(e *entry, now time.Time) {
+	e.rec.Revision = s.nextRev()
+	e.rec.UpdatedAt = now
+	e.rec.ExpiresAt = now.Add(s.retention)
+	s.wrote(now)
+}
+
+// put stores a new entry and wakes the key's waiters. Callers hold s.mu.
+func (s *Store) put(k key, e *entry) {
+	m := s.tenants[k.tenant]
+	if m == nil {
+		m = make(map[string]*entry)
+		s.tenants[k.tenant] = m
+	}
+	m[k.digest] = e
+	s.notify(k)
+	s.wrote(e.rec.UpdatedAt)
+}
+
+// remove deletes k's entry and wakes its waiters. Callers hold s.mu.
+func (s *Store) remove(k key) {
+	m := s.tenants[k.tenant]
+	delete(m, k.digest)
+	if len(m) == 0 {
+		delete(s.tenants, k.tenant)
+	}
+	s.notify(k)
+}
+
+// wrote counts a write and, every sweepEvery writes, drops expired records so that
+// keys nobody reads again do not pile up. Callers hold s.mu.
+func (s *Store) wrote(now time.Time) {
+	s.writes++
+	if s.writes < sweepEvery {
+		return
+	}
+	s.writes = 0
+	for tenant, m := range s.tenants {
+		for digest, e := range m {
+			if !s.live(e, now) {
+				s.remove(key{tenant, digest})
+			}
+		}
+	}
+}
+
+// subscribe returns the signal that the next change of k closes. Callers hold s.mu.
+func (s *Store) subscribe(k key) *signal {
+	sig := s.signals[k]
+	if sig == nil {
+		sig = &signal{ch: make(chan struct{})}
+		s.signals[k] = sig
+	}
+	sig.waiters++
+	return sig
+}
+
+// unsubscribe drops a waiter from sig, removing sig once nobody holds it. Callers
+// hold s.mu.
+func (s *Store) unsubscribe(k key, sig *signal) {
+	sig.waiters--
+	if sig.waiters == 0 && s.signals[k] == sig {
+		delete(s.signals, k)
+	}
+}
+
+// notify wakes everyone waiting on k. Callers hold s.mu.
+func (s *Store) notify(k key) {
+	if sig := s.signals[k]; sig != nil {
+		close(sig.ch)
+		delete(s.signals, k)
+	}
+}
+
+// timerUntil returns a timer on the store's clock that fires at t, or at most
+// timerSlack later. The clock is read on both sides of arming the timer: if another
+// goroutine moved it in between, the timer (armed for a duration from a time
+// already past) might fire too late or, on a fake clock, never; it is armed again.
+func (s *Store) timerUntil(t time.Time) clock.Timer {
+	for {
+		before := s.clock.Now()
+		timer := s.clock.NewTimer(t.Sub(before))
+		if s.clock.Now().Sub(before) <= timerSlack {
+			return timer
+		}
+		timer.Stop()
+	}
+}
+
+func leaseOf(e *entry) kvstore.Lease {
+	return kvstore.Lease{
+		Tenant: e.rec.Tenant,
+		Digest: e.rec.Digest,
+		Holder: e.rec.Holder,
+		Token:  strconv.FormatUint(e.token, 10),
+	}
+}
+
+// validKey checks a tenant token and a digest.
+func validKey(tenant, digest string) error {
+	if err := validTenant(tenant); err != nil {
+		return err
+	}
+	if len(digest) != 64 {
+		return fmt.Errorf("digest %q is not 64 lower-case hex digits: %w", digest, kvstore.ErrInvalid)
+	}
+	for i := 0; i < len(digest); i++ {
+		if c := digest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return fmt.Errorf("digest %q is not 64 lower-case hex digits: %w", digest, kvstore.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// validTenant checks that tenant matches [A-Za-z0-9_-]{1,128}.
+func validTenant(tenant string) error {
+	if len(tenant) == 0 || len(tenant) > 128 {
+		return fmt.Errorf("tenant %q must match [A-Za-z0-9_-]{1,128}: %w", tenant, kvstore.ErrInvalid)
+	}
+	for i := 0; i < len(tenant); i++ {
+		c := tenant[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("tenant %q must match [A-Za-z0-9_-]{1,128}: %w", tenant, kvstore.ErrInvalid)
+		}
+	}
+	return nil
+}
