@@ -1,0 +1,319 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/events"
+)
+
+// DefaultCallSource is the CloudEvents source of calls whose Source is empty.
+const DefaultCallSource = "/toolexec/client"
+
+// ClientConfig configures a [Client]. The zero value is usable.
+type ClientConfig struct {
+	// Source is the CloudEvents source of calls that do not name their own;
+	// default DefaultCallSource.
+	Source string
+	// Binary publishes calls in binary mode (attributes in ce- headers) instead of
+	// structured mode.
+	Binary bool
+	// Logger receives answers that cannot be read while watching; default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Client publishes calls and reads their answers, for programs and the emitter.
+// It also sends the admin requests (see Forget, Inspect and Resolve). It is safe
+// for concurrent use.
+type Client struct {
+	js   jetstream.JetStream
+	nc   *nats.Conn
+	cfg  ClientConfig
+	log  *slog.Logger
+	mode binding.Mode
+
+	mu     sync.Mutex       // protects stream
+	stream jetstream.Stream // TOOLEXEC_EVENTS, looked up once
+}
+
+// NewClient returns a client on js. It returns an error matching
+// ErrInvalidConfig if js is nil.
+func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
+	if js == nil {
+		return nil, invalidConfig("client: a JetStream context is required")
+	}
+	if cfg.Source == "" {
+		cfg.Source = DefaultCallSource
+	}
+	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if cfg.Binary {
+		c.mode = binding.Binary
+	}
+	return c, nil
+}
+
+// callMsg checks call and encodes it; see Publish.
+func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
+	if call.Source == "" {
+		call.Source = c.cfg.Source
+	}
+	e, err := events.NewCallEvent(call)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := binding.NewMsg(events.CallSubject(call.Tenant, call.Tool), e, c.mode)
+	if err != nil {
+		return nil, err
+	}
+	if call.TraceParent != "" {
+		msg.Header.Set(traceParentHeader, call.TraceParent)
+	}
+	return msg, nil
+}
+
+// Publish stores call in TOOLEXEC_CALLS and returns the PubAck, without waiting
+// for the answer (see Attach). The call id is the message's Nats-Msg-Id: a call
+// published again within the stream's duplicate window is not stored again, and
+// the PubAck says Duplicate.
+//
+// A call that is not well formed (a token that is not valid, arguments that are
+// not a JSON object) is refused before anything is sent, with the
+// *events.RejectError an executor would have answered.
+func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubAck, error) {
+	msg, err := c.callMsg(call)
+	if err != nil {
+		return nil, err
+	}
+	return c.publish(ctx, msg, call.CallID)
+}
+
+func (c *Client) publish(ctx context.Context, msg *nats.Msg, callID string) (*jetstream.PubAck, error) {
+	ack, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(events.CallStream))
+	if err != nil {
+		return nil, fmt.Errorf("bus: publishing call %s: %w", callID, err)
+	}
+	return ack, nil
+}
+
+// Call publishes call and waits for its answer. It subscribes to the call's
+// answer subject before publishing, so the answer cannot slip past; if the
+// PubAck says the call had been published before, it also looks for an answer
+// already stored in TOOLEXEC_EVENTS.
+//
+// Every answer is returned with a nil error, rejected, failed and indeterminate
+// ones included (dispatch.AnswerError turns one into an error). Errors: the
+// *events.RejectError of a call refused before sending (see Publish), a publish
+// failure, an error matching ErrBadAnswer, or ctx's error wrapped when ctx ends
+// first — the call may still be answered later; Attach finds the answer.
+func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, error) {
+	msg, err := c.callMsg(call)
+	if err != nil {
+		return events.Answer{}, err
+	}
+	filter := events.AnswerFilter(call.Tenant, call.Tool, call.RunID, call.CallID)
+	ch := make(chan *nats.Msg, 4)
+	sub, err := c.nc.ChanSubscribe(filter, ch)
+	if err != nil {
+		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
+	}
+	defer sub.Unsubscribe()
+	ack, err := c.publish(ctx, msg, call.CallID)
+	if err != nil {
+		return events.Answer{}, err
+	}
+	var stored chan lookupResult
+	if ack.Duplicate {
+		stored = make(chan lookupResult, 1)
+		go func() {
+			a, found, err := c.lookup(ctx, filter)
+			stored <- lookupResult{a, found, err}
+		}()
+	}
+	return c.await(ctx, call.CallID, ch, stored)
+}
+
+type lookupResult struct {
+	a     events.Answer
+	found bool
+	err   error
+}
+
+// await returns the first answer from ch or a found stored one.
+func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, stored <-chan lookupResult) (events.Answer, error) {
+	for {
+		select {
+		case m := <-ch:
+			return decodeAnswer(m.Header, m.Data)
+		case r := <-stored:
+			stored = nil
+			if r.err != nil && ctx.Err() == nil {
+				return events.Answer{}, r.err
+			}
+			if r.found {
+				return r.a, nil
+			}
+		case <-ctx.Done():
+			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, ctx.Err())
+		}
+	}
+}
+
+// Attach returns the answer to a call published earlier, by this client or
+// another: from TOOLEXEC_EVENTS if it is stored, else the moment it is published.
+// It is how a caller that subscribes late, or restarts, finds its answer. Errors:
+// one matching events.ErrInvalidToken for a malformed token, ErrBadAnswer, a
+// JetStream error, or ctx's error wrapped when ctx ends first.
+func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string) (events.Answer, error) {
+	for _, f := range []struct{ name, v string }{{"tenant", tenant}, {"tool", tool}, {"runid", runID}, {"callid", callID}} {
+		if err := events.CheckToken(f.name, f.v); err != nil {
+			return events.Answer{}, err
+		}
+	}
+	filter := events.AnswerFilter(tenant, tool, runID, callID)
+	ch := make(chan *nats.Msg, 4)
+	sub, err := c.nc.ChanSubscribe(filter, ch)
+	if err != nil {
+		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
+	}
+	defer sub.Unsubscribe()
+	// Subscribed first, then read: an answer published in between arrives on ch.
+	a, found, err := c.lookup(ctx, filter)
+	if err != nil {
+		return events.Answer{}, err
+	}
+	if found {
+		return a, nil
+	}
+	return c.await(ctx, callID, ch, nil)
+}
+
+// lookup reads the answer stored under filter, if any.
+func (c *Client) lookup(ctx context.Context, filter string) (events.Answer, bool, error) {
+	s, err := c.eventStream(ctx)
+	if err != nil {
+		return events.Answer{}, false, err
+	}
+	raw, err := s.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return events.Answer{}, false, nil
+	}
+	if err != nil {
+		return events.Answer{}, false, fmt.Errorf("bus: reading %s from %s: %w", filter, events.EventStream, err)
+	}
+	a, err := decodeAnswer(raw.Header, raw.Data)
+	return a, err == nil, err
+}
+
+func (c *Client) eventStream(ctx context.Context) (jetstream.Stream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stream != nil {
+		return c.stream, nil
+	}
+	s, err := c.js.Stream(ctx, events.EventStream)
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", events.EventStream, err)
+	}
+	c.stream = s
+	return s, nil
+}
+
+// decodeAnswer reads an answer (or a resolution) from a message in either mode.
+func decodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
+	e, err := binding.Decode(h, data)
+	if err != nil {
+		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+	a, err := events.AnswerFromEvent(e)
+	if err != nil {
+		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+	return a, nil
+}
+
+// WatchOption adjusts where Watch starts reading.
+type WatchOption func(*jetstream.OrderedConsumerConfig)
+
+// WatchFromStart makes Watch deliver every stored event that matches, then new
+// ones.
+func WatchFromStart() WatchOption {
+	return func(c *jetstream.OrderedConsumerConfig) { c.DeliverPolicy = jetstream.DeliverAllPolicy }
+}
+
+// WatchSince makes Watch deliver stored events from time t on, then new ones.
+func WatchSince(t time.Time) WatchOption {
+	return func(c *jetstream.OrderedConsumerConfig) {
+		c.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		c.OptStartTime = &t
+	}
+}
+
+// Watch delivers the answers and audit events of TOOLEXEC_EVENTS whose subject
+// matches filter — "toolexec.event.*.indeterminate.>" for an auditor, or ""
+// for every event — in stream order, with no gaps, starting with events
+// published after Watch returns (see WatchFromStart and WatchSince). It reads
+// through an ordered consumer, so a slow reader loses nothing. The channel is
+// closed when ctx ends. Events that are not well-formed answers are logged and
+// skipped. It returns ErrBadFilter for a filter outside toolexec.event.>, and
+// JetStream's error when the consumer cannot be created.
+func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan events.Answer, error) {
+	if filter == "" {
+		filter = events.EventSubjects
+	}
+	if !strings.HasPrefix(filter, events.EventPrefix) || len(filter) == len(events.EventPrefix) {
+		return nil, fmt.Errorf("%w: %q", ErrBadFilter, filter)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+	}
+	out := make(chan events.Answer, 64)
+	go func() {
+		defer close(out)
+		stop := context.AfterFunc(ctx, it.Stop)
+		defer stop()
+		defer it.Stop()
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+					return
+				}
+				c.log.Warn("watching events", "filter", filter, "error", err)
+				continue
+			}
+			a, err := decodeAnswer(m.Headers(), m.Data())
+			if err != nil {
+				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)
+				continue
+			}
+			select {
+			case out <- a:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}

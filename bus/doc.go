@@ -1,0 +1,52 @@
+// Package bus puts toolexec on the wire: it turns NATS JetStream messages into
+// calls for package dispatch, and the dispatcher's answers back into messages.
+//
+// # Pieces
+//
+//   - [Connect] dials NATS with the choices of the nats CLI (URL, credentials,
+//     nkey, user and password, token, TLS) and reconnects for ever.
+//   - [StartEmbedded] runs a NATS server with JetStream inside the process, syncing
+//     every write to disk before acknowledging it unless told otherwise, and
+//     refuses clearly when its port is taken.
+//   - [EnsureStreams] creates TOOLEXEC_CALLS (work queue) and TOOLEXEC_EVENTS
+//     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
+//   - [Worker] takes calls from that consumer and answers them; [Client] publishes
+//     calls and reads answers (Call, Publish, Attach, Watch); [ServeAdmin] and the
+//     Client's Forget, Inspect and Resolve are the admin request-reply subjects.
+//   - Package binding (bus/binding) is the CloudEvents codec, structured and binary
+//     mode.
+//
+// # One call on the wire
+//
+// A caller subscribes to the call's answer subject
+// (toolexec.event.<tenant>.*.<tool>.<run_id>.<call_id>), then publishes the call
+// to toolexec.call.<tenant>.<tool> with Nats-Msg-Id = call id, so that a call
+// published twice within the duplicate window is stored once. A worker fetches
+// it (never more calls than it has free slots, so no call waits in a buffer
+// while its ack timer runs), decodes and checks it, and hands it to the
+// dispatcher, telling JetStream it is in progress meanwhile. The answer goes to
+// toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id> with Nats-Msg-Id =
+// Answer.MsgID (derived from tenant and call id: one stored answer per call,
+// whoever publishes it), and only after its PubAck is the call acknowledged.
+//
+// A message that is not a well-formed call — not JSON, not a CloudEvent, a
+// specversion other than 1.0, a missing attribute, a bad token, a tenant
+// extension that disagrees with the subject, more than WorkerConfig.MaxMessageBytes
+// — is answered rejected with its events code and terminated, never
+// redelivered; nothing is claimed and no body entered. The rejection is
+// addressed to the subject's tenant and, when the message carries no usable
+// call id, to a stand-in made from its stream sequence ([StandInCallID]).
+//
+// A worker that dies mid-call leaves its message unacknowledged: JetStream
+// redelivers it after the ack wait, and the next worker finds the idempotency
+// record and answers from it (an Effectful call whose holder's lease ran out is
+// answered indeterminate, holder_lost; an Idempotent one is taken over and run).
+//
+// # Durability
+//
+// The embedded server syncs before acknowledging (sync_interval: always) unless
+// EmbeddedConfig.SyncInterval says otherwise, because a claim acknowledged and
+// lost to a power failure is a second booking. For a cluster, set
+// sync_interval: always in each server's configuration and use three replicas
+// (StreamsConfig.Replicas, natsstore.Config.Replicas).
+package bus

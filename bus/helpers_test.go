@@ -1,0 +1,240 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/kvstore/natsstore"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// testLogger discards logs unless BUS_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("BUS_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// harness is one embedded server with both streams, and a client connection.
+type harness struct {
+	srv    *server.Server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	client *bus.Client
+}
+
+func newHarness(t *testing.T, opts ...natstest.Option) *harness {
+	t.Helper()
+	srv := natstest.Start(t, opts...)
+	nc := natstest.Connect(t, srv)
+	js := natstest.JetStream(t, nc)
+	if err := bus.EnsureStreams(ctxT(t), js, bus.StreamsConfig{}); err != nil {
+		t.Fatalf("EnsureStreams: %v", err)
+	}
+	c, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{srv: srv, nc: nc, js: js, client: c}
+}
+
+// ctxT returns a context that ends with the test or after a minute.
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// worker is one running Worker with its own connection, store and dispatcher,
+// like one executor process.
+type worker struct {
+	w     *bus.Worker
+	d     *dispatch.Dispatcher
+	nc    *nats.Conn
+	store *natsstore.Store
+	done  chan error
+}
+
+// startWorker runs a worker serving reg. Its dispatcher's lease is lease
+// (default dispatch's). The worker is shut down gracefully when the test ends.
+func (h *harness) startWorker(t *testing.T, reg *tool.Registry, cfg bus.WorkerConfig, lease time.Duration) *worker {
+	t.Helper()
+	nc := natstest.Connect(t, h.srv)
+	js := natstest.JetStream(t, nc)
+	st, err := natsstore.New(ctxT(t), js, natsstore.Config{})
+	if err != nil {
+		t.Fatalf("natsstore.New: %v", err)
+	}
+	d, err := dispatch.New(dispatch.Config{Tools: reg, Store: st, Lease: lease, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger()
+	}
+	w, err := bus.NewWorker(js, d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk := &worker{w: w, d: d, nc: nc, store: st, done: make(chan error, 1)}
+	go func() { wk.done <- w.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := w.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		select {
+		case <-wk.done:
+		case <-time.After(20 * time.Second):
+			t.Error("Run did not return after Shutdown")
+		}
+	})
+	return wk
+}
+
+// wait returns Run's error, failing the test if Run does not return in time.
+func (wk *worker) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-wk.done:
+		wk.done <- err // for the cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return")
+		return nil
+	}
+}
+
+const bookSchema = `{"type":"object","properties":{"flight":{"type":"string"},"request_id":{"type":"string"}},"required":["flight"]}`
+
+// bookTool declares a tool over the flight schema keyed by flight; kind "" means
+// no policy.
+func bookTool(t *testing.T, name string, kind tool.Kind, fn tool.Func) *tool.Tool {
+	t.Helper()
+	spec := tool.Spec{Name: name, Parameters: json.RawMessage(bookSchema)}
+	if kind != "" {
+		spec.Idempotency = &tool.Policy{Kind: kind, KeyArguments: []string{"flight"}}
+	}
+	tl, err := tool.New(spec, fn)
+	if err != nil {
+		t.Fatalf("tool.New: %v", err)
+	}
+	return tl
+}
+
+func registry(t *testing.T, tools ...*tool.Tool) *tool.Registry {
+	t.Helper()
+	reg, err := tool.NewRegistry(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func call(tool, runID, callID, args string) events.Call {
+	return events.Call{Tenant: "acme", RunID: runID, CallID: callID, Tool: tool, Arguments: json.RawMessage(args)}
+}
+
+// eventSubjects returns, for every subject of TOOLEXEC_EVENTS matching filter,
+// how many messages it holds.
+func eventSubjects(t *testing.T, js jetstream.JetStream, filter string) map[string]uint64 {
+	t.Helper()
+	return streamSubjects(t, js, events.EventStream, filter)
+}
+
+func streamSubjects(t *testing.T, js jetstream.JetStream, stream, filter string) map[string]uint64 {
+	t.Helper()
+	s, err := js.Stream(ctxT(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctxT(t), jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Subjects == nil {
+		return map[string]uint64{}
+	}
+	return info.State.Subjects
+}
+
+// waitFor polls cond every 20ms until it holds, failing the test after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// consumerSettled waits until the shared consumer has nothing pending and nothing
+// waiting for an ack, and returns its info.
+func consumerSettled(t *testing.T, js jetstream.JetStream) *jetstream.ConsumerInfo {
+	t.Helper()
+	var info *jetstream.ConsumerInfo
+	waitFor(t, 15*time.Second, "the consumer to settle", func() bool {
+		c, err := js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		if err != nil {
+			return false
+		}
+		info, err = c.Info(ctxT(t))
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
+	return info
+}
+
+// streamMsgs returns how many messages stream holds.
+func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
+	t.Helper()
+	s, err := js.Stream(ctxT(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// logBuffer is a slog handler target that tests can read.
+type logBuffer struct {
+	mu  sync.Mutex // protects buf
+	buf []byte
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+var errBoom = errors.New("boom")

@@ -1,0 +1,189 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// Defaults for [StreamsConfig] and the shared consumer.
+const (
+	// DefaultDuplicates is the window within which JetStream drops a message whose
+	// Nats-Msg-Id it has seen: a call published twice, an answer published twice.
+	DefaultDuplicates = 2 * time.Minute
+	// DefaultEventMaxAge is how long answers and audit events are kept.
+	DefaultEventMaxAge = 7 * 24 * time.Hour
+
+	// DefaultDurable names the durable consumer every executor shares.
+	DefaultDurable = "toolexec-executor"
+	// DefaultAckWait is how long a delivered call may go without an ack or an
+	// in-progress signal before JetStream redelivers it.
+	DefaultAckWait = 30 * time.Second
+	// DefaultMaxDeliver bounds how often one call is delivered.
+	DefaultMaxDeliver = 10
+	// DefaultMaxAckPending bounds how many calls may be delivered and not yet
+	// acknowledged, across all executors.
+	DefaultMaxAckPending = 1000
+)
+
+// StreamsConfig shapes the two streams. The zero value is usable.
+type StreamsConfig struct {
+	// Replicas is how many servers keep each stream (1..5); default 1. Use 3 on
+	// a cluster.
+	Replicas int
+	// Storage is the streams' storage; default file.
+	Storage jetstream.StorageType
+	// Duplicates is the duplicate window of both streams; default
+	// DefaultDuplicates.
+	Duplicates time.Duration
+	// EventMaxAge is how long TOOLEXEC_EVENTS keeps an event; default
+	// DefaultEventMaxAge. A caller can attach to a call's answer only within it.
+	EventMaxAge time.Duration
+	// CallMaxAge, when positive, drops calls that no executor took within it;
+	// default zero (kept until taken).
+	CallMaxAge time.Duration
+}
+
+// CallStreamConfig returns the configuration of the calls stream: subjects
+// toolexec.call.>, work-queue retention (a call leaves the stream once
+// acknowledged or terminated).
+func (cfg StreamsConfig) CallStreamConfig() jetstream.StreamConfig {
+	cfg = cfg.withDefaults()
+	return jetstream.StreamConfig{
+		Name:        events.CallStream,
+		Description: "toolexec tool calls, taken by the executors' shared consumer",
+		Subjects:    []string{events.CallSubjects},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  capDuplicates(cfg.Duplicates, cfg.CallMaxAge),
+		MaxAge:      cfg.CallMaxAge,
+	}
+}
+
+// EventStreamConfig returns the configuration of the events stream: subjects
+// toolexec.event.>, limits retention with MaxAge EventMaxAge.
+func (cfg StreamsConfig) EventStreamConfig() jetstream.StreamConfig {
+	cfg = cfg.withDefaults()
+	return jetstream.StreamConfig{
+		Name:        events.EventStream,
+		Description: "toolexec answers and audit events",
+		Subjects:    []string{events.EventSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  capDuplicates(cfg.Duplicates, cfg.EventMaxAge),
+		MaxAge:      cfg.EventMaxAge,
+	}
+}
+
+func (cfg StreamsConfig) withDefaults() StreamsConfig {
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Duplicates <= 0 {
+		cfg.Duplicates = DefaultDuplicates
+	}
+	if cfg.EventMaxAge <= 0 {
+		cfg.EventMaxAge = DefaultEventMaxAge
+	}
+	return cfg
+}
+
+// capDuplicates keeps the duplicate window within the stream's MaxAge, as the
+// server requires.
+func capDuplicates(d, maxAge time.Duration) time.Duration {
+	if maxAge > 0 && d > maxAge {
+		return maxAge
+	}
+	return d
+}
+
+// EnsureStreams creates TOOLEXEC_CALLS and TOOLEXEC_EVENTS as cfg describes, or
+// updates them if they exist. An update the server refuses (changing a stream's
+// retention, say) is returned as an error naming the stream.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) error {
+	if cfg.Replicas > 5 {
+		return invalidConfig("streams: Replicas must be 1 to 5, got %d", cfg.Replicas)
+	}
+	for _, sc := range []jetstream.StreamConfig{cfg.CallStreamConfig(), cfg.EventStreamConfig()} {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
+
+// ConsumerConfig shapes the durable pull consumer all executors share on the
+// calls stream. Every executor should use the same values: each one creates or
+// updates the consumer when it starts.
+type ConsumerConfig struct {
+	// Durable names the consumer; default DefaultDurable.
+	Durable string
+	// AckWait is how long a delivered call may go without an ack or an in-progress
+	// signal before it is redelivered; default DefaultAckWait.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one call; default DefaultMaxDeliver. A call
+	// delivered that often stays in the stream unanswered, and the server
+	// publishes a MAX_DELIVERIES advisory.
+	MaxDeliver int
+	// MaxAckPending bounds calls delivered and not yet acknowledged across all
+	// executors; default DefaultMaxAckPending. Keep it at least the sum of the
+	// executors' concurrency.
+	MaxAckPending int
+}
+
+func (cfg ConsumerConfig) withDefaults() ConsumerConfig {
+	if cfg.Durable == "" {
+		cfg.Durable = DefaultDurable
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = DefaultMaxDeliver
+	}
+	if cfg.MaxAckPending <= 0 {
+		cfg.MaxAckPending = DefaultMaxAckPending
+	}
+	return cfg
+}
+
+// JetStreamConfig returns the consumer's JetStream configuration: durable,
+// explicit acks, no filter (a work-queue stream allows one unfiltered consumer).
+func (cfg ConsumerConfig) JetStreamConfig() jetstream.ConsumerConfig {
+	cfg = cfg.withDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		Description:   "toolexec executors",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+}
+
+// EnsureConsumer creates the shared consumer on TOOLEXEC_CALLS, or updates it,
+// and returns it. The stream must exist (see EnsureStreams): otherwise the error
+// matches jetstream.ErrStreamNotFound.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig) (jetstream.Consumer, error) {
+	jc := cfg.JetStreamConfig()
+	c, err := js.CreateOrUpdateConsumer(ctx, events.CallStream, jc)
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer %s on %s: %w", jc.Durable, events.CallStream, err)
+	}
+	return c, nil
+}
+
+// consumerGone reports whether err says the consumer or its stream no longer
+// exists, so that it is worth creating again.
+func consumerGone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrConsumerDoesNotExist) || errors.Is(err, jetstream.ErrStreamNotFound)
+}

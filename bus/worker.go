@@ -1,0 +1,555 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/events"
+)
+
+// Dispatcher runs one call to its answer. *dispatch.Dispatcher is one. Dispatch
+// returns exactly one answer per call, or an error matching dispatch.ErrNoAnswer
+// when ctx ended before the call was answered and nothing irreversible happened.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, c dispatch.Call) (events.Answer, error)
+}
+
+var _ Dispatcher = (*dispatch.Dispatcher)(nil)
+
+// Defaults for [WorkerConfig].
+const (
+	DefaultConcurrency     = 64
+	DefaultPullWait        = 5 * time.Second
+	DefaultMaxMessageBytes = 1 << 20
+	DefaultAnswerSource    = "/toolexec/executor"
+)
+
+// Timing of the worker's own retries.
+const (
+	publishAttemptTimeout = 5 * time.Second
+	ackTimeout            = 5 * time.Second
+	minBackoff            = 50 * time.Millisecond
+	maxBackoff            = 5 * time.Second
+)
+
+// WorkerConfig configures a [Worker]. The zero value is usable.
+type WorkerConfig struct {
+	// Durable names the shared consumer; default DefaultDurable.
+	Durable string
+	// Concurrency bounds the calls this worker runs at once; default
+	// DefaultConcurrency. The worker never holds a delivered call it has not
+	// started: it asks JetStream for as many calls as it has free slots.
+	Concurrency int
+	// AckWait and MaxDeliver configure the shared consumer (see ConsumerConfig);
+	// defaults DefaultAckWait and DefaultMaxDeliver.
+	AckWait    time.Duration
+	MaxDeliver int
+	// MaxAckPending configures the shared consumer; default the larger of
+	// DefaultMaxAckPending and Concurrency.
+	MaxAckPending int
+	// InProgressEvery is how often the worker tells JetStream that a call is still
+	// being worked on, from its delivery until it is acknowledged; default
+	// AckWait/3.
+	InProgressEvery time.Duration
+	// PullWait bounds one pull request; default DefaultPullWait. A graceful
+	// shutdown cancels the pending pull at once.
+	PullWait time.Duration
+	// Source is the CloudEvents source of the answers this worker publishes;
+	// default DefaultAnswerSource.
+	Source string
+	// MaxMessageBytes bounds a call message, headers included; larger ones are
+	// rejected (too_large) unread. Default DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// BinaryAnswers publishes answers in binary mode instead of structured mode.
+	BinaryAnswers bool
+	// Logger receives one line per notable event (never arguments); default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (cfg WorkerConfig) withDefaults() WorkerConfig {
+	if cfg.Durable == "" {
+		cfg.Durable = DefaultDurable
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.MaxDeliver == 0 {
+		cfg.MaxDeliver = DefaultMaxDeliver
+	}
+	if cfg.MaxAckPending <= 0 {
+		cfg.MaxAckPending = max(DefaultMaxAckPending, cfg.Concurrency)
+	}
+	if cfg.InProgressEvery <= 0 {
+		cfg.InProgressEvery = cfg.AckWait / 3
+	}
+	if cfg.PullWait <= 0 {
+		cfg.PullWait = DefaultPullWait
+	}
+	if cfg.Source == "" {
+		cfg.Source = DefaultAnswerSource
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+// WorkerStats counts what a worker did with the messages it received. Its fields
+// are safe to read concurrently.
+type WorkerStats struct {
+	// Received counts messages delivered to this worker.
+	Received atomic.Int64
+	// Answered counts answers stored in TOOLEXEC_EVENTS (PubAck received), the
+	// bus's own rejections included.
+	Answered atomic.Int64
+	// Rejected counts messages the bus itself rejected before dispatching them
+	// (malformed, oversize, not a call).
+	Rejected atomic.Int64
+	// Unaddressable counts messages terminated without an answer because their
+	// subject names no valid tenant to answer.
+	Unaddressable atomic.Int64
+	// HandedBack counts messages negatively acknowledged for redelivery: the
+	// dispatch ended without an answer, the answer could not be stored, or the
+	// worker was stopping.
+	HandedBack atomic.Int64
+	// PublishRetries counts answer publications tried again after a failure.
+	PublishRetries atomic.Int64
+}
+
+// Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS, runs
+// each through a Dispatcher and publishes its answer to TOOLEXEC_EVENTS. Any
+// number of workers, in any number of processes, may share the consumer.
+//
+// For each call, in order: the message is decoded (structured or binary mode)
+// and checked; a malformed one is answered rejected and terminated without
+// reaching the dispatcher. Otherwise the dispatcher runs it while the worker
+// sends in-progress signals; the answer is published with Nats-Msg-Id
+// Answer.MsgID and the worker waits for its PubAck, retrying transient failures;
+// only then is the message acknowledged (terminated, for a rejected answer, so
+// that it is never redelivered). A dispatch that ends without an answer hands
+// the message back (Nak) for another worker.
+type Worker struct {
+	js  jetstream.JetStream
+	d   Dispatcher
+	cfg WorkerConfig
+	log *slog.Logger
+
+	slots chan struct{} // one token per call in flight
+	stats WorkerStats
+
+	mu         sync.Mutex // protects the fields below
+	started    bool
+	stopping   bool               // Shutdown was called
+	stopPull   context.CancelFunc // cancels pulling (graceful stop)
+	hardCancel context.CancelFunc // cancels dispatches and publishing (hard stop)
+	done       chan struct{}      // closed when Run returns
+}
+
+// NewWorker returns a worker that feeds calls from js to d. It returns an error
+// matching ErrInvalidConfig if js or d is nil.
+func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker, error) {
+	if js == nil {
+		return nil, invalidConfig("worker: a JetStream context is required")
+	}
+	if d == nil {
+		return nil, invalidConfig("worker: a Dispatcher is required")
+	}
+	cfg = cfg.withDefaults()
+	return &Worker{
+		js: js, d: d, cfg: cfg, log: cfg.Logger,
+		slots: make(chan struct{}, cfg.Concurrency),
+		done:  make(chan struct{}),
+	}, nil
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() *WorkerStats { return &w.stats }
+
+// Run creates or updates the shared consumer (see ConsumerConfig) and takes
+// calls until it is stopped, then returns once every call it started has been
+// acknowledged or handed back. The streams must exist (EnsureStreams).
+//
+// Two ways to stop it:
+//
+//   - Shutdown is graceful: no more calls are taken, calls delivered but not
+//     started are handed back, and calls in flight run to their answer — their
+//     bodies are not cancelled.
+//   - Cancelling ctx is a hard stop: calls in flight see their context
+//     cancelled too; those the dispatcher can still abandon are handed back, and
+//     answers not yet stored are left to redelivery, where the idempotency record
+//     answers them.
+//
+// Run returns nil when stopped either way, an error if the consumer cannot be
+// created, [ErrRunning] if called twice, and an error wrapping
+// nats.ErrConnectionClosed if the connection is closed under it.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return ErrRunning
+	}
+	w.started = true
+	hctx, hardCancel := context.WithCancel(ctx)
+	pctx, stopPull := context.WithCancel(hctx)
+	w.hardCancel, w.stopPull = hardCancel, stopPull
+	stopping := w.stopping
+	w.mu.Unlock()
+	defer close(w.done)
+	defer hardCancel()
+	if stopping {
+		return nil
+	}
+
+	cc := ConsumerConfig{Durable: w.cfg.Durable, AckWait: w.cfg.AckWait, MaxDeliver: w.cfg.MaxDeliver, MaxAckPending: w.cfg.MaxAckPending}
+	cons, err := EnsureConsumer(hctx, w.js, cc)
+	if err != nil {
+		if pctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	var inflight sync.WaitGroup
+	err = w.pull(pctx, hctx, cons, cc, &inflight)
+	inflight.Wait()
+	return err
+}
+
+// Shutdown stops the worker gracefully (see Run) and waits for Run to return.
+// If ctx ends first, it stops the worker hard, waits for Run to return and
+// returns ctx's error. A worker that is not running yet will not start.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	w.stopping = true
+	started := w.started
+	if w.stopPull != nil {
+		w.stopPull()
+	}
+	w.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	w.hardCancel()
+	w.mu.Unlock()
+	<-w.done
+	return ctx.Err()
+}
+
+// pull asks for as many calls as there are free slots, until pctx ends.
+func (w *Worker) pull(pctx, hctx context.Context, cons jetstream.Consumer, cc ConsumerConfig, inflight *sync.WaitGroup) error {
+	release := func(n int) {
+		for range n {
+			<-w.slots
+		}
+	}
+	failures := 0
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-pctx.Done():
+			return nil
+		}
+		n := 1
+	fill:
+		for n < w.cfg.Concurrency {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break fill
+			}
+		}
+
+		fctx, cancel := context.WithTimeout(pctx, w.cfg.PullWait)
+		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			release(n)
+			if pctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				return fmt.Errorf("bus: worker: %w", err)
+			}
+			failures++
+			w.pullFailed(pctx, err, failures, &cons, cc)
+			continue
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			if pctx.Err() != nil {
+				w.handBack(m, "the worker is stopping")
+				release(1)
+				continue
+			}
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				defer release(1)
+				w.handle(hctx, m)
+			}()
+		}
+		cancel()
+		release(n - got)
+		err = batch.Error()
+		switch {
+		case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			failures = 0
+		case errors.Is(err, nats.ErrConnectionClosed):
+			return fmt.Errorf("bus: worker: %w", err)
+		default:
+			failures++
+			w.pullFailed(pctx, err, failures, &cons, cc)
+		}
+	}
+}
+
+// pullFailed logs a failed pull, waits a growing while, and creates the
+// consumer again when it has gone.
+func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *jetstream.Consumer, cc ConsumerConfig) {
+	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
+	sleep(ctx, backoff(failures))
+	if consumerGone(err) && ctx.Err() == nil {
+		if c, err := EnsureConsumer(ctx, w.js, cc); err == nil {
+			*cons = c
+		} else {
+			w.log.Warn("creating the consumer again failed", "error", err)
+		}
+	}
+}
+
+// handle takes one delivered message to its end: acknowledged after its answer
+// is stored, terminated after a rejection is stored, or handed back.
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	w.stats.Received.Add(1)
+	stop := w.keepInProgress(m)
+	defer stop()
+
+	in := w.decode(m)
+	switch {
+	case in.unaddressable != "":
+		w.stats.Unaddressable.Add(1)
+		w.log.Warn("terminating a call that cannot be answered", "subject", in.subject, "reason", in.unaddressable)
+		if err := m.TermWithReason(in.unaddressable); err != nil {
+			w.log.Warn("terminating a message failed", "subject", in.subject, "error", err)
+		}
+		return
+	case in.rejected != nil:
+		w.stats.Rejected.Add(1)
+		a := *in.rejected
+		w.log.Info("call rejected", "tenant", a.Tenant, "tool", a.Tool, "call_id", a.CallID, "code", a.Code, "field", a.Field)
+		w.answer(ctx, m, a)
+		return
+	}
+
+	a, err := w.d.Dispatch(ctx, in.call)
+	if err != nil {
+		if errors.Is(err, dispatch.ErrNoAnswer) {
+			w.handBack(m, "the dispatch ended before an answer")
+			return
+		}
+		w.log.Error("dispatch failed without an answer", "tenant", in.call.Tenant, "tool", in.call.Tool,
+			"call_id", in.call.CallID, "error", err)
+		w.stats.HandedBack.Add(1)
+		if err := m.NakWithDelay(time.Second); err != nil {
+			w.log.Warn("handing a message back failed", "error", err)
+		}
+		return
+	}
+	w.answer(ctx, m, a)
+}
+
+// answer publishes a and settles m: terminated for a rejection, acknowledged
+// otherwise, handed back when the answer could not be stored.
+func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
+	if err := w.publish(ctx, a); err != nil {
+		if errors.Is(err, errPermanent) {
+			// Retrying will not help (the answer is larger than the server accepts,
+			// or the connection is closed). The record, where there is one, still
+			// answers a call published again.
+			w.log.Error("the answer cannot be published; terminating the call", "tenant", a.Tenant, "tool", a.Tool,
+				"call_id", a.CallID, "kind", a.Kind, "error", err)
+			if err := m.TermWithReason("answer cannot be published"); err != nil {
+				w.log.Warn("terminating a message failed", "error", err)
+			}
+			return
+		}
+		w.handBack(m, "the answer was not stored")
+		return
+	}
+	w.stats.Answered.Add(1)
+	if a.Kind == events.KindRejected {
+		if err := m.TermWithReason("rejected: " + string(a.Code)); err != nil {
+			w.log.Warn("terminating a rejected call failed; it will be answered again from its redelivery",
+				"call_id", a.CallID, "error", err)
+		}
+		return
+	}
+	w.ack(ctx, m, a)
+}
+
+// ack acknowledges m and waits for the server to confirm, trying a few times. A
+// lost ack only means a redelivery, which the record answers (and whose answer
+// JetStream drops as a duplicate).
+func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
+	actx := context.WithoutCancel(ctx)
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		c, cancel := context.WithTimeout(actx, ackTimeout)
+		err = m.DoubleAck(c)
+		cancel()
+		if err == nil || errors.Is(err, nats.ErrConnectionClosed) {
+			break
+		}
+		sleep(ctx, backoff(attempt))
+	}
+	if err != nil {
+		w.log.Warn("acknowledging an answered call failed; it will be redelivered and answered from its record",
+			"tenant", a.Tenant, "call_id", a.CallID, "error", err)
+	}
+}
+
+func (w *Worker) handBack(m jetstream.Msg, why string) {
+	w.stats.HandedBack.Add(1)
+	if err := m.Nak(); err != nil {
+		w.log.Warn("handing a message back failed; it returns after the ack wait", "reason", why, "error", err)
+	}
+}
+
+// keepInProgress tells JetStream every InProgressEvery that m is being worked on,
+// until the returned function is called.
+func (w *Worker) keepInProgress(m jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(w.cfg.InProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := m.InProgress(); err != nil {
+					w.log.Debug("in-progress signal failed", "subject", m.Subject(), "error", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// errPermanent marks a publication that retrying cannot help.
+var errPermanent = errors.New("permanent publish failure")
+
+// publish stores a in TOOLEXEC_EVENTS and waits for the PubAck, retrying
+// transient failures with backoff until ctx ends.
+func (w *Worker) publish(ctx context.Context, a events.Answer) error {
+	mode := binding.Structured
+	if w.cfg.BinaryAnswers {
+		mode = binding.Binary
+	}
+	msg, err := answerMsg(a, w.cfg.Source, mode)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	for attempt := 1; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
+		ack, err := w.js.PublishMsg(pctx, msg, jetstream.WithMsgID(a.MsgID()), jetstream.WithExpectStream(events.EventStream))
+		cancel()
+		if err == nil {
+			if ack.Duplicate {
+				w.log.Debug("answer already stored", "tenant", a.Tenant, "call_id", a.CallID, "kind", a.Kind)
+			}
+			return nil
+		}
+		if permanentPublishError(err) {
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
+		}
+		w.stats.PublishRetries.Add(1)
+		w.log.Warn("publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
+			"attempt", attempt, "error", err)
+		if !sleep(ctx, backoff(attempt)) {
+			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
+		}
+	}
+}
+
+// answerMsg encodes a as the NATS message that carries it: its event in the
+// given mode, on its subject, with a W3C traceparent header when it has one.
+// Nats-Msg-Id is set by the publisher.
+func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, error) {
+	e, err := a.Event(source)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := binding.NewMsg(a.Subject(), e, mode)
+	if err != nil {
+		return nil, err
+	}
+	if a.TraceParent != "" {
+		msg.Header.Set(traceParentHeader, a.TraceParent)
+	}
+	return msg, nil
+}
+
+// traceParentHeader is the W3C trace context header, set on answers beside the
+// CloudEvents tracing extension so that NATS-level tracing sees it.
+const traceParentHeader = "traceparent"
+
+func permanentPublishError(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
+}
+
+// backoff returns the pause before retry n (n ≥ 1): doubling from minBackoff,
+// capped at maxBackoff.
+func backoff(n int) time.Duration {
+	d := minBackoff
+	for i := 1; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// sleep waits d or until ctx ends; it reports whether it slept the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
