@@ -350,7 +350,6 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-
 func TestParseReportsEveryError(t *testing.T) {
 	src := `tools:
   - name: book
