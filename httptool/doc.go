@@ -60,6 +60,19 @@
 // The judgement errs on the side of indeterminate, never on the side of a second
 // booking.
 //
+// # Connections
+//
+// Go's HTTP transport re-sends a request that carries an Idempotency-Key when a
+// reused keep-alive connection fails, even after the whole request was written.
+// Against a downstream that ignores the key, that is a second effect the
+// dispatcher never decided on. So the request of an Effectful tool can never be
+// replayed by the transport (it has no GetBody), whichever client sends it, and
+// the default client sends each Effectful request on a connection of its own, so
+// that a keep-alive connection the server closes at the wrong moment cannot turn
+// into an indeterminate outcome. ReadOnly and Idempotent requests share pooled
+// connections and may be replayed by the transport: repeating them is safe by
+// their declaration.
+//
 // The request is bound to the body's context: the tool's timeout, applied by the
 // dispatcher, cancels it, and the error then matches the context's error.
 // Redirects are not followed by the default client (a POST silently re-sent

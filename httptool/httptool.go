@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tesserix/toolexec/tool"
@@ -42,20 +43,31 @@ type Endpoint struct {
 	// Headers are sent with every request, e.g. Authorization. They may not set
 	// the headers the tool sets itself (see the package documentation).
 	Headers map[string]string
-	// Client sends the requests. Nil means a client on http.DefaultTransport that
-	// does not follow redirects and has no timeout of its own (the tool's timeout
-	// bounds each request through its context).
+	// Client sends the requests. Nil means a client that does not follow
+	// redirects and has no timeout of its own (the tool's timeout bounds each
+	// request through its context), on http.DefaultTransport's pooled connections,
+	// or for Effectful tools on a connection per request.
 	Client *http.Client
 	// MaxResponseBytes bounds the response body read as the outcome; zero means
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 }
 
-// defaultClient is used when an Endpoint has no Client: it hands redirects back
-// to be classified instead of following them.
-var defaultClient = &http.Client{
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-}
+// noRedirects hands redirects back to be classified instead of following them.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// defaultClient is used when an Endpoint of a tool that is not Effectful has no
+// Client: pooled connections of http.DefaultTransport.
+var defaultClient = &http.Client{CheckRedirect: noRedirects}
+
+// effectfulClient is used when an Endpoint of an Effectful tool has no Client:
+// every request on a connection of its own, so that a keep-alive connection the
+// server closed at the wrong moment cannot make an outcome indeterminate.
+var effectfulClient = sync.OnceValue(func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Transport: tr, CheckRedirect: noRedirects}
+})
 
 // reserved lists the header names an endpoint may not set, canonicalised.
 var reserved = map[string]bool{
@@ -74,7 +86,8 @@ var reserved = map[string]bool{
 // (not POST, PUT or PATCH), "http.headers" (a bad or reserved name, a value with
 // a control character) or "http.max_response_bytes" (negative).
 func New(spec tool.Spec, ep Endpoint) (*tool.Tool, error) {
-	c, err := compile(spec.Name, ep)
+	effectful := spec.Idempotency != nil && spec.Idempotency.Kind == tool.Effectful
+	c, err := compile(spec.Name, ep, effectful)
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +103,12 @@ type compiled struct {
 	headers http.Header // the endpoint's own headers, canonicalised
 	client  *http.Client
 	max     int64
+	// noReplay keeps the transport from re-sending the request by itself
+	// (Effectful tools).
+	noReplay bool
 }
 
-func compile(name string, ep Endpoint) (*compiled, error) {
+func compile(name string, ep Endpoint, effectful bool) (*compiled, error) {
 	bad := func(field, msg string) error { return &tool.SpecError{Tool: name, Field: field, Msg: msg} }
 	u, err := url.Parse(ep.URL)
 	switch {
@@ -106,7 +122,7 @@ func compile(name string, ep Endpoint) (*compiled, error) {
 		return nil, bad("http.url", "has no host")
 	}
 	c := &compiled{url: ep.URL, safe: safeURL(u), method: strings.ToUpper(ep.Method), headers: http.Header{},
-		client: ep.Client, max: ep.MaxResponseBytes}
+		client: ep.Client, max: ep.MaxResponseBytes, noReplay: effectful}
 	switch c.method {
 	case "":
 		c.method = http.MethodPost
@@ -131,7 +147,11 @@ func compile(name string, ep Endpoint) (*compiled, error) {
 			c.headers.Set(ck, v)
 		}
 	}
-	if c.client == nil {
+	switch {
+	case c.client != nil:
+	case effectful:
+		c.client = effectfulClient()
+	default:
 		c.client = defaultClient
 	}
 	switch {
@@ -194,6 +214,12 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, bytes.NewReader(args))
 	if err != nil {
 		return "", tool.NoEffect(fmt.Errorf("%w: %s %s: %w", ErrNotSent, c.method, c.safe, redactURLError(err)))
+	}
+	if c.noReplay {
+		// net/http re-sends a request carrying Idempotency-Key when a reused
+		// connection fails, even after the request was written. Without GetBody
+		// it cannot: repeating an Effectful call is the dispatcher's decision.
+		req.GetBody = nil
 	}
 	for k, vs := range c.headers {
 		req.Header[k] = vs
