@@ -3,6 +3,7 @@ package toolsfile
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -350,15 +351,13 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int) (Declaration,
 		d.lines[k] = e.key.Line
 	}
 
+	// The declaration proper: what tool.New checks.
+	mark := len(p.errs)
+	var nameLine int
 	if e, ok := f["name"]; !ok {
 		p.fail(n.Line, w, "name", "is required")
 	} else if s, ok := p.text(e, w, "name"); ok {
-		d.Spec.Name = s
-		if line, dup := first[s]; dup {
-			p.fail(e.key.Line, w, "name", "tool %q is declared twice (first at line %d)", s, line)
-		} else {
-			first[s] = e.key.Line
-		}
+		d.Spec.Name, nameLine = s, e.key.Line
 	}
 	if e, ok := f["description"]; ok {
 		d.Spec.Description, _ = p.text(e, w, "description")
@@ -375,20 +374,50 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int) (Declaration,
 	if e, ok := f["parameters"]; ok {
 		d.Spec.Parameters = p.json(e, w, "parameters")
 	}
+	specOK := len(p.errs) == mark
+
+	if nameLine > 0 {
+		if line, dup := first[d.Spec.Name]; dup {
+			p.fail(nameLine, w, "name", "tool %q is declared twice (first at line %d)", d.Spec.Name, line)
+		} else {
+			first[d.Spec.Name] = nameLine
+		}
+	}
+
+	// The endpoint: what httptool.New checks.
+	mark = len(p.errs)
 	if e, ok := f["http"]; !ok {
 		p.fail(n.Line, w, "http", "is required: a tools file declares HTTP tools")
 	} else {
 		d.Endpoint = p.endpoint(e, w, d.lines)
 	}
+	httpOK := len(p.errs) == mark
 
-	if len(p.errs) > before {
-		return Declaration{}, false
+	if len(p.errs) == before {
+		if _, err := d.Build(); err != nil {
+			p.errs = append(p.errs, err)
+			return Declaration{}, false
+		}
+		return d, true
 	}
-	if _, err := d.Build(); err != nil {
-		p.errs = append(p.errs, err)
-		return Declaration{}, false
+	// Something is wrong already; check what can still be checked, so that one
+	// pass reports as much as it can.
+	if specOK {
+		if _, err := tool.New(d.Spec, noBody); err != nil {
+			p.errs = append(p.errs, d.locate(err))
+		}
 	}
-	return d, true
+	if httpOK {
+		if _, err := httptool.New(tool.Spec{Name: "endpoint"}, d.Endpoint); err != nil {
+			p.errs = append(p.errs, d.locate(err))
+		}
+	}
+	return Declaration{}, false
+}
+
+// noBody stands in for a body where only the declaration is being checked.
+func noBody(context.Context, tool.Context, json.RawMessage) (string, error) {
+	return "", errors.New("toolsfile: not built")
 }
 
 // text reads a scalar as text; any scalar but null will do (a header value of 2

@@ -360,6 +360,10 @@ func TestParseReportsEveryError(t *testing.T) {
     tiemout: 3s
   - name: book
     http: {url: "http://x.example", headers: {A: "${ALSO_MISSING}"}}
+  - name: rebook
+    parameters: {type: object, properties: {flight: {type: string}}}
+    idempotency: {kind: effectful, key_arguments: [date]}
+    http: {url: "${MISSING}/rebook", method: GET}
 `
 	_, err := toolsfile.Parse([]byte(src), "tools.yaml", testEnv)
 	errs := unjoin(err)
@@ -370,6 +374,10 @@ func TestParseReportsEveryError(t *testing.T) {
 		{7, "lookup", "tiemout", []string{"unknown"}},
 		{8, "book", "name", []string{"declared twice", "line 2"}},
 		{9, "book", "http.headers.A", []string{"${ALSO_MISSING}"}},
+		// The declaration is sound apart from its key argument, the endpoint apart
+		// from its variable: both problems are reported.
+		{12, "rebook", "idempotency.key_arguments", []string{`"date"`}},
+		{13, "rebook", "http.url", []string{"${MISSING}"}},
 	}
 	if len(errs) != len(wants) {
 		t.Errorf("%d errors; want %d:\n%v", len(errs), len(wants), err)
@@ -387,8 +395,8 @@ func TestParseReportsEveryError(t *testing.T) {
 			last = fe.Line
 		}
 	}
-	// The key argument error of the first tool is not reported: the tool had other
-	// errors, and the missing parameters make it moot.
+	// The key argument of the first tool is not checked: its timeout is wrong, so
+	// its declaration is not whole. Nor is the method of the last: its URL is.
 }
 
 func TestSecretsStayOutOfErrors(t *testing.T) {
