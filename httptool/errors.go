@@ -68,3 +68,5 @@ func RefusedStatus(code int) bool {
 	}
 	return false
 }
+
+var _ error = (*StatusError)(nil)

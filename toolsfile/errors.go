@@ -56,3 +56,5 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Is matches ErrInvalid.
 func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+var _ error = (*Error)(nil)
