@@ -114,6 +114,17 @@ type Resolution struct {
 // Store keeps idempotency records. Every method is safe for concurrent use by many
 // goroutines and, for shared backends, by many processes. A method that cannot reach
 // its backend returns an error wrapping [ErrUnavailable].
+//
+// Beyond each method's own contract, every store keeps these rules (the
+// conformance suite in kvstoretest checks them):
+//   - a refused Claim writes nothing;
+//   - revisions never repeat for a key, even after it is released, expires or is
+//     forgotten and then claimed again, so that a stale seen record can never
+//     match a new claim;
+//   - retention counts from a record's last write;
+//   - a store reads back its own writes: Get after a granted Claim sees the claim;
+//   - a holder whose lease ran out may still act until somebody takes the claim
+//     over (the lease is a promise to others, not a deadline on the holder).
 type Store interface {
 	// Claim creates the record in StateClaimed if no live record exists, in a single
 	// server-side operation. It returns Claimed and a Lease when this caller got the
