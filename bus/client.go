@@ -156,7 +156,7 @@ func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, 
 	for {
 		select {
 		case m := <-ch:
-			return decodeAnswer(m.Header, m.Data)
+			return DecodeAnswer(m.Header, m.Data)
 		case r := <-stored:
 			stored = nil
 			if r.err != nil && ctx.Err() == nil {
@@ -213,7 +213,7 @@ func (c *Client) lookup(ctx context.Context, filter string) (events.Answer, bool
 	if err != nil {
 		return events.Answer{}, false, fmt.Errorf("bus: reading %s from %s: %w", filter, events.EventStream, err)
 	}
-	a, err := decodeAnswer(raw.Header, raw.Data)
+	a, err := DecodeAnswer(raw.Header, raw.Data)
 	return a, err == nil, err
 }
 
@@ -232,7 +232,7 @@ func (c *Client) eventStream(ctx context.Context) (jetstream.Stream, error) {
 }
 
 // decodeAnswer reads an answer (or a resolution) from a message in either mode.
-func decodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
+func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
 	e, err := binding.Decode(h, data)
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
@@ -303,7 +303,7 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 				c.log.Warn("watching events", "filter", filter, "error", err)
 				continue
 			}
-			a, err := decodeAnswer(m.Headers(), m.Data())
+			a, err := DecodeAnswer(m.Headers(), m.Data())
 			if err != nil {
 				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)
 				continue

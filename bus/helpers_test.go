@@ -76,6 +76,14 @@ type worker struct {
 // (default dispatch's). The worker is shut down gracefully when the test ends.
 func (h *harness) startWorker(t *testing.T, reg *tool.Registry, cfg bus.WorkerConfig, lease time.Duration) *worker {
 	t.Helper()
+	return h.startWorkerWith(t, reg, cfg, lease, nil)
+}
+
+// startWorkerWith is startWorker with the dispatcher wrapped by wrap (when not
+// nil) before the worker sees it.
+func (h *harness) startWorkerWith(t *testing.T, reg *tool.Registry, cfg bus.WorkerConfig, lease time.Duration,
+	wrap func(bus.Dispatcher) bus.Dispatcher) *worker {
+	t.Helper()
 	nc := natstest.Connect(t, h.srv)
 	js := natstest.JetStream(t, nc)
 	st, err := natsstore.New(ctxT(t), js, natsstore.Config{})
@@ -89,7 +97,11 @@ func (h *harness) startWorker(t *testing.T, reg *tool.Registry, cfg bus.WorkerCo
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	w, err := bus.NewWorker(js, d, cfg)
+	var disp bus.Dispatcher = d
+	if wrap != nil {
+		disp = wrap(d)
+	}
+	w, err := bus.NewWorker(js, disp, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

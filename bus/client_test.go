@@ -1,0 +1,245 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// TestCallModes runs calls in structured and binary mode against workers that
+// answer in either mode; the trace context reaches the tool and the answer.
+func TestCallModes(t *testing.T) {
+	const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, binaryAnswers := range []bool{false, true} {
+		t.Run(fmt.Sprintf("binary answers %t", binaryAnswers), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			var (
+				mu     sync.Mutex // protects traces
+				traces []string
+			)
+			reg := registry(t, bookTool(t, "book", tool.Idempotent, func(_ context.Context, tc tool.Context, args json.RawMessage) (string, error) {
+				mu.Lock()
+				traces = append(traces, tc.TraceParent)
+				mu.Unlock()
+				return "booked " + string(args), nil
+			}))
+			h.startWorker(t, reg, bus.WorkerConfig{BinaryAnswers: binaryAnswers}, 0)
+			for i, binaryCalls := range []bool{false, true} {
+				c, err := bus.NewClient(h.js, bus.ClientConfig{Binary: binaryCalls, Source: "/agents/test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				call := call("book", "run-1", fmt.Sprintf("call-%d", i), fmt.Sprintf(`{"flight":"LH%d"}`, i))
+				call.TraceParent = traceParent
+				a, err := c.Call(ctxT(t), call)
+				if err != nil {
+					t.Fatalf("binary calls %t: %v", binaryCalls, err)
+				}
+				if a.Kind != events.KindCompleted || a.Outcome != "booked "+string(call.Arguments) {
+					t.Errorf("binary calls %t: answer %s %q", binaryCalls, a.Kind, a.Outcome)
+				}
+				if a.TraceParent != traceParent {
+					t.Errorf("answer traceparent %q", a.TraceParent)
+				}
+				if len(a.Key) != 64 {
+					t.Errorf("answer key %q", a.Key)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, tp := range traces {
+				if tp != traceParent {
+					t.Errorf("tool saw traceparent %q, want %q", tp, traceParent)
+				}
+			}
+			if len(traces) != 2 {
+				t.Errorf("body entered %d times, want 2", len(traces))
+			}
+		})
+	}
+}
+
+// TestAttachLate attaches to a call's answer after it was stored, and before it
+// exists.
+func TestAttachLate(t *testing.T) {
+	h := newHarness(t)
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "booked", nil
+	}))
+	c := call("book", "run-1", "late-1", `{"flight":"LH1"}`)
+	if _, err := h.client.Publish(ctxT(t), c); err != nil {
+		t.Fatal(err)
+	}
+
+	// Before any worker runs: Attach waits.
+	early := make(chan events.Answer, 1)
+	go func() {
+		a, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID)
+		if err != nil {
+			t.Errorf("early Attach: %v", err)
+		}
+		early <- a
+	}()
+	time.Sleep(50 * time.Millisecond)
+	wk := h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	a := <-early
+	if a.Kind != events.KindCompleted || a.CallID != c.CallID || a.Outcome != "booked" {
+		t.Fatalf("early Attach answer %+v", a)
+	}
+	waitFor(t, 5*time.Second, "the answer to be counted", func() bool { return wk.w.Stats().Answered.Load() == 1 })
+
+	// Long after: Attach reads the stored answer.
+	late, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late.Kind != a.Kind || late.Outcome != a.Outcome || late.Key != a.Key {
+		t.Errorf("late Attach %+v, want %+v", late, a)
+	}
+
+	// Attach to a call nobody made waits until its context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := h.client.Attach(ctx, "acme", "book", "run-1", "never"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Attach to an unknown call: %v, want DeadlineExceeded", err)
+	}
+	if _, err := h.client.Attach(ctxT(t), "acme", "book", "run 1", "x"); !errors.Is(err, events.ErrInvalidToken) {
+		t.Errorf("Attach with a bad run id: %v, want ErrInvalidToken", err)
+	}
+}
+
+// TestPublishTwice publishes one call id twice: JetStream stores it once, it is
+// answered once, and a Call with the same id afterwards finds that answer.
+func TestPublishTwice(t *testing.T) {
+	h := newHarness(t)
+	var entered atomic.Int64
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		return "booked", nil
+	}))
+	c := call("book", "run-1", "twice-1", `{"flight":"LH1"}`)
+	first, err := h.client.Publish(ctxT(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.client.Publish(ctxT(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Duplicate || !second.Duplicate || first.Sequence != second.Sequence {
+		t.Fatalf("PubAcks %+v then %+v; want the second a duplicate of the first", first, second)
+	}
+	if n := streamMsgs(t, h.js, events.CallStream); n != 1 {
+		t.Fatalf("TOOLEXEC_CALLS holds %d messages, want 1", n)
+	}
+	wk := h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	a, err := h.client.Call(ctxT(t), c) // a third time, now through Call
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Kind != events.KindCompleted || a.Outcome != "booked" {
+		t.Errorf("answer %+v", a)
+	}
+	consumerSettled(t, h.js)
+	if n := entered.Load(); n != 1 {
+		t.Errorf("body entered %d times, want 1", n)
+	}
+	if n := wk.w.Stats().Received.Load(); n != 1 {
+		t.Errorf("worker received %d messages, want 1", n)
+	}
+	if got := eventSubjects(t, h.js, events.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
+		t.Errorf("answers stored: %v, want one", got)
+	}
+}
+
+// TestCallRefusesMalformedCallsLocally: a call that an executor would reject is
+// refused before anything is sent.
+func TestCallRefusesMalformedCallsLocally(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range []events.Call{
+		call("book", "run 1", "c1", `{}`),
+		call("book", "r1", "c1", `[1]`),
+		call("bo.ok", "r1", "c1", `{}`),
+	} {
+		_, err := h.client.Call(ctxT(t), c)
+		var re *events.RejectError
+		if !errors.As(err, &re) {
+			t.Errorf("Call(%+v) error = %v, want a *events.RejectError", c, err)
+		}
+	}
+	if n := streamMsgs(t, h.js, events.CallStream); n != 0 {
+		t.Errorf("TOOLEXEC_CALLS holds %d messages", n)
+	}
+}
+
+// TestWatch is an auditor: it watches deduplicated and indeterminate answers
+// across tenants and sees exactly those.
+func TestWatch(t *testing.T) {
+	h := newHarness(t)
+	reg := registry(t,
+		bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) { return "ok", nil }),
+		bookTool(t, "charge", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) { return "", errBoom }),
+	)
+	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	dedup, err := h.client.Watch(ctx, events.KindSubjects(events.KindDeduplicated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	indet, err := h.client.Watch(ctx, events.KindSubjects(events.KindIndeterminate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []events.Call{
+		call("book", "r1", "w1", `{"flight":"A"}`),
+		call("book", "r1", "w2", `{"flight":"A"}`), // deduplicated
+		call("charge", "r1", "w3", `{"flight":"A"}`),
+	} {
+		if _, err := h.client.Call(ctxT(t), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(ch <-chan events.Answer) events.Answer {
+		t.Helper()
+		select {
+		case a := <-ch:
+			return a
+		case <-time.After(10 * time.Second):
+			t.Fatal("Watch delivered nothing")
+			return events.Answer{}
+		}
+	}
+	if a := next(dedup); a.Kind != events.KindDeduplicated || a.CallID != "w2" {
+		t.Errorf("deduplicated watch got %s %s", a.Kind, a.CallID)
+	}
+	if a := next(indet); a.Kind != events.KindIndeterminate || a.CallID != "w3" || a.Reason != events.ReasonBodyFailed {
+		t.Errorf("indeterminate watch got %s %s %s", a.Kind, a.CallID, a.Reason)
+	}
+
+	// From the start, every answer is there in order.
+	all, err := h.client.Watch(ctx, "", bus.WatchFromStart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"w1", "w2", "w3"} {
+		if a := next(all); a.CallID != want {
+			t.Errorf("replayed %s, want %s", a.CallID, want)
+		}
+	}
+	cancel()
+	for range dedup {
+	}
+	if _, err := h.client.Watch(ctxT(t), "toolexec.call.>"); !errors.Is(err, bus.ErrBadFilter) {
+		t.Errorf("Watch on call subjects: %v, want ErrBadFilter", err)
+	}
+}

@@ -1,0 +1,215 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// countingDispatcher counts the calls that reach the dispatcher.
+type countingDispatcher struct {
+	d     bus.Dispatcher
+	calls atomic.Int64
+}
+
+func (c *countingDispatcher) Dispatch(ctx context.Context, call dispatch.Call) (events.Answer, error) {
+	c.calls.Add(1)
+	return c.d.Dispatch(ctx, call)
+}
+
+func structuredMsg(subject, payload string) *nats.Msg {
+	return &nats.Msg{Subject: subject, Header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, Data: []byte(payload)}
+}
+
+func binaryMsg(subject, payload string, kv ...string) *nats.Msg {
+	h := nats.Header{}
+	for i := 0; i < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return &nats.Msg{Subject: subject, Header: h, Data: []byte(payload)}
+}
+
+// event returns a structured call event as JSON with the given top-level members
+// replaced (a nil value removes the member).
+func event(over map[string]any) string {
+	m := map[string]any{
+		"specversion": "1.0", "id": "c1", "source": "/agent", "type": events.CallType,
+		"subject": "book", "tenant": "acme", "runid": "r1", "datacontenttype": "application/json",
+		"data": map[string]any{"arguments": map[string]any{"flight": "LH1"}},
+	}
+	for k, v := range over {
+		if v == nil {
+			delete(m, k)
+			continue
+		}
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestMalformedCallsAreRejectedOnce publishes a table of malformed messages.
+// Each gets a rejected answer with the right code, addressed to the caller where
+// the message allows it; none is redelivered, none reaches a claim or a body.
+func TestMalformedCallsAreRejectedOnce(t *testing.T) {
+	h := newHarness(t)
+	var entered atomic.Int64
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		return "booked", nil
+	}))
+
+	// The dispatcher is wrapped to count what reaches it: bus-level rejections
+	// never do.
+	var cd *countingDispatcher
+	wk := h.startWorkerWith(t, reg, bus.WorkerConfig{MaxMessageBytes: 4096}, 0, func(d bus.Dispatcher) bus.Dispatcher {
+		cd = &countingDispatcher{d: d}
+		return cd
+	})
+	w := wk.w
+
+	const subj = "toolexec.call.acme.book"
+	big := strings.Repeat("x", 5000)
+	tests := []struct {
+		name       string
+		msg        *nats.Msg
+		wantCode   events.Code
+		wantCallID string // "" means the stand-in
+		wantRunID  string
+		wantTool   string
+		dispatched bool // the rejection comes from the dispatcher
+	}{
+		{name: "not JSON", msg: structuredMsg(subj, `{"specversion":"1.0",`), wantCode: events.CodeInvalidJSON, wantTool: "book"},
+		{name: "JSON array", msg: structuredMsg(subj, `[1,2,3]`), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
+		{name: "JSON but no specversion", msg: structuredMsg(subj, `{"id":"c-nospec","runid":"r1"}`), wantCode: events.CodeNotCloudEvent, wantCallID: "c-nospec", wantRunID: "r1", wantTool: "book"},
+		{name: "specversion 0.3", msg: structuredMsg(subj, event(map[string]any{"specversion": "0.3", "id": "c-03"})), wantCode: events.CodeBadSpecVersion, wantCallID: "c-03", wantRunID: "r1", wantTool: "book"},
+		{name: "specversion 2.0", msg: structuredMsg(subj, event(map[string]any{"specversion": "2.0", "id": "c-20"})), wantCode: events.CodeBadSpecVersion, wantCallID: "c-20", wantRunID: "r1", wantTool: "book"},
+		{name: "no id", msg: structuredMsg(subj, event(map[string]any{"id": nil})), wantCode: events.CodeMissingAttribute, wantRunID: "r1", wantTool: "book"},
+		{name: "no source", msg: structuredMsg(subj, event(map[string]any{"source": nil, "id": "c-nosrc"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-nosrc", wantRunID: "r1", wantTool: "book"},
+		{name: "no type", msg: structuredMsg(subj, event(map[string]any{"type": nil, "id": "c-notype"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-notype", wantRunID: "r1", wantTool: "book"},
+		{name: "wrong type", msg: structuredMsg(subj, event(map[string]any{"type": "com.example.other", "id": "c-type"})), wantCode: events.CodeBadType, wantCallID: "c-type", wantRunID: "r1", wantTool: "book"},
+		{name: "no runid", msg: structuredMsg(subj, event(map[string]any{"runid": nil, "id": "c-norun"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-norun", wantTool: "book"},
+		{name: "id not a token", msg: structuredMsg(subj, event(map[string]any{"id": "a.b"})), wantCode: events.CodeBadToken, wantRunID: "r1", wantTool: "book"},
+		{name: "runid not a token", msg: structuredMsg(subj, event(map[string]any{"runid": "r 1", "id": "c-badrun"})), wantCode: events.CodeBadToken, wantCallID: "c-badrun", wantTool: "book"},
+		{name: "tenant mismatch", msg: structuredMsg(subj, event(map[string]any{"tenant": "globex", "id": "c-tenant"})), wantCode: events.CodeTenantMismatch, wantCallID: "c-tenant", wantRunID: "r1", wantTool: "book"},
+		{name: "tool mismatch", msg: structuredMsg(subj, event(map[string]any{"subject": "cancel", "id": "c-tool"})), wantCode: events.CodeToolMismatch, wantCallID: "c-tool", wantRunID: "r1", wantTool: "book"},
+		{name: "subject without tool", msg: structuredMsg("toolexec.call.acme", event(map[string]any{"subject": nil, "id": "c-notool"})), wantCode: events.CodeBadToken, wantCallID: "c-notool", wantRunID: "r1"},
+		{name: "subject with extra token", msg: structuredMsg("toolexec.call.acme.book.now", event(map[string]any{"subject": nil, "id": "c-extra"})), wantCode: events.CodeBadToken, wantCallID: "c-extra", wantRunID: "r1"},
+		{name: "duplicate envelope member", msg: structuredMsg(subj, `{"specversion":"1.0","id":"c-dup","id":"c-dup2","runid":"r1"}`), wantCode: events.CodeDuplicateMember, wantCallID: "c-dup", wantRunID: "r1", wantTool: "book"},
+		{name: "data not JSON content type", msg: structuredMsg(subj, event(map[string]any{"datacontenttype": "text/plain", "data": "hi", "id": "c-ct"})), wantCode: events.CodeBadContentType, wantCallID: "c-ct", wantRunID: "r1", wantTool: "book"},
+		{name: "no data", msg: structuredMsg(subj, event(map[string]any{"data": nil, "id": "c-nodata"})), wantCode: events.CodeBadData, wantCallID: "c-nodata", wantRunID: "r1", wantTool: "book"},
+		{name: "arguments not an object", msg: structuredMsg(subj, event(map[string]any{"data": map[string]any{"arguments": []int{1}}, "id": "c-arr"})), wantCode: events.CodeArgumentsNotObject, wantCallID: "c-arr", wantRunID: "r1", wantTool: "book"},
+		{name: "too large", msg: structuredMsg(subj, event(map[string]any{"id": "c-big", "data": map[string]any{"arguments": map[string]any{"flight": big}}})), wantCode: events.CodeTooLarge, wantCallID: "c-big", wantRunID: "r1", wantTool: "book"},
+		{name: "binary without ce headers", msg: binaryMsg(subj, `{"arguments":{}}`, "Content-Type", "application/json"), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
+		{name: "binary bad percent-encoding", msg: binaryMsg(subj, `{"arguments":{"flight":"x"}}`, "ce-specversion", "1.0", "ce-id", "c-pct", "ce-source", "/a",
+			"ce-type", events.CallType, "ce-runid", "r1", "ce-tenant", "ac%ZZme"), wantCode: events.CodeNotCloudEvent, wantCallID: "c-pct", wantRunID: "r1", wantTool: "book"},
+		{name: "binary data not JSON", msg: binaryMsg(subj, `not json`, "ce-specversion", "1.0", "ce-id", "c-bin", "ce-source", "/a",
+			"ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeBadData, wantCallID: "c-bin", wantRunID: "r1", wantTool: "book"},
+		{name: "duplicate argument", msg: binaryMsg(subj, `{"arguments":{"flight":"x","flight":"y"}}`, "ce-specversion", "1.0", "ce-id", "c-dupa", "ce-source", "/a",
+			"ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeDuplicateMember, wantCallID: "c-dupa", wantRunID: "r1", wantTool: "book", dispatched: true},
+		{name: "unknown tool", msg: structuredMsg("toolexec.call.acme.cancel", event(map[string]any{"subject": "cancel", "id": "c-unknown"})), wantCode: events.CodeUnknownTool, wantCallID: "c-unknown", wantRunID: "r1", wantTool: "cancel", dispatched: true},
+		{name: "schema violation", msg: structuredMsg(subj, event(map[string]any{"id": "c-schema", "data": map[string]any{"arguments": map[string]any{"flight": 5}}})), wantCode: events.CodeSchemaViolation, wantCallID: "c-schema", wantRunID: "r1", wantTool: "book", dispatched: true},
+	}
+
+	sub, err := h.nc.SubscribeSync(events.EventSubject("acme", events.KindRejected, "*", "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	var wantDispatched int64
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ack, err := h.js.PublishMsg(ctxT(t), tt.msg)
+			if err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			if tt.dispatched {
+				wantDispatched++
+			}
+			m, err := sub.NextMsg(15 * time.Second)
+			if err != nil {
+				t.Fatalf("no rejection arrived: %v", err)
+			}
+			a := decodeMsg(t, m)
+			if a.Kind != events.KindRejected || a.Code != tt.wantCode {
+				t.Fatalf("answer %s/%s (%s), want rejected/%s", a.Kind, a.Code, a.Error, tt.wantCode)
+			}
+			wantCall := tt.wantCallID
+			if wantCall == "" {
+				wantCall = bus.StandInCallID(ack.Sequence)
+			}
+			if a.CallID != wantCall || a.RunID != tt.wantRunID || a.Tool != tt.wantTool {
+				t.Errorf("addressed to call %q run %q tool %q, want %q, %q, %q", a.CallID, a.RunID, a.Tool, wantCall, tt.wantRunID, tt.wantTool)
+			}
+			wantSubject := events.Answer{Kind: events.KindRejected, Tenant: "acme", Tool: tt.wantTool, RunID: tt.wantRunID, CallID: wantCall}.Subject()
+			if m.Subject != wantSubject {
+				t.Errorf("answer subject %s, want %s", m.Subject, wantSubject)
+			}
+			if a.Error == "" {
+				t.Error("rejection without an error message")
+			}
+			if got := cd.calls.Load(); got != wantDispatched {
+				t.Errorf("dispatcher saw %d calls, want %d", got, wantDispatched)
+			}
+		})
+	}
+
+	// A subject with no valid tenant cannot be answered: terminated, silently.
+	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.ac%me.book", event(nil))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the unaddressable call to be terminated", func() bool { return w.Stats().Unaddressable.Load() == 1 })
+
+	info := consumerSettled(t, h.js)
+	if info.NumRedelivered != 0 {
+		t.Errorf("consumer redelivered %d messages", info.NumRedelivered)
+	}
+	if n := streamMsgs(t, h.js, events.CallStream); n != 0 {
+		t.Errorf("TOOLEXEC_CALLS still holds %d messages", n)
+	}
+	if got, want := w.Stats().Received.Load(), int64(len(tests)+1); got != want {
+		t.Errorf("worker received %d messages, want %d (each once)", got, want)
+	}
+	if got := w.Stats().Rejected.Load(); got != int64(len(tests))-wantDispatched {
+		t.Errorf("bus rejected %d, want %d", got, int64(len(tests))-wantDispatched)
+	}
+	if n := entered.Load(); n != 0 {
+		t.Errorf("tool body entered %d times", n)
+	}
+	if n := len(eventSubjects(t, h.js, events.EventSubjects)); n != len(tests) {
+		t.Errorf("TOOLEXEC_EVENTS holds %d answers, want %d", n, len(tests))
+	}
+	// No claim was made: the bucket holds no record.
+	kv, err := h.js.KeyValue(ctxT(t), "toolexec_idempotency")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		t.Errorf("the store holds key %s", k)
+	}
+	_ = keys.Stop()
+}
+
+// decodeMsg reads an answer from a message, failing the test if it is not one.
+func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
+	t.Helper()
+	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	if err != nil {
+		t.Fatalf("answer on %s: %v", m.Subject, err)
+	}
+	return a
+}

@@ -1,0 +1,108 @@
+package bus_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/natstest"
+)
+
+func TestEnsureStreams(t *testing.T) {
+	s := natstest.Start(t)
+	js := natstest.JetStream(t, natstest.Connect(t, s))
+	ctx := ctxT(t)
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	info := func(name string) jetstream.StreamConfig {
+		t.Helper()
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i.Config
+	}
+	calls := info(events.CallStream)
+	if calls.Retention != jetstream.WorkQueuePolicy || len(calls.Subjects) != 1 || calls.Subjects[0] != "toolexec.call.>" ||
+		calls.Duplicates != bus.DefaultDuplicates || calls.Storage != jetstream.FileStorage || calls.Replicas != 1 {
+		t.Errorf("calls stream %+v", calls)
+	}
+	evs := info(events.EventStream)
+	if evs.Retention != jetstream.LimitsPolicy || len(evs.Subjects) != 1 || evs.Subjects[0] != "toolexec.event.>" ||
+		evs.MaxAge != bus.DefaultEventMaxAge || evs.Duplicates != bus.DefaultDuplicates {
+		t.Errorf("events stream %+v", evs)
+	}
+
+	// Again, with other limits: the streams are updated in place.
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{EventMaxAge: time.Minute, Duplicates: 5 * time.Minute, CallMaxAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if evs := info(events.EventStream); evs.MaxAge != time.Minute || evs.Duplicates != time.Minute {
+		t.Errorf("updated events stream: max age %v, duplicates %v; want 1m, capped to 1m", evs.MaxAge, evs.Duplicates)
+	}
+	if calls := info(events.CallStream); calls.MaxAge != time.Hour || calls.Duplicates != 5*time.Minute {
+		t.Errorf("updated calls stream: max age %v, duplicates %v", calls.MaxAge, calls.Duplicates)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: 6}); !errors.Is(err, bus.ErrInvalidConfig) {
+		t.Errorf("EnsureStreams(Replicas 6) = %v, want ErrInvalidConfig", err)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: 3}); err == nil {
+		t.Error("three replicas on one server accepted")
+	}
+}
+
+func TestEnsureConsumer(t *testing.T) {
+	s := natstest.Start(t)
+	js := natstest.JetStream(t, natstest.Connect(t, s))
+	ctx := ctxT(t)
+	if _, err := bus.EnsureConsumer(ctx, js, bus.ConsumerConfig{}); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("EnsureConsumer without streams = %v, want ErrStreamNotFound", err)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := bus.EnsureConsumer(ctx, js, bus.ConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.CachedInfo().Config
+	if cfg.Durable != bus.DefaultDurable || cfg.AckPolicy != jetstream.AckExplicitPolicy || cfg.AckWait != bus.DefaultAckWait ||
+		cfg.MaxDeliver != bus.DefaultMaxDeliver || cfg.MaxAckPending != bus.DefaultMaxAckPending || cfg.FilterSubject != "" {
+		t.Errorf("consumer %+v", cfg)
+	}
+	c, err = bus.EnsureConsumer(ctx, js, bus.ConsumerConfig{AckWait: 10 * time.Second, MaxDeliver: 3, MaxAckPending: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := c.CachedInfo().Config; cfg.AckWait != 10*time.Second || cfg.MaxDeliver != 3 || cfg.MaxAckPending != 2048 {
+		t.Errorf("updated consumer %+v", cfg)
+	}
+}
+
+// TestWorkerSizesTheConsumer: MaxAckPending is at least the worker's
+// concurrency.
+func TestWorkerSizesTheConsumer(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker(t, registry(t), bus.WorkerConfig{Concurrency: 1500, AckWait: 9 * time.Second, MaxDeliver: 4}, 0)
+	var cfg jetstream.ConsumerConfig
+	waitFor(t, 10*time.Second, "the consumer", func() bool {
+		c, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		if err != nil {
+			return false
+		}
+		cfg = c.CachedInfo().Config
+		return true
+	})
+	if cfg.MaxAckPending != 1500 || cfg.AckWait != 9*time.Second || cfg.MaxDeliver != 4 {
+		t.Errorf("consumer %+v", cfg)
+	}
+}

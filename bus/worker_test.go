@@ -1,0 +1,222 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/tool"
+)
+
+func TestNewWorkerNeedsItsParts(t *testing.T) {
+	h := newHarness(t)
+	if _, err := bus.NewWorker(nil, nil, bus.WorkerConfig{}); !errors.Is(err, bus.ErrInvalidConfig) {
+		t.Errorf("NewWorker(nil, nil) = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := bus.NewWorker(h.js, nil, bus.WorkerConfig{}); !errors.Is(err, bus.ErrInvalidConfig) {
+		t.Errorf("NewWorker(js, nil) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	h := newHarness(t)
+	wk := h.startWorker(t, registry(t), bus.WorkerConfig{}, 0)
+	// Run creates the consumer after marking itself started.
+	waitFor(t, 10*time.Second, "the consumer", func() bool {
+		_, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		return err == nil
+	})
+	if err := wk.w.Run(ctxT(t)); !errors.Is(err, bus.ErrRunning) {
+		t.Errorf("second Run = %v, want ErrRunning", err)
+	}
+}
+
+// TestShutdownBeforeRun: a worker shut down before it runs never takes a call.
+func TestShutdownBeforeRun(t *testing.T) {
+	h := newHarness(t)
+	w, err := bus.NewWorker(h.js, nil2(t, h), bus.WorkerConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Shutdown(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctxT(t)); err != nil {
+		t.Errorf("Run after Shutdown = %v, want nil", err)
+	}
+	if _, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable); err == nil {
+		t.Error("the consumer was created by a worker that never ran")
+	}
+}
+
+// nil2 returns a dispatcher that must never be called.
+func nil2(t *testing.T, _ *harness) bus.Dispatcher {
+	return dispatcherFunc(func(context.Context) (events.Answer, error) {
+		t.Error("dispatcher called")
+		return events.Answer{}, errBoom
+	})
+}
+
+// TestGracefulShutdown: calls in flight run to their answer with their context
+// intact; calls not started stay in the stream for another worker.
+func TestGracefulShutdown(t *testing.T) {
+	h := newHarness(t)
+	entered := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var cancelled atomic.Bool
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(ctx context.Context, _ tool.Context, _ json.RawMessage) (string, error) {
+		entered <- struct{}{}
+		<-release
+		if ctx.Err() != nil {
+			cancelled.Store(true)
+		}
+		return "booked", nil
+	}))
+	wk := h.startWorker(t, reg, bus.WorkerConfig{Concurrency: 1}, 0)
+	c1 := call("book", "r1", "g1", `{"flight":"A"}`)
+	c2 := call("book", "r1", "g2", `{"flight":"B"}`)
+	for _, c := range []events.Call{c1, c2} {
+		if _, err := h.client.Publish(ctxT(t), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-entered
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- wk.w.Shutdown(ctxT(t)) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Shutdown returned %v while a call was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := wk.wait(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if cancelled.Load() {
+		t.Error("a graceful shutdown cancelled the body's context")
+	}
+	a, err := h.client.Attach(ctxT(t), c1.Tenant, c1.Tool, c1.RunID, c1.CallID)
+	if err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("in-flight call answered %+v, %v; want completed", a, err)
+	}
+	if n := wk.w.Stats().Received.Load(); n != 1 {
+		t.Errorf("the stopping worker received %d calls, want 1", n)
+	}
+	if n := streamMsgs(t, h.js, events.CallStream); n != 1 {
+		t.Errorf("TOOLEXEC_CALLS holds %d calls, want the one not started", n)
+	}
+
+	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	if a, err := h.client.Attach(ctxT(t), c2.Tenant, c2.Tool, c2.RunID, c2.CallID); err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("second call answered %+v, %v; want completed by the next worker", a, err)
+	}
+}
+
+// TestHardStop: when Shutdown's context ends, calls in flight are cancelled and
+// handed back; the next worker answers them, once.
+func TestHardStop(t *testing.T) {
+	h := newHarness(t)
+	entered := make(chan struct{}, 1)
+	var first atomic.Bool
+	first.Store(true)
+	reg := registry(t, bookTool(t, "book", tool.Idempotent, func(ctx context.Context, _ tool.Context, _ json.RawMessage) (string, error) {
+		if first.CompareAndSwap(true, false) {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "booked", nil
+	}))
+	wk := h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	c := call("book", "r1", "h1", `{"flight":"A"}`)
+	if _, err := h.client.Publish(ctxT(t), c); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := wk.w.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	if err := wk.wait(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := wk.w.Stats().HandedBack.Load(); n != 1 {
+		t.Errorf("handed back %d calls, want 1", n)
+	}
+	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	a, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID)
+	if err != nil || a.Kind != events.KindCompleted || a.Outcome != "booked" {
+		t.Fatalf("answer %+v, %v; want completed by the next worker", a, err)
+	}
+	consumerSettled(t, h.js)
+	if got := eventSubjects(t, h.js, events.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
+		t.Errorf("answers stored: %v, want one", got)
+	}
+}
+
+// TestInProgressHoldsSlowCalls: a body that runs past the ack wait is not
+// redelivered while its worker tells JetStream it is still working.
+func TestInProgressHoldsSlowCalls(t *testing.T) {
+	h := newHarness(t)
+	var entered atomic.Int64
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		time.Sleep(2500 * time.Millisecond) // more than twice the ack wait
+		return "booked", nil
+	}))
+	cfg := bus.WorkerConfig{AckWait: time.Second}
+	w1 := h.startWorker(t, reg, cfg, 0)
+	w2 := h.startWorker(t, reg, cfg, 0)
+	c := call("book", "r1", "slow-1", `{"flight":"A"}`)
+	a, err := h.client.Call(ctxT(t), c)
+	if err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("answer %+v, %v", a, err)
+	}
+	info := consumerSettled(t, h.js)
+	if info.NumRedelivered != 0 {
+		t.Errorf("redelivered %d", info.NumRedelivered)
+	}
+	if n := w1.w.Stats().Received.Load() + w2.w.Stats().Received.Load(); n != 1 {
+		t.Errorf("the call was delivered %d times, want once", n)
+	}
+	if n := entered.Load(); n != 1 {
+		t.Errorf("body entered %d times", n)
+	}
+}
+
+// TestDispatchWithoutAnswerIsHandedBack: ErrNoAnswer from the dispatcher hands the
+// call back for redelivery.
+func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
+	h := newHarness(t)
+	var calls atomic.Int64
+	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "ok", nil
+	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
+		return dispatcherFuncCall(func(ctx context.Context, c dispatchCall) (events.Answer, error) {
+			if calls.Add(1) == 1 {
+				return events.Answer{}, errNoAnswer
+			}
+			return d.Dispatch(ctx, c)
+		})
+	})
+	a, err := h.client.Call(ctxT(t), call("book", "r1", "nak-1", `{"flight":"A"}`))
+	if err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("answer %+v, %v", a, err)
+	}
+	if n := wk.w.Stats().HandedBack.Load(); n != 1 {
+		t.Errorf("handed back %d, want 1", n)
+	}
+	if n := wk.w.Stats().Received.Load(); n != 2 {
+		t.Errorf("received %d deliveries, want 2", n)
+	}
+}
