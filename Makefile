@@ -39,3 +39,4 @@ bench: ## Run the Go benchmarks (key derivation, events, stores).
 fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $${FUZZTIME:-20s} ./canonical
 	$(GO) test -run '^$$' -fuzz '^FuzzDerive$$' -fuzztime $${FUZZTIME:-20s} ./idemkey
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./toolsfile

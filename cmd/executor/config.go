@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// config is everything the executor is told, by flags or TOOLEXEC_* variables.
+type config struct {
+	// NATS: a URL means an existing server; none means the embedded one.
+	natsURL, natsCreds, natsNKey, natsUser, natsPassword, natsToken string
+	tlsCert, tlsKey, tlsCA                                          string
+	natsHost                                                        string
+	natsPort                                                        int
+	dataDir                                                         string
+	syncInterval                                                    time.Duration
+	replicas                                                        int
+	eventMaxAge                                                     time.Duration
+
+	store        string // jetstream | postgres | redis | memory
+	postgresURL  string
+	pgSchema     string
+	redisURL     string
+	redisPrefix  string
+	ensureSchema bool
+	retention    time.Duration
+	lease        time.Duration
+
+	concurrency   int
+	ackWait       time.Duration
+	maxDeliver    int
+	binaryAnswers bool
+
+	toolsFile  string
+	demo       bool
+	healthAddr string
+	logFormat  string
+	logLevel   string
+	drain      time.Duration
+}
+
+// envPrefix is the prefix of the variables that stand in for flags: --nats-url is
+// TOOLEXEC_NATS_URL.
+const envPrefix = "TOOLEXEC_"
+
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func (c *config) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL(s), comma-separated; empty starts an embedded server (NATS_URL is honoured too)")
+	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file (.creds)")
+	fs.StringVar(&c.natsNKey, "nats-nkey", "", "NATS user nkey seed file")
+	fs.StringVar(&c.natsUser, "nats-user", "", "NATS user name")
+	fs.StringVar(&c.natsPassword, "nats-password", "", "NATS password")
+	fs.StringVar(&c.natsToken, "nats-token", "", "NATS token")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS over TLS")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "client key (PEM) for NATS over TLS")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "certificate authorities (PEM) to trust for NATS over TLS")
+	fs.StringVar(&c.natsHost, "nats-host", "127.0.0.1", "embedded server: address to listen on")
+	fs.IntVar(&c.natsPort, "nats-port", 4222, "embedded server: client port (-1 picks a free one)")
+	fs.StringVar(&c.dataDir, "data-dir", ".toolexec", "embedded server: where JetStream keeps its data (in <dir>/nats)")
+	fs.DurationVar(&c.syncInterval, "sync-interval", 0, "embedded server: fsync period; 0 syncs every write before acknowledging it (safe default)")
+	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and the KV bucket (3 on a cluster)")
+	fs.DurationVar(&c.eventMaxAge, "event-max-age", 7*24*time.Hour, "how long TOOLEXEC_EVENTS keeps answers and audit events")
+
+	fs.StringVar(&c.store, "store", "jetstream", "idempotency store: jetstream, postgres, redis or memory")
+	fs.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL URL for --store postgres")
+	fs.StringVar(&c.pgSchema, "postgres-schema", "toolexec", "PostgreSQL schema holding the records")
+	fs.StringVar(&c.redisURL, "redis-url", "", "Redis URL for --store redis (run Redis with AOF: without it a restart forgets every record)")
+	fs.StringVar(&c.redisPrefix, "redis-prefix", "toolexec", "prefix of the Redis keys holding the records")
+	fs.BoolVar(&c.ensureSchema, "ensure-schema", false, "create or migrate the PostgreSQL schema at start-up")
+	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long idempotency records are kept after their last write")
+	fs.DurationVar(&c.lease, "lease", 15*time.Second, "claim lease, renewed while a tool runs")
+
+	fs.IntVar(&c.concurrency, "concurrency", 64, "calls this executor runs at once")
+	fs.DurationVar(&c.ackWait, "ack-wait", 30*time.Second, "how long a call may go unacknowledged before JetStream redelivers it")
+	fs.IntVar(&c.maxDeliver, "max-deliver", 10, "deliveries of one call before JetStream gives up on it")
+	fs.BoolVar(&c.binaryAnswers, "binary-answers", false, "publish answers in CloudEvents binary mode instead of structured mode")
+
+	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring HTTP tools")
+	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
+	fs.StringVar(&c.healthAddr, "health-addr", "", "address for /healthz and /readyz (e.g. 127.0.0.1:8080); empty: off")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&c.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take before a hard stop")
+}
+
+// applyEnv gives every flag not set on the command line the value of its
+// TOOLEXEC_* variable, if set.
+func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		v, ok := lookup(envName(f.Name))
+		if !ok {
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// check refuses configurations that cannot work, naming the fix.
+func (c *config) check() error {
+	var errs []error
+	switch c.store {
+	case "jetstream", "memory":
+	case "postgres":
+		if c.postgresURL == "" {
+			errs = append(errs, errors.New("--store postgres needs --postgres-url (or TOOLEXEC_POSTGRES_URL)"))
+		}
+	case "redis":
+		if c.redisURL == "" {
+			errs = append(errs, errors.New("--store redis needs --redis-url (or TOOLEXEC_REDIS_URL)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--store %q: want jetstream, postgres, redis or memory", c.store))
+	}
+	if c.toolsFile == "" && !c.demo {
+		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or both"))
+	}
+	if c.concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: must be at least 1", c.concurrency))
+	}
+	if c.retention <= 0 || c.lease <= 0 {
+		errs = append(errs, errors.New("--retention and --lease must be positive"))
+	}
+	if c.lease >= c.retention {
+		errs = append(errs, fmt.Errorf("--lease %v must be shorter than --retention %v", c.lease, c.retention))
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.logFormat))
+	}
+	return errors.Join(errs...)
+}
+
+// embedded reports whether the executor runs its own NATS server.
+func (c *config) embedded() bool { return c.natsURL == "" }
+
+func (c *config) natsStoreDir() string { return filepath.Join(c.dataDir, "nats") }
+
+// resolveNATSURL takes NATS_URL, as the nats CLI does, when no TOOLEXEC_NATS_URL
+// or --nats-url was given.
+func (c *config) resolveNATSURL() {
+	if c.natsURL == "" {
+		c.natsURL = os.Getenv("NATS_URL")
+	}
+}

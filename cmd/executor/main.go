@@ -1,0 +1,72 @@
+// Command executor runs toolexec's worker: it takes tool calls from NATS
+// JetStream, runs them under their idempotency policies and publishes the answers.
+//
+// With no NATS URL it starts an embedded NATS server with JetStream, so that one
+// command runs the whole thing:
+//
+//	executor --demo
+//
+// Every flag can also be set with a TOOLEXEC_* variable (--nats-url is
+// TOOLEXEC_NATS_URL); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := newCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "executor:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError marks configuration errors (exit status 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func newCommand() *cobra.Command {
+	var cfg config
+	cmd := &cobra.Command{
+		Use:   "executor",
+		Short: "Run tool calls from NATS JetStream with at most one side effect per idempotency key",
+		Long: `executor takes tool calls (CloudEvents on toolexec.call.<tenant>.<tool>) from the
+shared durable consumer of the TOOLEXEC_CALLS stream, claims each call's idempotency
+key, runs the tool and publishes exactly one answer per call on
+toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>.
+
+With no --nats-url (nor TOOLEXEC_NATS_URL or NATS_URL) it starts an embedded NATS
+server with JetStream on --nats-host:--nats-port, keeping its data under --data-dir.
+Every flag can be set with a TOOLEXEC_* variable: --nats-url is TOOLEXEC_NATS_URL.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags(), os.LookupEnv); err != nil {
+				return usageError{err}
+			}
+			cfg.resolveNATSURL()
+			if err := cfg.check(); err != nil {
+				return usageError{err}
+			}
+			return run(cmd.Context(), cfg, cmd.OutOrStdout())
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cfg.register(cmd.Flags())
+	return cmd
+}

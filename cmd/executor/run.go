@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/demo"
+	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/memstore"
+	"github.com/tesserix/toolexec/kvstore/natsstore"
+	"github.com/tesserix/toolexec/kvstore/pgstore"
+	"github.com/tesserix/toolexec/kvstore/redisstore"
+	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/toolsfile"
+)
+
+// run starts everything cfg describes and serves until ctx ends, then drains.
+// It prints one "ready" line on out once calls are being taken.
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	log, err := newLogger(cfg, os.Stderr)
+	if err != nil {
+		return usageError{err}
+	}
+	tools, err := loadTools(cfg)
+	if err != nil {
+		return usageError{err}
+	}
+
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+
+	nc, natsURL, stopServer, err := connectNATS(cfg, log)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopServer, nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := bus.EnsureStreams(setupCtx, js, bus.StreamsConfig{Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge}); err != nil {
+		return fmt.Errorf("creating the streams: %w", err)
+	}
+	store, closeStore, err := openStore(setupCtx, cfg, js, log)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, closeStore)
+
+	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, Logger: log})
+	if err != nil {
+		return err
+	}
+	admin, err := bus.ServeAdmin(js, store, bus.AdminConfig{Logger: log})
+	if err != nil {
+		return fmt.Errorf("admin subjects: %w", err)
+	}
+	closers = append(closers, func() { _ = admin.Close() })
+
+	w, err := bus.NewWorker(js, d, bus.WorkerConfig{
+		Concurrency: cfg.concurrency, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
+		BinaryAnswers: cfg.binaryAnswers, Source: "/toolexec/executor/" + d.Holder(), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if cfg.healthAddr != "" {
+		stop, err := serveHealth(cfg.healthAddr, nc, store, log)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stop)
+	}
+
+	// The worker stops hard only when the drain deadline passes; a signal asks
+	// for a graceful stop first.
+	runCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+
+	log.Info("executor ready", "nats", natsURL, "store", cfg.store, "tools", strings.Join(tools.Names(), ","),
+		"holder", d.Holder(), "concurrency", cfg.concurrency)
+	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", natsURL, cfg.store, strings.Join(tools.Names(), ","))
+
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing calls in flight", "drain_timeout", cfg.drain)
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), cfg.drain)
+	defer cancelDrain()
+	if err := w.Shutdown(drainCtx); err != nil {
+		log.Warn("drain deadline passed: calls still in flight were handed back", "error", err)
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func newLogger(cfg config, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", cfg.logLevel, err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// serverLogger is the embedded server's logger: its start-up banner and notices
+// only at --log-level debug, its warnings and errors always.
+func serverLogger(cfg config, log *slog.Logger) *slog.Logger {
+	if cfg.logLevel == "debug" {
+		return log.With("component", "nats-server")
+	}
+	quiet := cfg
+	quiet.logLevel = "warn"
+	l, err := newLogger(quiet, os.Stderr)
+	if err != nil {
+		return log
+	}
+	return l.With("component", "nats-server")
+}
+
+func loadTools(cfg config) (*tool.Registry, error) {
+	var all []*tool.Tool
+	if cfg.demo {
+		all = append(all, demo.New().Tools()...)
+	}
+	if cfg.toolsFile != "" {
+		fromFile, err := toolsfile.Load(cfg.toolsFile)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, fromFile...)
+	}
+	return tool.NewRegistry(all...)
+}
+
+// connectNATS dials the configured server, or starts the embedded one and
+// connects to it. It returns the connection, the URL for clients, and a function
+// that stops the embedded server (a no-op otherwise).
+func connectNATS(cfg config, log *slog.Logger) (*nats.Conn, string, func(), error) {
+	cc := bus.ConnectConfig{
+		URL: cfg.natsURL, CredsFile: cfg.natsCreds, NKeyFile: cfg.natsNKey, User: cfg.natsUser,
+		Password: cfg.natsPassword, Token: cfg.natsToken, TLSCert: cfg.tlsCert, TLSKey: cfg.tlsKey,
+		TLSCA: cfg.tlsCA, Name: "toolexec-executor", Logger: log,
+	}
+	if !cfg.embedded() {
+		nc, err := bus.Connect(cc)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("connecting to NATS at %s: %w", cfg.natsURL, err)
+		}
+		return nc, cfg.natsURL, func() {}, nil
+	}
+	if err := os.MkdirAll(cfg.natsStoreDir(), 0o750); err != nil {
+		return nil, "", nil, fmt.Errorf("embedded NATS: data directory: %w", err)
+	}
+	s, err := bus.StartEmbedded(bus.EmbeddedConfig{
+		Host: cfg.natsHost, Port: cfg.natsPort, StoreDir: cfg.natsStoreDir(),
+		SyncInterval: cfg.syncInterval, Logger: serverLogger(cfg, log),
+	})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	url := s.ClientURL()
+	cc.URL = url
+	nc, err := bus.Connect(cc)
+	if err != nil {
+		s.Shutdown()
+		return nil, "", nil, fmt.Errorf("connecting to the embedded NATS server: %w", err)
+	}
+	sync := "always (fsync before every ack)"
+	if cfg.syncInterval > 0 {
+		sync = cfg.syncInterval.String()
+	}
+	log.Info("embedded NATS server started", "url", url, "store_dir", cfg.natsStoreDir(), "sync_interval", sync)
+	return nc, url, func() { s.Shutdown(); s.WaitForShutdown() }, nil
+}
+
+// openStore opens the configured idempotency store.
+func openStore(ctx context.Context, cfg config, js jetstream.JetStream, log *slog.Logger) (kvstore.Store, func(), error) {
+	switch cfg.store {
+	case "jetstream":
+		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.replicas, Retention: cfg.retention})
+		if err != nil {
+			return nil, nil, fmt.Errorf("jetstream store: %w", err)
+		}
+		return s, func() { _ = s.Close() }, nil
+	case "memory":
+		log.Warn("memory store: records live in this process only; other executors cannot see them")
+		s := memstore.New(memstore.Config{Retention: cfg.retention})
+		return s, func() { _ = s.Close() }, nil
+	case "postgres":
+		pool, err := pgxpool.New(ctx, cfg.postgresURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("postgres store: %w", err)
+		}
+		s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: cfg.pgSchema, Retention: cfg.retention, Logger: log})
+		if err != nil {
+			pool.Close()
+			return nil, nil, fmt.Errorf("postgres store: %w", err)
+		}
+		if cfg.ensureSchema {
+			if err := s.EnsureSchema(ctx); err != nil {
+				_ = s.Close()
+				pool.Close()
+				return nil, nil, fmt.Errorf("postgres store: ensuring the schema: %w", err)
+			}
+		}
+		return s, func() { _ = s.Close(); pool.Close() }, nil
+	case "redis":
+		opts, err := redis.ParseURL(cfg.redisURL)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("--redis-url: %w", err)}
+		}
+		client := redis.NewClient(opts)
+		s, err := redisstore.New(client, redisstore.Config{Prefix: cfg.redisPrefix, Retention: cfg.retention})
+		if err != nil {
+			_ = client.Close()
+			return nil, nil, fmt.Errorf("redis store: %w", err)
+		}
+		return s, func() { _ = s.Close(); _ = client.Close() }, nil
+	}
+	return nil, nil, usageError{fmt.Errorf("unknown store %q", cfg.store)}
+}
+
+// healthDigest is a key no call can have: reading it proves the store answers.
+const healthDigest = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// serveHealth serves /healthz (the process is up) and /readyz (NATS is connected
+// and the store answers).
+func serveHealth(addr string, nc *nats.Conn, store kvstore.Store, log *slog.Logger) (func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		var problems []string
+		if !nc.IsConnected() {
+			problems = append(problems, "nats: "+nc.Status().String())
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := store.Get(ctx, "_health", healthDigest); err != nil && !errors.Is(err, kvstore.ErrNotFound) {
+			problems = append(problems, "store: "+err.Error())
+		}
+		if len(problems) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, strings.Join(problems, "\n")+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--health-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("health server", "error", err)
+		}
+	}()
+	log.Info("health endpoints", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
