@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,9 +40,6 @@ type Client struct {
 	cfg  ClientConfig
 	log  *slog.Logger
 	mode binding.Mode
-
-	mu     sync.Mutex       // protects stream
-	stream jetstream.Stream // TOOLEXEC_EVENTS, looked up once
 }
 
 // NewClient returns a client on js. It returns an error matching
@@ -136,102 +132,90 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	}
 	var stored chan lookupResult
 	if ack.Duplicate {
+		// Published before, perhaps answered before this subscription existed:
+		// read the stream too.
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		stored = make(chan lookupResult, 1)
 		go func() {
-			a, found, err := c.lookup(ctx, filter)
-			stored <- lookupResult{a, found, err}
+			a, err := c.attach(actx, filter, call.CallID)
+			stored <- lookupResult{a, err}
 		}()
 	}
 	return c.await(ctx, call.CallID, ch, stored)
 }
 
 type lookupResult struct {
-	a     events.Answer
-	found bool
-	err   error
+	a   events.Answer
+	err error
 }
 
-// await returns the first answer from ch or a found stored one.
+// await returns the first answer from ch or from stored.
 func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, stored <-chan lookupResult) (events.Answer, error) {
 	for {
 		select {
 		case m := <-ch:
 			return DecodeAnswer(m.Header, m.Data)
 		case r := <-stored:
+			if ctx.Err() == nil {
+				return r.a, r.err
+			}
 			stored = nil
-			if r.err != nil && ctx.Err() == nil {
-				return events.Answer{}, r.err
-			}
-			if r.found {
-				return r.a, nil
-			}
 		case <-ctx.Done():
 			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, ctx.Err())
 		}
 	}
 }
 
+// attachInactive is how long the server keeps an Attach consumer nobody reads.
+const attachInactive = 30 * time.Second
+
 // Attach returns the answer to a call published earlier, by this client or
-// another: from TOOLEXEC_EVENTS if it is stored, else the moment it is published.
-// It is how a caller that subscribes late, or restarts, finds its answer. Errors:
-// one matching events.ErrInvalidToken for a malformed token, ErrBadAnswer, a
-// JetStream error, or ctx's error wrapped when ctx ends first.
+// another: from TOOLEXEC_EVENTS if it is stored, else the moment it is stored.
+// It is how a caller that subscribes late, or restarts, finds its answer.
+//
+// It reads through an ordered consumer filtered on the call's answer subject,
+// which the server creates on $JS.API.CONSUMER.CREATE.TOOLEXEC_EVENTS.<name>.<filter>,
+// so a tenant's permissions can allow exactly its own event subjects there
+// (direct gets by subject cannot be scoped by tenant). Errors: one matching
+// events.ErrInvalidToken for a malformed token, ErrBadAnswer, a JetStream
+// error, or ctx's error wrapped when ctx ends first.
 func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string) (events.Answer, error) {
 	for _, f := range []struct{ name, v string }{{"tenant", tenant}, {"tool", tool}, {"runid", runID}, {"callid", callID}} {
 		if err := events.CheckToken(f.name, f.v); err != nil {
 			return events.Answer{}, err
 		}
 	}
-	filter := events.AnswerFilter(tenant, tool, runID, callID)
-	ch := make(chan *nats.Msg, 4)
-	sub, err := c.nc.ChanSubscribe(filter, ch)
-	if err != nil {
-		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
-	}
-	defer sub.Unsubscribe()
-	// Subscribed first, then read: an answer published in between arrives on ch.
-	a, found, err := c.lookup(ctx, filter)
-	if err != nil {
-		return events.Answer{}, err
-	}
-	if found {
-		return a, nil
-	}
-	return c.await(ctx, callID, ch, nil)
+	return c.attach(ctx, events.AnswerFilter(tenant, tool, runID, callID), callID)
 }
 
-// lookup reads the answer stored under filter, if any.
-func (c *Client) lookup(ctx context.Context, filter string) (events.Answer, bool, error) {
-	s, err := c.eventStream(ctx)
+// attach waits for the first event stored under filter, oldest first.
+func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {
+	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{filter},
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: attachInactive,
+	})
 	if err != nil {
-		return events.Answer{}, false, err
+		return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
 	}
-	raw, err := s.GetLastMsgForSubject(ctx, filter)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return events.Answer{}, false, nil
+	for {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if err == nil {
+			return DecodeAnswer(m.Headers(), m.Data())
+		}
+		if ctx.Err() != nil {
+			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, ctx.Err())
+		}
+		if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+			return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+		}
 	}
-	if err != nil {
-		return events.Answer{}, false, fmt.Errorf("bus: reading %s from %s: %w", filter, events.EventStream, err)
-	}
-	a, err := DecodeAnswer(raw.Header, raw.Data)
-	return a, err == nil, err
 }
 
-func (c *Client) eventStream(ctx context.Context) (jetstream.Stream, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stream != nil {
-		return c.stream, nil
-	}
-	s, err := c.js.Stream(ctx, events.EventStream)
-	if err != nil {
-		return nil, fmt.Errorf("bus: stream %s: %w", events.EventStream, err)
-	}
-	c.stream = s
-	return s, nil
-}
-
-// decodeAnswer reads an answer (or a resolution) from a message in either mode.
+// DecodeAnswer reads an answer (or a resolution) from the headers and payload of
+// a message in either mode. Errors match ErrBadAnswer, and wrap the
+// *events.RejectError or events error that says what is wrong.
 func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
 	e, err := binding.Decode(h, data)
 	if err != nil {

@@ -143,7 +143,12 @@ func TestPublishTwice(t *testing.T) {
 		t.Fatalf("TOOLEXEC_CALLS holds %d messages, want 1", n)
 	}
 	wk := h.startWorker(t, reg, bus.WorkerConfig{}, 0)
-	a, err := h.client.Call(ctxT(t), c) // a third time, now through Call
+	if _, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID); err != nil {
+		t.Fatal(err)
+	}
+	// A third time, through Call, after the answer is stored: the PubAck says
+	// duplicate and Call finds the stored answer.
+	a, err := h.client.Call(ctxT(t), c)
 	if err != nil {
 		t.Fatal(err)
 	}

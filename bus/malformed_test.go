@@ -13,6 +13,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/natstest"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -212,4 +213,57 @@ func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
 		t.Fatalf("answer on %s: %v", m.Subject, err)
 	}
 	return a
+}
+
+// TestHostileAttributeIsAnsweredBriefly: a rejection does not echo a huge
+// attribute back; the answer stays small and is stored.
+func TestHostileAttributeIsAnsweredBriefly(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker(t, registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "booked", nil
+	})), bus.WorkerConfig{}, 0)
+	sub, err := h.nc.SubscribeSync(events.EventSubject("acme", events.KindRejected, "book", "r1", "c-hostile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	hostile := strings.Repeat("9", 200<<10)
+	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.acme.book", event(map[string]any{"id": "c-hostile", "time": hostile}))); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(15 * time.Second)
+	if err != nil {
+		t.Fatalf("no rejection: %v", err)
+	}
+	a := decodeMsg(t, m)
+	if a.Code != events.CodeNotCloudEvent {
+		t.Errorf("code %s, want not_cloudevent", a.Code)
+	}
+	if len(m.Data) > 16<<10 {
+		t.Errorf("the rejection is %d bytes: it echoes the attribute", len(m.Data))
+	}
+}
+
+// TestAnswerTooLargeForTheServer: an answer the server refuses (larger than its
+// max_payload) is not retried for ever: the call is terminated and the outcome
+// stays in the record.
+func TestAnswerTooLargeForTheServer(t *testing.T) {
+	h := newHarness(t, natstest.WithMaxPayload(16<<10))
+	var entered atomic.Int64
+	wk := h.startWorker(t, registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		return strings.Repeat("x", 20<<10), nil
+	})), bus.WorkerConfig{}, 0)
+	if _, err := h.client.Publish(ctxT(t), call("book", "r1", "big-1", `{"flight":"A"}`)); err != nil {
+		t.Fatal(err)
+	}
+	info := consumerSettled(t, h.js)
+	waitFor(t, 10*time.Second, "the call to leave the stream", func() bool { return streamMsgs(t, h.js, events.CallStream) == 0 })
+	if info.NumRedelivered != 0 || wk.w.Stats().Received.Load() != 1 || entered.Load() != 1 {
+		t.Errorf("redelivered %d, received %d, entered %d; want 0, 1, 1",
+			info.NumRedelivered, wk.w.Stats().Received.Load(), entered.Load())
+	}
+	if wk.w.Stats().PublishRetries.Load() != 0 {
+		t.Errorf("a refused answer was retried %d times", wk.w.Stats().PublishRetries.Load())
+	}
 }

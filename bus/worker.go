@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -509,6 +510,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 // given mode, on its subject, with a W3C traceparent header when it has one.
 // Nats-Msg-Id is set by the publisher.
 func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, error) {
+	a.Error = capError(a.Error)
 	e, err := a.Event(source)
 	if err != nil {
 		return nil, err
@@ -521,6 +523,25 @@ func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, er
 		msg.Header.Set(traceParentHeader, a.TraceParent)
 	}
 	return msg, nil
+}
+
+// MaxErrorBytes bounds the error text of a published answer. A longer one (a
+// tool's error quoting a whole response, an SDK message quoting a hostile
+// attribute) is cut, on a character boundary, and marked as cut, so that the
+// answer still fits in a message.
+const MaxErrorBytes = 8 << 10
+
+const cutMark = " [truncated]"
+
+func capError(s string) string {
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	n := MaxErrorBytes - len(cutMark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + cutMark
 }
 
 // traceParentHeader is the W3C trace context header, set on answers beside the
