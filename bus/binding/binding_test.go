@@ -305,3 +305,21 @@ func TestGetAndValues(t *testing.T) {
 		t.Error("Mode.String")
 	}
 }
+
+// TestDecodeStructuredWithoutDataContentType: JSON data with no datacontenttype
+// is read as JSON, as the JSON event format says.
+func TestDecodeStructuredWithoutDataContentType(t *testing.T) {
+	h, data := structured(`{"specversion":"1.0","id":"c1","source":"/a","type":"` + events.CallType +
+		`","runid":"r1","data":{"arguments":{"flight":"LH1", "n": 1.50}}}`)
+	e, err := binding.Decode(h, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := events.CallFromEvent(e, "acme", "book")
+	if err != nil {
+		t.Fatalf("CallFromEvent: %v", err)
+	}
+	if string(c.Arguments) != `{"flight":"LH1", "n": 1.50}` {
+		t.Errorf("arguments %s, want them as sent", c.Arguments)
+	}
+}
