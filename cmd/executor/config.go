@@ -32,6 +32,7 @@ type config struct {
 	retention    time.Duration
 	lease        time.Duration
 
+	maxOutcome    int
 	concurrency   int
 	ackWait       time.Duration
 	maxDeliver    int
@@ -80,6 +81,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.lease, "lease", 15*time.Second, "claim lease, renewed while a tool runs")
 
 	fs.IntVar(&c.concurrency, "concurrency", 64, "calls this executor runs at once")
+	fs.IntVar(&c.maxOutcome, "max-outcome-bytes", 0, "largest outcome a tool may return; 0: an eighth of the server's max_payload, so that any outcome, escaped into its answer event, still fits")
 	fs.DurationVar(&c.ackWait, "ack-wait", 30*time.Second, "how long a call may go unacknowledged before JetStream redelivers it")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 10, "deliveries of one call before JetStream gives up on it")
 	fs.BoolVar(&c.binaryAnswers, "binary-answers", false, "publish answers in CloudEvents binary mode instead of structured mode")

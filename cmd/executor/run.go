@@ -68,7 +68,12 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	closers = append(closers, closeStore)
 
-	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, Logger: log})
+	maxOutcome := cfg.maxOutcome
+	if maxOutcome <= 0 {
+		// JSON escaping can make an outcome six times longer in its answer event.
+		maxOutcome = int(nc.MaxPayload() / 8)
+	}
+	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, MaxOutcomeBytes: maxOutcome, Logger: log})
 	if err != nil {
 		return err
 	}
