@@ -1,7 +1,11 @@
 // Command toolidempotency runs the three signals tool idempotency exists for: a
 // booking that completes, its retry answered from the record (deduplicated), and a
-// booking whose downstream timed out after acting (indeterminate). It runs in one
-// process with the in-memory store; see the README for the same over NATS.
+// booking whose downstream timed out after acting (indeterminate).
+//
+// Everything runs over NATS JetStream, in one process: an embedded server (its
+// data in a temporary directory), the JetStream KV store, an executor's worker,
+// and a client that publishes each call as a CloudEvent and waits for its answer
+// on the events stream.
 package main
 
 import (
@@ -12,10 +16,14 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/kvstore/memstore"
+	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -36,6 +44,12 @@ func (a *airline) book(flight string) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seats[flight]++
+	return a.seats[flight]
+}
+
+func (a *airline) taken(flight string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.seats[flight]
 }
 
@@ -67,32 +81,72 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store := memstore.New(memstore.Config{})
-	defer store.Close()
-	d, err := dispatch.New(dispatch.Config{
-		Tools: tools, Store: store, Holder: "example",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// NATS with JetStream, inside this process.
+	dir, err := os.MkdirTemp("", "toolidempotency-")
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(dir)
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, InProcess: true})
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	nc, err := bus.Connect(bus.ConnectConfig{InProcess: srv, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+		return err
+	}
 
-	ctx := context.Background()
+	// The executor: the JetStream KV store, the dispatcher and a worker.
+	store, err := natsstore.New(ctx, js, natsstore.Config{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Holder: "example", Logger: quiet})
+	if err != nil {
+		return err
+	}
+	worker, err := bus.NewWorker(js, d, bus.WorkerConfig{Logger: quiet})
+	if err != nil {
+		return err
+	}
+	go func() { _ = worker.Run(ctx) }()
+	defer func() { _ = worker.Shutdown(ctx) }()
+
+	// The agent's side: publish each call and wait for its answer.
+	client, err := bus.NewClient(js, bus.ClientConfig{Source: "/agents/example", Logger: quiet})
+	if err != nil {
+		return err
+	}
+	args := func(s string) []byte { return []byte(s) }
 	calls := []struct {
 		what string
-		call dispatch.Call
+		call events.Call
 	}{
-		{"book BA117", dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: "call_1", Tool: "book",
-			Arguments: []byte(`{"flight":"BA117","request_id":"a"}`)}},
-		{"retry with a new request_id", dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: "call_2", Tool: "book",
-			Arguments: []byte(`{"flight":"BA117","request_id":"b"}`)}},
-		{"book BA999 (answer lost)", dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: "call_3", Tool: "book",
-			Arguments: []byte(`{"flight":"BA999","request_id":"c"}`)}},
-		{"retry BA999", dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: "call_4", Tool: "book",
-			Arguments: []byte(`{"flight":"BA999","request_id":"d"}`)}},
+		{"book BA117", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_1", Tool: "book",
+			Arguments: args(`{"flight":"BA117","request_id":"a"}`)}},
+		{"retry with a new request_id", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_2", Tool: "book",
+			Arguments: args(`{"flight":"BA117","request_id":"b"}`)}},
+		{"book BA999 (answer lost)", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_3", Tool: "book",
+			Arguments: args(`{"flight":"BA999","request_id":"c"}`)}},
+		{"retry BA999", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_4", Tool: "book",
+			Arguments: args(`{"flight":"BA999","request_id":"d"}`)}},
 	}
 	for _, c := range calls {
-		a, err := d.Dispatch(ctx, c.call)
+		a, err := client.Call(ctx, c.call)
 		if err != nil {
 			return err
 		}
@@ -102,7 +156,7 @@ func run(w io.Writer) error {
 			fmt.Fprintf(w, "%-30s   IndeterminateOutcomeError: tool=%s reason=%s body_entered=%t\n", "", ie.Tool, ie.Reason, ie.BodyEntered)
 		}
 	}
-	fmt.Fprintf(w, "seats taken: BA117=%d BA999=%d\n", air.seats["BA117"], air.seats["BA999"])
+	fmt.Fprintf(w, "seats taken: BA117=%d BA999=%d\n", air.taken("BA117"), air.taken("BA999"))
 	return nil
 }
 
