@@ -103,7 +103,7 @@ func connectTo(t testing.TB, servers []*server.Server, opts ...nats.Option) (*na
 // ends.
 func newTestStore(t testing.TB, servers []*server.Server, cfg Config) (*Store, jetstream.JetStream) {
 	t.Helper()
-	_, js := connectTo(t, servers)
+	nc, js := connectTo(t, servers)
 	if cfg.Bucket == "" {
 		cfg.Bucket = uniqueBucket()
 	}
@@ -115,6 +115,9 @@ func newTestStore(t testing.TB, servers []*server.Server, cfg Config) (*Store, j
 	}
 	t.Cleanup(func() {
 		s.Close()
+		if !nc.IsConnected() {
+			return // the test stopped the server or closed the connection
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = js.DeleteKeyValue(ctx, cfg.Bucket)

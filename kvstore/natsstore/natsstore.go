@@ -32,11 +32,11 @@ const clockKey = "=clock"
 const headroom = 512
 
 // maxAttempts bounds the retries of one operation against a key that keeps
-// changing under it or a read that lags behind a write.
+// changing under it, or a read that is behind a write (across a leader change).
 const maxAttempts = 10
 
 // recheck is how soon Wait looks again when the server has not yet caught up
-// with a deadline (a lagging replica, an expiry the server has not yet run).
+// with a deadline (a read behind seen, an expiry the server has not yet run).
 const recheck = 50 * time.Millisecond
 
 var bucketRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
@@ -74,11 +74,14 @@ type Config struct {
 // Store is the JetStream KV [kvstore.Store]. It is safe for concurrent use by
 // many goroutines and, on one bucket, by many processes. Create one with [New].
 type Store struct {
-	kv        jetstream.KeyValue
-	stream    jetstream.Stream
-	bucket    string
-	retention time.Duration
-	maxValue  int
+	kv         jetstream.KeyValue
+	stream     jetstream.Stream
+	nc         *nats.Conn
+	apiPrefix  string        // of JetStream API requests
+	apiTimeout time.Duration // for requests whose context has no deadline
+	bucket     string
+	retention  time.Duration
+	maxValue   int
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -137,12 +140,15 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 		maxValue = int(cfg.MaxValueSize)
 	}
 	return &Store{
-		kv:        kv,
-		stream:    stream,
-		bucket:    cfg.Bucket,
-		retention: cfg.Retention,
-		maxValue:  maxValue,
-		done:      make(chan struct{}),
+		kv:         kv,
+		stream:     stream,
+		nc:         js.Conn(),
+		apiPrefix:  apiPrefixOf(js),
+		apiTimeout: js.Options().DefaultTimeout,
+		bucket:     cfg.Bucket,
+		retention:  cfg.Retention,
+		maxValue:   maxValue,
+		done:       make(chan struct{}),
 	}, nil
 }
 
@@ -216,7 +222,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 			// The create may have been written although its answer was lost:
 			// read the key to find out.
 		}
-		e, err := s.kv.Get(ctx, key)
+		e, err := s.get(ctx, key)
 		switch {
 		case err == nil:
 			cur, err := decodeValue(e.Value())
@@ -229,8 +235,8 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 			}
 			return kvstore.ClaimResult{Record: s.recordOf(req.Tenant, req.Digest, cur, e)}, nil
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			// Released, expired or forgotten between the create and the read, or
-			// the replica that answered has not seen the winner yet: try again.
+			// Released, expired or forgotten between the create and the read:
+			// try again.
 		default:
 			return kvstore.ClaimResult{}, unavailable(op, err)
 		}
@@ -245,9 +251,9 @@ func (s *Store) won(req kvstore.ClaimRequest, v value, rev uint64) kvstore.Claim
 	}
 }
 
-// Get returns the live record for the key, or kvstore.ErrNotFound. The read may
-// be answered by any replica, so it can lag behind a write just made elsewhere.
-// LeaseExpired is never set (judging it needs the server's time: see Wait).
+// Get returns the live record for the key as the stream's leader has it, or
+// kvstore.ErrNotFound: it sees every write acknowledged before it. LeaseExpired
+// is never set (judging it needs the server's time: see Wait).
 func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record, error) {
 	const op = "get"
 	if err := validKey(tenant, digest); err != nil {
@@ -263,10 +269,10 @@ func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record,
 	return rec, nil
 }
 
-// read returns the record and its entry, kvstore.ErrNotFound, ErrCorrupt, or an
-// error wrapping kvstore.ErrUnavailable.
+// read returns the record and its entry as the leader has them,
+// kvstore.ErrNotFound, ErrCorrupt, or an error wrapping kvstore.ErrUnavailable.
 func (s *Store) read(ctx context.Context, tenant, digest string) (kvstore.Record, jetstream.KeyValueEntry, error) {
-	e, err := s.kv.Get(ctx, keyOf(tenant, digest))
+	e, err := s.get(ctx, keyOf(tenant, digest))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return kvstore.Record{}, nil, kvstore.ErrNotFound
 	}
@@ -284,10 +290,12 @@ func (s *Store) recordOf(tenant, digest string, v value, e jetstream.KeyValueEnt
 	return v.record(tenant, digest, e.Revision(), e.Created(), s.retention)
 }
 
-// Record stores outcome and completes the claim: one compare-and-set on the
-// revision the lease was granted at. It returns kvstore.ErrNotHolder if the
-// record changed since (taken over, released, recorded, marked, gone), and
-// kvstore.ErrTooLarge if the record with outcome exceeds the value limit.
+// Record stores outcome and completes the claim: a compare-and-set on the
+// revision the lease carries (if the holder renewed since, on the renewal's). It
+// returns kvstore.ErrNotHolder once the claim has ended (taken over, released,
+// recorded, marked indeterminate, forgotten or expired, or the key claimed
+// anew), and kvstore.ErrTooLarge if the record with outcome exceeds the value
+// limit; nothing is written then.
 func (s *Store) Record(ctx context.Context, lease kvstore.Lease, outcome string) error {
 	_, _, err := s.holderWrite(ctx, "record", lease, func(base value) value {
 		v := base.next(kvstore.StateCompleted)
@@ -311,8 +319,10 @@ func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reas
 
 // Renew rewrites the claim with lease duration d. The server stamps the write,
 // so the lease runs until the write's server time plus d. It returns the lease to
-// use from then on (the old one is refused: its revision is gone), kvstore.ErrInvalid
-// for a non-positive d and kvstore.ErrNotHolder if the record changed.
+// use from then on, kvstore.ErrInvalid for a non-positive d and
+// kvstore.ErrNotHolder if the claim has ended. Earlier copies of the lease stay
+// valid while the claim lasts (fencing is by claim, see [Store.Record]), so a
+// holder whose Renew answer was lost can go on with the lease it had.
 func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
 	if d <= 0 {
 		return kvstore.Lease{}, fmt.Errorf("natsstore: renew: lease %v: %w", d, kvstore.ErrInvalid)
@@ -398,7 +408,7 @@ func (s *Store) fenced(ctx context.Context, key string, tok token, write func(re
 		if !errors.Is(err, errConflict) {
 			return err
 		}
-		e, err := s.kv.Get(ctx, key)
+		e, err := s.get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			return errConflict
@@ -412,8 +422,8 @@ func (s *Store) fenced(ctx context.Context, key string, tok token, write func(re
 		if e.Revision() > rev {
 			rev = e.Revision()
 		}
-		// Otherwise the replica that answered lags behind the write that made
-		// ours fail: look again.
+		// Otherwise the read is behind the write that made ours fail (a leader
+		// just elected): look again.
 	}
 	return fmt.Errorf("the claim kept changing under %d attempts", maxAttempts)
 }
@@ -464,7 +474,7 @@ func (s *Store) cas(ctx context.Context, key string, b []byte, writeID string, r
 			ambiguous = true
 		}
 		// An earlier attempt may have landed: look for our write.
-		e, err := s.kv.Get(ctx, key)
+		e, err := s.get(ctx, key)
 		switch {
 		case err == nil:
 			if cur, derr := decodeValue(e.Value()); derr == nil && cur.Write == writeID {
@@ -508,7 +518,7 @@ func (s *Store) casDelete(ctx context.Context, key string, rev uint64) error {
 		default:
 			ambiguous = true
 		}
-		e, err := s.kv.Get(ctx, key)
+		e, err := s.get(ctx, key)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			return nil
@@ -751,9 +761,9 @@ func (s *Store) usable(op string) error {
 }
 
 // serverNow learns the server's current time: it writes to clockKey and reads
-// the entry back; the entry's timestamp is the server's. If the replica that
-// answers the read lags, it returns an earlier time of the server's, which only
-// makes a lease look longer, never shorter.
+// the entry back from the leader; the entry's timestamp is the server's. If the
+// read is behind the probe (a leader just elected), it returns an earlier time
+// of the server's, which only makes a lease look longer, never shorter.
 func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
 	rev, err := s.kv.Put(ctx, clockKey, nil)
 	if err != nil {
@@ -764,7 +774,7 @@ func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
 		if err := pause(ctx, attempt); err != nil {
 			break
 		}
-		e, err := s.kv.Get(ctx, clockKey)
+		e, err := s.get(ctx, clockKey)
 		if err != nil {
 			continue
 		}
@@ -788,13 +798,14 @@ func (s *Store) leaseOf(tenant, digest string, rev uint64, v value) kvstore.Leas
 	}
 }
 
-// pause waits before a retry: nothing before the first attempt, then a few
-// milliseconds more each time.
+// pause waits before a retry: nothing before the first attempt, then 2 ms,
+// doubling up to 100 ms (about half a second over maxAttempts): long enough for a
+// new leader to catch up.
 func pause(ctx context.Context, attempt int) error {
 	if attempt == 0 {
 		return ctx.Err()
 	}
-	d := time.Duration(attempt) * 2 * time.Millisecond
+	d := min(2*time.Millisecond<<min(attempt-1, 16), 100*time.Millisecond)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -78,6 +78,24 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 		return nil
 	}
 
+	// confirm asks the leader for the key: done with its record (or
+	// kvstore.ErrNotFound) if the key moved on from seen; otherwise it schedules
+	// the next look.
+	confirm := func() (kvstore.Record, bool, error) {
+		rec, done, err := s.recheck(ctx, seen)
+		if err != nil {
+			return kvstore.Record{}, true, ctxOr(ctx, err)
+		}
+		if done {
+			return rec, true, nil
+		}
+		if rec.Revision == 0 {
+			arm(recheck) // the answer was behind seen: look again soon
+			return kvstore.Record{}, false, nil
+		}
+		return kvstore.Record{}, false, armFrom(rec)
+	}
+
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,11 +109,16 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 			if e == nil {
 				// All current values delivered.
 				if !present {
-					return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotFound)
+					// The watch sees no value. Its view may lag the leader's
+					// (a claim just made): ask the leader before saying gone.
+					if rec, done, err := confirm(); done || err != nil {
+						return rec, err
+					}
+					continue
 				}
 				if !armed {
 					// The watch showed only an older revision than seen (a view
-					// lagging the caller's read): go by seen's own deadlines.
+					// behind the caller's read): go by seen's own deadlines.
 					if err := armFrom(seen); err != nil {
 						return kvstore.Record{}, err
 					}
@@ -107,7 +130,12 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 				continue // older than what the caller already saw
 			}
 			if e.Operation() != jetstream.KeyValuePut {
-				return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotFound)
+				// Deleted or purged since seen. If the key was claimed again
+				// since, the leader has the newer record: that is the answer.
+				if rec, done, err := confirm(); done || err != nil {
+					return rec, err
+				}
+				continue
 			}
 			v, err := decodeValue(e.Value())
 			if err != nil {
@@ -131,7 +159,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 				return rec, nil
 			}
 			if rec.Revision == 0 {
-				arm(recheck) // the replica that answered lags: look again soon
+				arm(recheck) // the answer was behind seen: look again soon
 				continue
 			}
 			now, err := s.serverNow(ctx)
@@ -147,9 +175,10 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 	}
 }
 
-// recheck re-reads the key after a deadline. It returns done with the record
-// (or kvstore.ErrNotFound) when the key moved on; the record still at seen's
-// revision when it did not; a zero record when the answer lags behind seen.
+// recheck reads the key from the leader. It returns done with the record (or
+// kvstore.ErrNotFound) when the key moved on from seen; the record still at
+// seen's revision when it did not; a zero record when the answer is behind seen
+// (a leader just elected, or a seen the caller made up).
 func (s *Store) recheck(ctx context.Context, seen kvstore.Record) (kvstore.Record, bool, error) {
 	rec, _, err := s.read(ctx, seen.Tenant, seen.Digest)
 	switch {
