@@ -1,11 +1,12 @@
 // Command emitter is the toolexec client, for people and scripts: it derives
-// idempotency keys (emitter key), and, as the other subcommands land, publishes calls
-// and waits for their answers, watches the event streams, administers keys and
-// tenants, and generates load.
+// idempotency keys (emitter key), publishes calls and waits for their answers
+// (emitter call, emitter attach), watches the event streams (emitter watch), and
+// administers keys and tenants (emitter inspect, resolve, forget).
 //
 // Exit status: 0 on success; 2 for bad input, whether cobra refused the command line
 // (unknown flag, missing required flag, stray argument) or a subcommand refused its
-// input; 1 for any other failure.
+// input; 3 for a call that failed or was rejected (and an admin request's definite
+// "no"); 4 for a call whose outcome is indeterminate; 1 for any other failure.
 package main
 
 import (
@@ -14,12 +15,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// An interrupt ends a wait or a watch through the context, so that commands
+	// close their connection and report before the process exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // newRootCmd builds the emitter command tree. Register each subcommand here, one
@@ -27,12 +35,20 @@ func main() {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "emitter",
-		Short: "Client for toolexec: derive idempotency keys, publish tool calls, watch their events",
+		Short: "Client for toolexec: derive idempotency keys, publish tool calls, watch their events, settle keys",
 		// run reports errors itself, on stderr, with the exit status they call for.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	var g globalOptions
+	g.register(root)
 	root.AddCommand(newKeyCmd())
+	root.AddCommand(newCallCmd(&g))
+	root.AddCommand(newAttachCmd(&g))
+	root.AddCommand(newWatchCmd(&g))
+	root.AddCommand(newInspectCmd(&g))
+	root.AddCommand(newResolveCmd(&g))
+	root.AddCommand(newForgetCmd(&g))
 	return root
 }
 
