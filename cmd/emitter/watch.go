@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+)
+
+// watchKeyLen is how many hex digits of a key a watch line shows, and
+// watchValueLen how many characters of an outcome or error.
+const (
+	watchKeyLen   = 12
+	watchValueLen = 80
+)
+
+type watchOptions struct {
+	tenant, tool string
+	kinds        []string
+	fromStart    bool
+	since        time.Duration
+}
+
+func newWatchCmd(g *globalOptions) *cobra.Command {
+	var o watchOptions
+	cmd := &cobra.Command{
+		Use:   "watch [--tenant T] [--kind K,...] [--tool N] [--from-start | --since DURATION]",
+		Short: "Print answers and audit events as they are published",
+		Long: `Print the answers and audit events of the TOOLEXEC_EVENTS stream as they are
+published, in stream order, one line each (time, tenant, kind, tool, run, call, the
+first digits of the key, and the outcome, reason or error), or one JSON object a
+line with --json, until interrupted (Ctrl-C).
+
+--tenant, --kind and --tool narrow what is shown; each defaults to all. --kind takes
+answer kinds (completed, deduplicated, indeterminate, failed, rejected) and resolved
+(an operator settled an indeterminate key), comma-separated or repeated.
+
+By default only events published from now on are shown; --from-start shows every
+stored event first, --since DURATION those of the last DURATION.
+
+Exit status: 0 when interrupted, 2 for bad input, 1 for anything else.`,
+		Example: `  emitter watch
+  emitter watch --kind indeterminate,deduplicated          # an auditor's view
+  emitter watch --tenant acme --tool book --since 1h --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWatch(cmd, g, &o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.tenant, "tenant", "", "only this tenant's events")
+	f.StringSliceVar(&o.kinds, "kind", nil, "only events of these kinds")
+	f.StringVar(&o.tool, "tool", "", "only this tool's events")
+	f.BoolVar(&o.fromStart, "from-start", false, "show every stored event first")
+	f.DurationVar(&o.since, "since", 0, "show the stored events of this last duration first")
+	cmd.MarkFlagsMutuallyExclusive("from-start", "since")
+	return cmd
+}
+
+// watchFilter returns the subject filter for the options and the kinds to keep
+// on the client (nil: all those the filter lets through). One kind is filtered
+// by the server; several are filtered here, so that events keep their stream
+// order.
+func watchFilter(o *watchOptions) (string, map[events.Kind]bool, error) {
+	tenant, tool, kind := "*", "*", "*"
+	if o.tenant != "" {
+		if err := events.CheckToken("--tenant", o.tenant); err != nil {
+			return "", nil, err
+		}
+		tenant = o.tenant
+	}
+	if o.tool != "" {
+		if err := events.CheckToken("--tool", o.tool); err != nil {
+			return "", nil, err
+		}
+		tool = o.tool
+	}
+	var keep map[events.Kind]bool
+	for _, s := range o.kinds {
+		k, err := events.ParseKind(strings.TrimSpace(s))
+		if err != nil {
+			return "", nil, fmt.Errorf("--kind %q: %w (want one of %s)", s, err, kindNames())
+		}
+		if keep == nil {
+			keep = map[events.Kind]bool{}
+		}
+		keep[k] = true
+	}
+	if len(keep) == 1 {
+		for k := range keep {
+			kind = string(k)
+		}
+		keep = nil
+	}
+	return events.EventPrefix + tenant + "." + kind + "." + tool + ".>", keep, nil
+}
+
+func kindNames() string {
+	var names []string
+	for _, k := range events.Kinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
+
+func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	if o.since < 0 {
+		return badInput(fmt.Errorf("--since %v is negative", o.since))
+	}
+	filter, keep, err := watchFilter(o)
+	if err != nil {
+		return badInput(err)
+	}
+	var opts []bus.WatchOption
+	switch {
+	case o.fromStart:
+		opts = append(opts, bus.WatchFromStart())
+	case o.since > 0:
+		opts = append(opts, bus.WatchSince(time.Now().Add(-o.since)))
+	}
+	s, err := g.connect(cmd, bus.ClientConfig{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx := cmd.Context()
+	ch, err := s.client.Watch(ctx, filter, opts...)
+	if err != nil {
+		return noStreamHint(err)
+	}
+	if !g.json {
+		fmt.Fprintf(cmd.ErrOrStderr(), "watching %s on %s (Ctrl-C to stop)\n", filter, s.url)
+	}
+	out := cmd.OutOrStdout()
+	write := writeWatchLine
+	if g.json {
+		write = writeAnswerJSON
+	}
+	for a := range ch {
+		if keep != nil && !keep[a.Kind] {
+			continue
+		}
+		if err := write(out, a); err != nil {
+			return fmt.Errorf("writing an event: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeWatchLine writes a as one line for people.
+func writeWatchLine(w io.Writer, a events.Answer) error {
+	var b strings.Builder
+	ts := "-"
+	if !a.Time.IsZero() {
+		ts = a.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	fmt.Fprintf(&b, "%s  %s  %-13s  %s  run=%s call=%s", ts, a.Tenant, a.Kind, orDash(a.Tool), orDash(a.RunID), orDash(a.CallID))
+	if a.Key != "" {
+		k := a.Key
+		if len(k) > watchKeyLen {
+			k = k[:watchKeyLen]
+		}
+		fmt.Fprintf(&b, " key=%s", k)
+	}
+	b.WriteString(" ")
+	switch a.Kind {
+	case events.KindCompleted, events.KindDeduplicated:
+		fmt.Fprintf(&b, " outcome=%s", shorten(a.Outcome))
+	case events.KindIndeterminate:
+		fmt.Fprintf(&b, " reason=%s body_entered=%t", a.Reason, a.BodyEntered)
+	case events.KindFailed, events.KindRejected:
+		fmt.Fprintf(&b, " code=%s", a.Code)
+		if a.Field != "" {
+			fmt.Fprintf(&b, " field=%s", shorten(a.Field))
+		}
+		fmt.Fprintf(&b, " error=%s", shorten(a.Error))
+	case events.KindResolved:
+		fmt.Fprintf(&b, " action=%s", a.Action)
+		if a.Operator != "" {
+			fmt.Fprintf(&b, " operator=%s", shorten(a.Operator))
+		}
+		if a.Action == events.ActionComplete {
+			fmt.Fprintf(&b, " outcome=%s", shorten(a.Outcome))
+		}
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// shorten returns s quoted, cut to watchValueLen characters: a watch line
+// stays one line whatever the outcome holds.
+func shorten(s string) string {
+	r := []rune(s)
+	if len(r) > watchValueLen {
+		return fmt.Sprintf("%q…", string(r[:watchValueLen]))
+	}
+	return fmt.Sprintf("%q", s)
+}

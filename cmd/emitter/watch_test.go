@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// TestWatchLive watches from now on, in text, and sees each answer as it is
+// published; an interrupt ends it with exit 0.
+func TestWatchLive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.emitBackground(t, "watch", "--tenant", tenant)
+	waitFor(t, "the watch to start", func() bool { return strings.Contains(w.stderr.String(), "watching toolexec.event.acme.*.*.>") })
+
+	mustExit(t, e.emit(t, "", "call", "--tenant", tenant, "--run", "run_w", "--call-id", "c1", "--tool", "book", "--args", bookArgs1), exitOK)
+	mustExit(t, e.emit(t, "", "call", "--tenant", tenant, "--run", "run_w", "--call-id", "c2", "--tool", "book", "--args", bookArgs2), exitOK)
+	mustExit(t, e.emit(t, "", "call", "--tenant", tenant, "--run", "run_w", "--call-id", "c3", "--tool", "book", "--args", failArgs), exitIndeterminate)
+	mustExit(t, e.emit(t, "", "call", "--tenant", "other", "--run", "run_w", "--call-id", "c4", "--tool", "nope"), exitFailed)
+	mustExit(t, e.emit(t, "", "call", "--tenant", tenant, "--run", "run_w", "--call-id", "c5", "--tool", "nope"), exitFailed)
+
+	w.waitLines(t, 4)
+	if code := w.stop(t); code != exitOK {
+		t.Fatalf("watch exit %d after the interrupt, want 0 (stderr %q)", code, w.stderr.String())
+	}
+	lines := w.stdout.lines()
+	key := bookKey(t, tenant, "run_w", bookArgs1)[:watchKeyLen]
+	want := []string{
+		"  acme  completed      book  run=run_w call=c1 key=" + key + "  outcome=\"",
+		"  acme  deduplicated   book  run=run_w call=c2 key=" + key + "  outcome=\"",
+		"  acme  indeterminate  book  run=run_w call=c3 key=",
+		"  acme  rejected       nope  run=run_w call=c5  code=unknown_tool error=\"no tool named \\\"nope\\\"\"",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("watch printed %d lines, want %d (the other tenant's event left out):\n%s", len(lines), len(want), strings.Join(lines, "\n"))
+	}
+	for i, l := range lines {
+		if !strings.Contains(l, want[i]) || !strings.HasPrefix(l, "20") {
+			t.Errorf("line %d: %q does not contain %q", i, l, want[i])
+		}
+	}
+	if !strings.HasSuffix(lines[2], "reason=body_failed body_entered=true") {
+		t.Errorf("indeterminate line %q", lines[2])
+	}
+}
+
+// TestWatchFiltersJSON watches stored events as JSON lines, filtered by kind
+// (one kind on the server, several on the client), tool and tenant.
+func TestWatchFiltersJSON(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	calls := [][]string{
+		{"--tenant", tenant, "--call-id", "c1", "--tool", "book", "--args", bookArgs1},
+		{"--tenant", tenant, "--call-id", "c2", "--tool", "book", "--args", bookArgs2},
+		{"--tenant", tenant, "--call-id", "c3", "--tool", "book", "--args", failArgs},
+		{"--tenant", tenant, "--call-id", "c4", "--tool", "lookup_fare", "--args", fareArgs},
+		{"--tenant", "other", "--call-id", "c5", "--tool", "lookup_fare", "--args", fareArgs},
+	}
+	for _, c := range calls {
+		e.emit(t, "", append([]string{"call", "--run", "run_1"}, c...)...)
+	}
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		calls []string // call ids expected, in order
+	}{
+		{"everything", nil, []string{"c1", "c2", "c3", "c4", "c5"}},
+		{"one tenant", []string{"--tenant", "other"}, []string{"c5"}},
+		{"one kind", []string{"--kind", "completed"}, []string{"c1", "c4", "c5"}},
+		{"two kinds", []string{"--kind", "indeterminate,deduplicated"}, []string{"c2", "c3"}},
+		{"repeated kinds", []string{"--kind", "indeterminate", "--kind", "deduplicated"}, []string{"c2", "c3"}},
+		{"kind and tool", []string{"--kind", "completed", "--tool", "lookup_fare", "--tenant", tenant}, []string{"c4"}},
+		{"since", []string{"--since", "1h", "--tool", "lookup_fare"}, []string{"c4", "c5"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"watch", "--json"}
+			if !strings.Contains(strings.Join(tt.args, " "), "--since") {
+				args = append(args, "--from-start")
+			}
+			w := e.emitBackground(t, append(args, tt.args...)...)
+			// Events arrive in stream order, so a filter that let through too much
+			// would show up among the first lines.
+			w.waitLines(t, len(tt.calls))
+			if code := w.stop(t); code != exitOK {
+				t.Fatalf("exit %d, stderr %q", code, w.stderr.String())
+			}
+			var got []string
+			for _, l := range w.stdout.lines()[:len(tt.calls)] {
+				var a answerJSON
+				if err := json.Unmarshal([]byte(l), &a); err != nil {
+					t.Fatalf("line %q is not JSON: %v", l, err)
+				}
+				if !a.Kind.Valid() || a.Subject == "" || a.ID == "" {
+					t.Fatalf("line %q is not an answer", l)
+				}
+				got = append(got, a.CallID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.calls, ",") {
+				t.Fatalf("watched calls %v, want %v", got, tt.calls)
+			}
+		})
+	}
+}
+
+// TestWatchBadInput refuses filters it cannot build, with exit 2.
+func TestWatchBadInput(t *testing.T) {
+	t.Parallel()
+	e := newBareEnv(t, true)
+	for _, args := range [][]string{
+		{"watch", "--kind", "bogus"},
+		{"watch", "--tenant", "a.b"},
+		{"watch", "--tool", ">"},
+		{"watch", "--from-start", "--since", "1h"},
+		{"watch", "--since", "-1h"},
+		{"watch", "extra"},
+	} {
+		r := e.emit(t, "", args...)
+		mustExit(t, r, exitUsage)
+		if r.stdout != "" || r.stderr == "" {
+			t.Fatalf("%v: stdout %q, stderr %q", args, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestWatchFilter(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name       string
+		give       watchOptions
+		wantFilter string
+		wantKeep   []events.Kind
+	}{
+		{"all", watchOptions{}, "toolexec.event.*.*.*.>", nil},
+		{"tenant", watchOptions{tenant: "acme"}, "toolexec.event.acme.*.*.>", nil},
+		{"one kind", watchOptions{kinds: []string{"indeterminate"}}, "toolexec.event.*.indeterminate.*.>", nil},
+		{"same kind twice", watchOptions{kinds: []string{"failed", "failed"}}, "toolexec.event.*.failed.*.>", nil},
+		{"two kinds", watchOptions{tool: "book", kinds: []string{"failed", "resolved"}}, "toolexec.event.*.*.book.>",
+			[]events.Kind{events.KindFailed, events.KindResolved}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			filter, keep, err := watchFilter(&tt.give)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filter != tt.wantFilter || len(keep) != len(tt.wantKeep) {
+				t.Fatalf("filter %q keep %v, want %q %v", filter, keep, tt.wantFilter, tt.wantKeep)
+			}
+			for _, k := range tt.wantKeep {
+				if !keep[k] {
+					t.Fatalf("keep %v lacks %s", keep, k)
+				}
+			}
+		})
+	}
+}
