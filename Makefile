@@ -19,7 +19,11 @@ run: ## Run the executor with its embedded NATS and the demo tools.
 	$(GO) run ./cmd/executor --demo
 
 .PHONY: demo
-demo: ## Run the example that shows completed, deduplicated and indeterminate.
+demo: ## Start an executor with embedded NATS and show completed, deduplicated and indeterminate.
+	./scripts/demo.sh
+
+.PHONY: example
+example: ## Run examples/toolidempotency (the same three outcomes, in one Go program).
 	$(GO) run ./examples/toolidempotency
 
 .PHONY: test
