@@ -191,3 +191,32 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("held key after failover: %+v, %v; want completed", rec, err)
 	}
 }
+
+// TestReadYourWritesAcrossServers: a claim made through one server is seen at
+// once by a store connected to another: reads go to the leader, not to a
+// follower that may not have applied the write yet.
+func TestReadYourWritesAcrossServers(t *testing.T) {
+	servers := testCluster(t)
+	bucket := uniqueBucket()
+	writer, _ := newTestStore(t, []*server.Server{servers[0]}, Config{Bucket: bucket, Replicas: 3})
+	readers := []*Store{}
+	for _, srv := range servers[1:] {
+		r, _ := newTestStore(t, []*server.Server{srv}, Config{Bucket: bucket, Replicas: 3})
+		readers = append(readers, r)
+	}
+	tenant := newTenant()
+	for i := range 100 {
+		d := digestOf(fmt.Sprint("ryw", i))
+		l := mustClaim(t, writer, claimReq(tenant, d, "w", time.Minute))
+		r := readers[i%len(readers)]
+		if rec, err := r.Get(testCtx(t), tenant, d); err != nil || rec.Holder != "w" {
+			t.Fatalf("key %d: Get right after the claim through another server = %+v, %v", i, rec, err)
+		}
+		if err := writer.Release(testCtx(t), l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Get(testCtx(t), tenant, d); !errors.Is(err, kvstore.ErrNotFound) {
+			t.Fatalf("key %d: Get right after the release through another server = %v, want ErrNotFound", i, err)
+		}
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +36,22 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	raiseParallel(8)
 	os.Exit(runTests(m))
+}
+
+// raiseParallel lets at least n parallel subtests run at once unless -parallel
+// was given. The conformance suite's subtests mostly sleep past leases; at the
+// default (GOMAXPROCS, 2 on small machines) they would wait for one another.
+func raiseParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		if cur, err := strconv.Atoi(f.Value.String()); err == nil && cur < n {
+			_ = f.Value.Set(strconv.Itoa(n))
+		}
+	}
 }
 
 func runTests(m *testing.M) int {

@@ -165,6 +165,7 @@ func TestClosedConnection(t *testing.T) {
 // operations end with ErrUnavailable at their context's deadline, and Claim
 // grants nothing.
 func TestServerDown(t *testing.T) {
+	t.Parallel() // sleeps: overlap with the others
 	srv := natstest.Start(t)
 	s, _ := newTestStore(t, []*server.Server{srv}, Config{})
 	tenant := newTenant()
@@ -186,6 +187,7 @@ func TestServerDown(t *testing.T) {
 // TestStoreClose: after Close every call fails with ErrUnavailable, and a blocked
 // Wait returns.
 func TestStoreClose(t *testing.T) {
+	t.Parallel() // sleeps: overlap with the others
 	s, _ := newTestStore(t, []*server.Server{single}, Config{})
 	tenant, d := newTenant(), digestOf("close")
 	mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
@@ -397,6 +399,7 @@ func TestLeaseOfAnotherHolder(t *testing.T) {
 // the times in the record the caller hands it: a seen record whose times say the
 // lease ran out long ago cannot take a running claim.
 func TestTakeOverJudgedByServer(t *testing.T) {
+	t.Parallel() // sleeps: overlap with the others
 	s, _ := newTestStore(t, []*server.Server{single}, Config{})
 	tenant, d := newTenant(), digestOf("forged")
 	mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
@@ -450,6 +453,7 @@ func TestServerNowIsServerTime(t *testing.T) {
 // Wait still returns ErrNotFound, at the lease deadline for a claimed record and
 // at the retention deadline for a completed one.
 func TestWaitAfterForget(t *testing.T) {
+	t.Parallel() // sleeps: overlap with the others
 	s, _ := newTestStore(t, []*server.Server{single}, Config{Retention: 2 * time.Second})
 	tenant := newTenant()
 
@@ -501,6 +505,7 @@ func TestWaitAfterForget(t *testing.T) {
 // TestWaitRecordExpires: a Wait on a completed record returns ErrNotFound once
 // the bucket's MaxAge removes it, though that makes no watch event.
 func TestWaitRecordExpires(t *testing.T) {
+	t.Parallel() // sleeps: overlap with the others
 	s, _ := newTestStore(t, []*server.Server{single}, Config{Retention: time.Second})
 	tenant, d := newTenant(), digestOf("expires")
 	l := mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
@@ -522,6 +527,7 @@ func TestWaitRecordExpires(t *testing.T) {
 // per-message TTL, and still leave at the retention: MaxAge applies to every
 // message, so that Update drops per-key TTLs does not matter.
 func TestRetentionNeedsNoPerKeyTTL(t *testing.T) {
+	t.Parallel() // sleeps: overlap with the others
 	s, js := newTestStore(t, []*server.Server{single}, Config{Retention: time.Second})
 	tenant, d := newTenant(), digestOf("ttl")
 	l := mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
@@ -621,5 +627,55 @@ func TestDumpRaw(t *testing.T) {
 	}
 	if len(raw) != 1 || !strings.HasPrefix(string(raw[0]), a+"."+digestOf("1")+" {") {
 		t.Errorf("DumpRaw(%s) = %q; want the one live record with its key", a, raw)
+	}
+}
+
+// TestReadsGoToLeader: the store never reads with direct gets, which any replica
+// may answer; it asks the leader with the message-get API. A spy subscription
+// sees the requests.
+func TestReadsGoToLeader(t *testing.T) {
+	s, _ := newTestStore(t, []*server.Server{single}, Config{})
+	spy := natstest.Connect(t, single)
+	direct, err := spy.SubscribeSync("$JS.API.DIRECT.GET.KV_" + s.Bucket() + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := spy.SubscribeSync("$JS.API.STREAM.MSG.GET.KV_" + s.Bucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	tenant, d := newTenant(), digestOf("reads")
+	l := mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
+	if res, err := s.Claim(testCtx(t), claimReq(tenant, d, "b", time.Minute)); err != nil || res.Claimed {
+		t.Fatalf("second Claim = %+v, %v", res, err)
+	}
+	if _, err := s.Get(testCtx(t), tenant, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkIndeterminate(testCtx(t), l, "body_failed", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(testCtx(t), tenant, d, kvstore.Resolution{Outcome: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.serverNow(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 { // the refused Claim's read, Get, Resolve, the clock probe
+		if _, err := leader.NextMsg(5 * time.Second); err != nil {
+			t.Fatalf("leader message get %d of 4: %v", i+1, err)
+		}
+	}
+	// One direct get is kv.Create's own: after its conditional write was refused
+	// it looks for a delete marker to retry over. Claim does not rely on it: it
+	// treats every answer of that look as a conflict and reads the leader.
+	if n, _, _ := direct.Pending(); n > 1 {
+		t.Errorf("%d direct gets, want at most kv.Create's one: reads must go to the leader", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/internal/natstest"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -162,6 +163,32 @@ func TestValidKey(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, kvstore.ErrInvalid) {
 			t.Errorf("validKey(%q, %q) = %v, want ErrInvalid", tt.tenant, tt.digest, err)
+		}
+	}
+}
+
+func TestAPIPrefixOf(t *testing.T) {
+	nc := natstest.Connect(t, single)
+	withDomain, err := jetstream.NewWithDomain(nc, "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPrefix, err := jetstream.NewWithAPIPrefix(nc, "$JS.acme.API")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		js   jetstream.JetStream
+		want string
+	}{
+		{"default", natstest.JetStream(t, nc), "$JS.API."},
+		{"domain", withDomain, "$JS.hub.API."},
+		{"prefix without dot", withPrefix, "$JS.acme.API."},
+	}
+	for _, tt := range tests {
+		if got := apiPrefixOf(tt.js); got != tt.want {
+			t.Errorf("%s: apiPrefixOf = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
