@@ -7,8 +7,12 @@
 // records under the key <tenant>.<digest>. A value is a compact JSON document
 // with the record's fields (state, holder, claim id, lease duration, outcome or
 // reason, the check digest, tool, run and call ids); never the call's arguments.
-// Times of the server's are not in the value: they are the entry's timestamp,
-// stamped by the stream's leader on every write.
+// The server's times are not in the value: they are the entry's timestamp,
+// stamped by the stream's leader on every write. The one time the value holds
+// is CreatedAt, the claiming worker's note of when it claimed the key: shown to
+// operators, never compared with anything. Records returned straight from a
+// write (a won Claim, Resolve) carry the writer's estimates of the server's
+// times; records read (Get, Wait, a refused Claim) carry the server's.
 //
 // # Operations
 //
@@ -48,6 +52,13 @@
 //
 // Forget is one stream purge filtered on $KV.<bucket>.<tenant>.>. It leaves no
 // markers and wakes no watchers; see [Store.Forget] and [Store.Wait].
+//
+// # Permissions
+//
+// A user running the store publishes to $KV.<bucket>.> and to the JetStream API
+// ($JS.API.>, or narrower: the stream requests on KV_<bucket> — create, update,
+// info, message get, purge — and the consumer requests Wait's watch makes), and
+// subscribes to its inboxes (_INBOX.>).
 //
 // # Durability
 //

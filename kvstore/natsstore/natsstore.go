@@ -35,9 +35,9 @@ const headroom = 512
 // changing under it, or a read that is behind a write (across a leader change).
 const maxAttempts = 10
 
-// recheck is how soon Wait looks again when the server has not yet caught up
+// recheckAfter is how soon Wait looks again when the server has not yet caught up
 // with a deadline (a read behind seen, an expiry the server has not yet run).
-const recheck = 50 * time.Millisecond
+const recheckAfter = 50 * time.Millisecond
 
 var bucketRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 

@@ -90,7 +90,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 			return rec, true, nil
 		}
 		if rec.Revision == 0 {
-			arm(recheck) // the answer was behind seen: look again soon
+			arm(recheckAfter) // the answer was behind seen: look again soon
 			return kvstore.Record{}, false, nil
 		}
 		return kvstore.Record{}, false, armFrom(rec)
@@ -159,7 +159,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 				return rec, nil
 			}
 			if rec.Revision == 0 {
-				arm(recheck) // the answer was behind seen: look again soon
+				arm(recheckAfter) // the answer was behind seen: look again soon
 				continue
 			}
 			now, err := s.serverNow(ctx)
@@ -170,7 +170,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 				rec.LeaseExpired = true
 				return rec, nil
 			}
-			arm(max(s.untilDeadline(rec, seen, now), recheck))
+			arm(max(s.untilDeadline(rec, seen, now), recheckAfter))
 		}
 	}
 }
