@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -368,6 +369,11 @@ func (a *Admin) resolve(ctx context.Context, data []byte) any {
 	}
 	if req.Operator == "" {
 		req.Operator = DefaultOperator
+	}
+	// Refuse what the audit event could not carry before anything is resolved: a
+	// resolution must never be applied without its audit event.
+	if !utf8.ValidString(req.Operator) || utf8.RuneCountInString(req.Operator) > events.MaxOperatorLen {
+		return ResolveResponse{Error: badRequest("operator must be valid UTF-8 of at most %d characters", events.MaxOperatorLen)}
 	}
 	rec, err := a.store.Resolve(ctx, req.Tenant, req.Key, kvstore.Resolution{
 		Release: req.Action == events.ActionRelease, Outcome: req.Outcome,

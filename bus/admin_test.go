@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,15 @@ func TestAdminRoundTrips(t *testing.T) {
 	audit, err := h.nc.SubscribeSync(events.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// An operator name the audit event could not carry is refused before the
+	// resolution is applied.
+	if _, err := h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionComplete,
+		Outcome: "refunded", Operator: strings.Repeat("é", events.MaxOperatorLen+1)}); !errors.Is(err, kvstore.ErrInvalid) {
+		t.Errorf("Resolve(long operator) = %v, want ErrInvalid", err)
+	}
+	if rec, err := h.client.Inspect(ctx, "acme", k1); err != nil || rec.State != kvstore.StateIndeterminate {
+		t.Fatalf("after a refused resolution the record is %+v, %v; want it still indeterminate", rec, err)
 	}
 	rec, err = h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionComplete, Outcome: "refunded", Operator: "alice"})
 	if err != nil {

@@ -204,13 +204,27 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 		if err == nil {
 			return DecodeAnswer(m.Headers(), m.Data())
 		}
-		if ctx.Err() != nil {
-			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, ctx.Err())
+		if cerr := contextEnded(ctx); cerr != nil {
+			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
 		}
 		if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
 			return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
 		}
 	}
+}
+
+// contextEnded returns ctx's error, or context.DeadlineExceeded once ctx's deadline
+// has passed even if ctx has not noticed yet: nats.go refuses a request whose
+// deadline is already behind it with an error of its own, which must not read as
+// anything but a timeout.
+func contextEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // DecodeAnswer reads an answer (or a resolution) from the headers and payload of
@@ -278,15 +292,25 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 		stop := context.AfterFunc(ctx, it.Stop)
 		defer stop()
 		defer it.Stop()
+		// pause grows while the iterator keeps failing, so that a lasting error
+		// (a permission refused, a stream gone) is not retried in a tight loop.
+		var pause time.Duration
 		for {
 			m, err := it.Next()
 			if err != nil {
 				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
 					return
 				}
-				c.log.Warn("watching events", "filter", filter, "error", err)
+				pause = min(max(2*pause, 50*time.Millisecond), 5*time.Second)
+				c.log.Warn("watching events", "filter", filter, "error", err, "retry_in", pause)
+				select {
+				case <-time.After(pause):
+				case <-ctx.Done():
+					return
+				}
 				continue
 			}
+			pause = 0
 			a, err := DecodeAnswer(m.Headers(), m.Data())
 			if err != nil {
 				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)

@@ -328,6 +328,10 @@ func (a Answer) Event(source string) (event.Event, error) {
 // leaving the call unanswered.
 const MaxFieldLen = 512
 
+// MaxOperatorLen is the most characters an operator's name may have in a resolved
+// event (the schema's bound).
+const MaxOperatorLen = 256
+
 // truncate cuts s to at most n bytes, on a rune boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {

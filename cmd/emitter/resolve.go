@@ -12,9 +12,6 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-// maxOperatorLen is the longest operator name the resolved event's schema
-// accepts.
-const maxOperatorLen = 256
 
 type resolveOptions struct {
 	tenant, key       string
@@ -79,8 +76,8 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 	default:
 		req.Action = events.ActionRelease
 	}
-	if utf8.RuneCountInString(o.operator) > maxOperatorLen || !utf8.ValidString(o.operator) {
-		return badInput(fmt.Errorf("--operator: at most %d characters of valid UTF-8", maxOperatorLen))
+	if utf8.RuneCountInString(o.operator) > events.MaxOperatorLen || !utf8.ValidString(o.operator) {
+		return badInput(fmt.Errorf("--operator: at most %d characters of valid UTF-8", events.MaxOperatorLen))
 	}
 	if !utf8.ValidString(o.outcome) {
 		return badInput(errors.New("--outcome is not valid UTF-8"))
