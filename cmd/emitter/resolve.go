@@ -12,7 +12,6 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-
 type resolveOptions struct {
 	tenant, key       string
 	complete, release bool
