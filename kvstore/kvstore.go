@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -177,4 +178,38 @@ type Store interface {
 
 	// Close releases the store's resources. It does not close clients it was given.
 	Close() error
+}
+
+// Lister is an optional capability of a [Store]: listing a tenant's records in
+// one state, for operators (the approval path lists the indeterminate records
+// that wait for a human). Callers probe for it with a type assertion. The stores
+// in this module all implement it.
+type Lister interface {
+	// List returns up to limit live records of tenant in state, oldest first by
+	// UpdatedAt (ties broken by Digest); limit ≤ 0 means no limit. Records are
+	// as Get returns them, except that LeaseExpired may be left unset. It returns
+	// ErrInvalid for a malformed tenant or a state that is not one of
+	// StateClaimed, StateCompleted and StateIndeterminate. Listing is a read for
+	// people, not part of the guarantee: it may be served from a replica, and its
+	// cost may grow with the number of the tenant's records.
+	List(ctx context.Context, tenant string, state State, limit int) ([]Record, error)
+}
+
+// Valid reports whether s is one of StateClaimed, StateCompleted and
+// StateIndeterminate.
+func (s State) Valid() bool {
+	switch s {
+	case StateClaimed, StateCompleted, StateIndeterminate:
+		return true
+	}
+	return false
+}
+
+// CompareAge orders records as [Lister.List] returns them: by UpdatedAt, oldest
+// first, then by Digest. It suits slices.SortFunc.
+func CompareAge(a, b Record) int {
+	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Digest, b.Digest)
 }

@@ -45,6 +45,8 @@
 // store that implements [RawDumper] lets the suite look at the bytes it stores, to
 // prove that the arguments behind a digest never reach them; without it that part
 // of the check is skipped with a log line.
+// A store that implements [kvstore.Lister] has its List checked: the
+// records of one tenant in one state, oldest first, within the limit.
 //
 // Each misbehaviour is reported with the operation, what came back and what the
 // contract wants; a subtest stops early only when what follows could not be

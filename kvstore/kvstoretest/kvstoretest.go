@@ -91,6 +91,7 @@ var checks = []check{
 	{name: "ResolveComplete", run: checkResolveComplete},
 	{name: "ResolveRelease", run: checkResolveRelease},
 	{name: "ResolveWrongState", run: checkResolveWrongState},
+	{name: "List", run: checkList},
 	{name: "InvalidInput", run: checkInvalidInput},
 	{name: "NoArguments", run: checkNoArguments},
 }

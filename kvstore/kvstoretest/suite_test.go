@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +205,24 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 			wrap:   func(s kvstore.Store) kvstore.Store { return emptyDump{s} },
 			checks: []string{"NoArguments"},
 			want:   "without the digest",
+		},
+		{
+			name:   "list ignores the state",
+			wrap:   func(s kvstore.Store) kvstore.Store { return listsEveryState{s} },
+			checks: []string{"List"},
+			want:   "List(completed)",
+		},
+		{
+			name:   "list ignores the limit and the order",
+			wrap:   func(s kvstore.Store) kvstore.Store { return listsUnordered{s} },
+			checks: []string{"List"},
+			want:   "limit 2",
+		},
+		{
+			name:   "list accepts any tenant and state",
+			wrap:   func(s kvstore.Store) kvstore.Store { return listsAnything{s} },
+			checks: []string{"List"},
+			want:   "kvstore: invalid request",
 		},
 		{
 			name:   "outcome truncated",
@@ -473,4 +492,46 @@ func (s truncates) Record(ctx context.Context, l kvstore.Lease, out string) erro
 		out = out[:1024]
 	}
 	return s.Store.Record(ctx, l, out)
+}
+
+// listsEveryState lists the tenant's records whatever their state.
+type listsEveryState struct{ kvstore.Store }
+
+func (s listsEveryState) List(ctx context.Context, tenant string, _ kvstore.State, limit int) ([]kvstore.Record, error) {
+	var all []kvstore.Record
+	for _, st := range []kvstore.State{kvstore.StateClaimed, kvstore.StateCompleted, kvstore.StateIndeterminate} {
+		recs, err := s.Store.(kvstore.Lister).List(ctx, tenant, st, 0)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, recs...)
+	}
+	slices.SortFunc(all, kvstore.CompareAge)
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	return all, nil
+}
+
+// listsUnordered returns every match, newest first, whatever the limit.
+type listsUnordered struct{ kvstore.Store }
+
+func (s listsUnordered) List(ctx context.Context, tenant string, state kvstore.State, _ int) ([]kvstore.Record, error) {
+	recs, err := s.Store.(kvstore.Lister).List(ctx, tenant, state, 0)
+	slices.Reverse(recs)
+	return recs, err
+}
+
+// listsAnything answers any tenant and state with an empty list.
+type listsAnything struct{ kvstore.Store }
+
+func (s listsAnything) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
+	if !state.Valid() {
+		return nil, nil
+	}
+	recs, err := s.Store.(kvstore.Lister).List(ctx, tenant, state, limit)
+	if errors.Is(err, kvstore.ErrInvalid) {
+		return nil, nil
+	}
+	return recs, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -59,7 +60,8 @@ type Store struct {
 }
 
 var (
-	_ kvstore.Store = (*Store)(nil)
+	_ kvstore.Store  = (*Store)(nil)
+	_ kvstore.Lister = (*Store)(nil)
 	_ interface {
 		DumpRaw(ctx context.Context, tenant string) ([][]byte, error)
 	} = (*Store)(nil)
@@ -398,6 +400,36 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 	s.touch(e, now)
 	s.notify(k)
 	return s.view(e, now), nil
+}
+
+// List returns up to limit of tenant's live records in state, oldest first by
+// UpdatedAt (limit ≤ 0: all of them), with LeaseExpired judged as Get judges it.
+// It returns kvstore.ErrInvalid for a malformed tenant or an unknown state, and
+// kvstore.ErrUnavailable once the store is closed. It implements kvstore.Lister.
+func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
+	if err := validTenant(tenant); err != nil {
+		return nil, fmt.Errorf("memstore: list: %w", err)
+	}
+	if !state.Valid() {
+		return nil, fmt.Errorf("memstore: list: state %q: %w", state, kvstore.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return nil, fmt.Errorf("memstore: list: %w", err)
+	}
+	now := s.clock.Now()
+	var out []kvstore.Record
+	for _, e := range s.tenants[tenant] {
+		if s.live(e, now) && e.rec.State == state {
+			out = append(out, s.view(e, now))
+		}
+	}
+	slices.SortFunc(out, kvstore.CompareAge)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // DumpRaw returns the tenant's live records as the store keeps them, one JSON
