@@ -10,7 +10,7 @@ import (
 
 // SchemaVersion is the schema version this release creates and expects: the
 // number of migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations[i] takes the schema from version i to version i+1. {s} stands for the
 // quoted schema name. Appending is the only allowed change.
@@ -44,6 +44,12 @@ CREATE INDEX records_expires_at ON {s}.records (expires_at);
 
 COMMENT ON TABLE {s}.records IS
 	'toolexec idempotency records (pgstore). Holds digests and outcomes, never call arguments.';
+`,
+	// 2: List of the indeterminate records of a tenant, oldest first, without
+	// reading the tenant's other records.
+	`
+CREATE INDEX records_indeterminate ON {s}.records (tenant, updated_at, digest)
+	WHERE state = 'indeterminate';
 `,
 }
 

@@ -17,7 +17,10 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
-var _ kvstore.Store = (*Store)(nil)
+var (
+	_ kvstore.Store  = (*Store)(nil)
+	_ kvstore.Lister = (*Store)(nil)
+)
 
 // errClosed is what operations on a closed Store return (wrapped in
 // kvstore.ErrUnavailable by fail).
@@ -116,7 +119,7 @@ type statements struct {
 	claim, get                                 string
 	record, release, markIndeterminate, renew  string
 	takeOver, forget, resolveDone, resolveDrop string
-	sweep, dump                                string
+	sweep, dump, list                          string
 }
 
 // recordCols is the select list every statement that reads a record returns; see
@@ -212,6 +215,11 @@ RETURNING ` + recordCols + `, pg_notify($3, digest) IS NOT NULL`),
 		sweep: r.Replace(`DELETE FROM {t} WHERE ctid IN (
 	SELECT ctid FROM {t} WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED
 ) AND expires_at <= now()`),
+
+		// $1 tenant $2 state $3 limit (NULL: all)
+		list: r.Replace(`SELECT ` + recordCols + ` FROM {t}
+WHERE tenant = $1 AND state = $2 AND expires_at > now()
+ORDER BY updated_at, digest LIMIT $3`),
 
 		// $1 tenant
 		dump: r.Replace(`SELECT (to_jsonb(r) || jsonb_build_object('outcome', encode(r.outcome, 'escape')))::text
@@ -511,6 +519,37 @@ func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.
 		return kvstore.Record{}, err
 	}
 	return kvstore.Record{}, kvstore.ErrNotIndeterminate
+}
+
+// List returns up to limit of the tenant's live records in state, oldest first
+// by updated_at (limit ≤ 0: all of them), with LeaseExpired as the database
+// judges it, in one statement (indeterminate records through their own partial
+// index, from schema version 2). It returns kvstore.ErrInvalid for a malformed
+// tenant or an unknown state and an error wrapping kvstore.ErrUnavailable when
+// the database cannot be reached. It implements kvstore.Lister.
+func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
+	if !tenantRE.MatchString(tenant) {
+		return nil, s.fail("list", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
+	}
+	if !state.Valid() {
+		return nil, s.fail("list", fmt.Errorf("%w: state %q", kvstore.ErrInvalid, state))
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, s.fail("list", err)
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, s.sql.list, tenant, string(state), lim)
+	if err != nil {
+		return nil, s.fail("list", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (kvstore.Record, error) {
+		rec, err := scanRecord(r)
+		return rec.rec, err
+	})
+	return out, s.fail("list", err)
 }
 
 // DumpRaw returns each of the tenant's live rows exactly as the table holds them,
