@@ -190,6 +190,11 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 }
 
 // attach waits for the first event stored under filter, oldest first.
+//
+// It reads through one message iterator rather than repeated Next calls: every
+// Next of an ordered consumer replaces the server's consumer and deletes the
+// previous one, and a tenant's permissions grant no consumer deletes (a delete
+// names any consumer of the stream, another tenant's included).
 func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {
 	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{filter},
@@ -199,15 +204,20 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
 	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+	}
+	defer it.Stop()
 	for {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err == nil {
 			return DecodeAnswer(m.Headers(), m.Data())
 		}
 		if cerr := contextEnded(ctx); cerr != nil {
 			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
 		}
-		if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
+		if !errors.Is(err, nats.ErrTimeout) {
 			return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
 		}
 	}
