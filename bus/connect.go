@@ -3,6 +3,7 @@ package bus
 import (
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,12 @@ type ConnectConfig struct {
 	// Name is the connection's name in the server's monitoring; default
 	// DefaultClientName.
 	Name string
+	// InboxPrefix replaces _INBOX as the start of the connection's reply
+	// subjects, as nats --inbox-prefix does. A tenant's credentials may subscribe
+	// only to inboxes of its own (see deploy/tenants.conf: _INBOX_<tenant>), so that
+	// no tenant reads the replies and JetStream deliveries meant for another.
+	// It must be a plain subject: no wildcards, no empty tokens.
+	InboxPrefix string
 	// InProcess, when set, connects to that embedded server in-process (see
 	// EmbeddedConfig.InProcess); URL is then ignored.
 	InProcess nats.InProcessConnProvider
@@ -52,7 +59,8 @@ type ConnectConfig struct {
 
 // Options returns the nats.go options cfg stands for, or an error matching
 // ErrInvalidConfig (two ways of authenticating, a TLS key without its
-// certificate) or the error nats.go gives for an unreadable nkey seed file.
+// certificate, an inbox prefix that is not a plain subject) or the error nats.go
+// gives for an unreadable nkey seed file.
 func (cfg ConnectConfig) Options() ([]nats.Option, error) {
 	auth := 0
 	for _, set := range []bool{cfg.CredsFile != "", cfg.NKeyFile != "", cfg.User != "" || cfg.Password != "", cfg.Token != ""} {
@@ -68,6 +76,9 @@ func (cfg ConnectConfig) Options() ([]nats.Option, error) {
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, invalidConfig("connect: a TLS client certificate and its key go together")
+	}
+	if p := cfg.InboxPrefix; p != "" && (strings.ContainsAny(p, "*> \t\r\n") || strings.HasSuffix(p, ".") || strings.HasPrefix(p, ".") || strings.Contains(p, "..")) {
+		return nil, invalidConfig("connect: inbox prefix %q is not a subject without wildcards", p)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -132,6 +143,9 @@ func (cfg ConnectConfig) Options() ([]nats.Option, error) {
 	}
 	if cfg.InProcess != nil {
 		opts = append(opts, nats.InProcessServer(cfg.InProcess))
+	}
+	if cfg.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
 	}
 	return opts, nil
 }
