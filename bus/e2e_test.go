@@ -94,6 +94,15 @@ func (ds *downstream) snapshot() map[string]int {
 // the downstream exactly once, each call has exactly one answer event, and 1,800
 // calls are answered deduplicated.
 func TestThreeWorkersShareTheConsumer(t *testing.T) {
+	threeWorkersShareTheConsumer(t, func(t *testing.T, h *harness, reg *tool.Registry) *worker {
+		return h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	})
+}
+
+// threeWorkersShareTheConsumer is TestThreeWorkersShareTheConsumer with the
+// workers started by startWorker, so that the scenario runs over any store (see
+// store_e2e_test.go).
+func threeWorkersShareTheConsumer(t *testing.T, startWorker func(t *testing.T, h *harness, reg *tool.Registry) *worker) {
 	const (
 		keys     = 200
 		perKey   = 10
@@ -105,7 +114,7 @@ func TestThreeWorkersShareTheConsumer(t *testing.T) {
 	reg := registry(t, bookTool(t, "book", tool.Effectful, ds.book))
 	var workers []*worker
 	for range 3 {
-		workers = append(workers, h.startWorker(t, reg, bus.WorkerConfig{}, 0))
+		workers = append(workers, startWorker(t, h, reg))
 	}
 
 	start := time.Now()
