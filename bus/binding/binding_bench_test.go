@@ -1,0 +1,121 @@
+package binding_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/events"
+)
+
+// The call and the answer the benchmarks encode and decode: a booking, as the
+// demo airline's book tool takes and answers it.
+var (
+	benchCall = events.Call{
+		Tenant: "acme", RunID: "run_1", CallID: "call_6705c7fa0eed93c47b9439ce", Tool: "book", Source: "/agents/planner",
+		Arguments:   json.RawMessage(`{"flight":"BA117","seats":2,"request_id":"r-7f3a"}`),
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+	}
+	benchAnswer = events.Answer{
+		Kind: events.KindCompleted, Tenant: "acme", RunID: "run_1", CallID: "call_6705c7fa0eed93c47b9439ce", Tool: "book",
+		Key: "dcaca72c477ec402dd504f145eb9fa54d2964d52f26edc7cd656608baca21496", Outcome: "VGUQR2",
+		Time: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
+	}
+	benchModes = []binding.Mode{binding.Structured, binding.Binary}
+)
+
+// BenchmarkEncodeCall builds a call's CloudEvent and its NATS message, as the
+// client does for every call it publishes.
+func BenchmarkEncodeCall(b *testing.B) {
+	subject := events.CallSubject(benchCall.Tenant, benchCall.Tool)
+	for _, mode := range benchModes {
+		b.Run(mode.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				e, err := events.NewCallEvent(benchCall)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := binding.NewMsg(subject, e, mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeCall reads a call message back into a call, as a worker does
+// for every message it takes.
+func BenchmarkDecodeCall(b *testing.B) {
+	e, err := events.NewCallEvent(benchCall)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range benchModes {
+		b.Run(mode.String(), func(b *testing.B) {
+			h, data, err := binding.Encode(e, mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				in, err := binding.Decode(h, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := events.CallFromEvent(in, benchCall.Tenant, benchCall.Tool); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeAnswer builds a completed answer's event (its data checked
+// against the answer's schema) and its message, as a worker does for every
+// answer.
+func BenchmarkEncodeAnswer(b *testing.B) {
+	for _, mode := range benchModes {
+		b.Run(mode.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				e, err := benchAnswer.Event("/toolexec/executor/bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := binding.NewMsg(benchAnswer.Subject(), e, mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeAnswer reads an answer message back, as a waiting client does.
+func BenchmarkDecodeAnswer(b *testing.B) {
+	e, err := benchAnswer.Event("/toolexec/executor/bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range benchModes {
+		b.Run(mode.String(), func(b *testing.B) {
+			h, data, err := binding.Encode(e, mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				in, err := binding.Decode(h, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := events.AnswerFromEvent(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

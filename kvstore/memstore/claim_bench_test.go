@@ -1,0 +1,96 @@
+package memstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/memstore"
+)
+
+// benchSeq numbers the keys the benchmarks claim, so that every claim is of a
+// fresh key.
+var benchSeq atomic.Int64
+
+// benchClaim returns a claim request for a fresh key.
+func benchClaim() kvstore.ClaimRequest {
+	n := benchSeq.Add(1)
+	return kvstore.ClaimRequest{
+		Tenant: "bench", Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
+		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
+	}
+}
+
+// claimCycle is what the dispatcher does with the store for a call whose key is
+// new: claim it, then record the outcome.
+func claimCycle(ctx context.Context, s kvstore.Store) error {
+	res, err := s.Claim(ctx, benchClaim())
+	if err != nil {
+		return fmt.Errorf("Claim: %w", err)
+	}
+	if !res.Claimed {
+		return fmt.Errorf("Claim of a new key: not claimed, record %+v", res.Record)
+	}
+	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
+		return fmt.Errorf("Record: %w", err)
+	}
+	return nil
+}
+
+// BenchmarkClaimRecord measures one claim cycle (Claim of a new key, then Record)
+// at a time.
+func BenchmarkClaimRecord(b *testing.B) {
+	s := memstore.New(memstore.Config{})
+	defer s.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := claimCycle(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimRecordParallel runs claim cycles from 64 goroutines (32 per
+// CPU on two CPUs), as an executor with 64 calls in flight does.
+func BenchmarkClaimRecordParallel(b *testing.B) {
+	s := memstore.New(memstore.Config{})
+	defer s.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := claimCycle(ctx, s); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkClaimDuplicate measures the claim of a key already completed: the
+// store answers with the record, as for every duplicate call.
+func BenchmarkClaimDuplicate(b *testing.B) {
+	s := memstore.New(memstore.Config{})
+	defer s.Close()
+	ctx := context.Background()
+	req := benchClaim()
+	res, err := s.Claim(ctx, req)
+	if err != nil || !res.Claimed {
+		b.Fatalf("Claim: %v", err)
+	}
+	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Claim(ctx, req)
+		if err != nil || res.Claimed || res.Record.State != kvstore.StateCompleted {
+			b.Fatalf("Claim of a completed key: %v, %+v", err, res)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package natsstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/natsstore"
+)
+
+// benchSeq numbers the keys the benchmarks claim, so that every claim is of a
+// fresh key.
+var benchSeq atomic.Int64
+
+func benchClaim() kvstore.ClaimRequest {
+	n := benchSeq.Add(1)
+	return kvstore.ClaimRequest{
+		Tenant: "bench", Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
+		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
+	}
+}
+
+// claimCycle is what the dispatcher does with the store for a call whose key is
+// new: claim it (a KV create), then record the outcome (a KV update).
+func claimCycle(ctx context.Context, s kvstore.Store) error {
+	res, err := s.Claim(ctx, benchClaim())
+	if err != nil {
+		return fmt.Errorf("Claim: %w", err)
+	}
+	if !res.Claimed {
+		return fmt.Errorf("Claim of a new key: not claimed, record %+v", res.Record)
+	}
+	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
+		return fmt.Errorf("Record: %w", err)
+	}
+	return nil
+}
+
+// syncModes are the two fsync settings the store runs under: the embedded
+// executor's default (sync before every acknowledgement) and nats-server's
+// default (lazy, every two minutes).
+var syncModes = []struct {
+	name string
+	opts []natstest.Option
+}{
+	{"sync=always", []natstest.Option{natstest.SyncAlways()}},
+	{"sync=lazy", nil},
+}
+
+// benchStore starts a server of its own (file storage, in a temporary
+// directory) and returns a store on it, connected over TCP as an executor is.
+func benchStore(b *testing.B, opts []natstest.Option) *natsstore.Store {
+	b.Helper()
+	srv := natstest.Start(b, opts...)
+	js := natstest.JetStream(b, natstest.Connect(b, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := natsstore.New(ctx, js, natsstore.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// BenchmarkClaimRecord measures one claim cycle at a time: the latency of a
+// create and an update, each acknowledged by the server.
+func BenchmarkClaimRecord(b *testing.B) {
+	for _, m := range syncModes {
+		b.Run(m.name, func(b *testing.B) {
+			s := benchStore(b, m.opts)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := claimCycle(ctx, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClaimRecordParallel runs claim cycles from 64 goroutines (32 per
+// CPU on two CPUs), as an executor with 64 calls in flight does.
+func BenchmarkClaimRecordParallel(b *testing.B) {
+	for _, m := range syncModes {
+		b.Run(m.name, func(b *testing.B) {
+			s := benchStore(b, m.opts)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := claimCycle(ctx, s); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkClaimDuplicate measures the claim of a key already completed: the
+// refused create and the read of the winner's record, as for every duplicate
+// call.
+func BenchmarkClaimDuplicate(b *testing.B) {
+	s := benchStore(b, nil)
+	ctx := context.Background()
+	req := benchClaim()
+	res, err := s.Claim(ctx, req)
+	if err != nil || !res.Claimed {
+		b.Fatalf("Claim: %v", err)
+	}
+	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Claim(ctx, req)
+		if err != nil || res.Claimed || res.Record.State != kvstore.StateCompleted {
+			b.Fatalf("Claim of a completed key: %v, %+v", err, res)
+		}
+	}
+}

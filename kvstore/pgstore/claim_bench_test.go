@@ -1,0 +1,138 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/pgstore"
+)
+
+// benchSeq numbers the keys the benchmarks claim, so that every claim is of a
+// fresh key.
+var benchSeq atomic.Int64
+
+func benchClaim() kvstore.ClaimRequest {
+	n := benchSeq.Add(1)
+	return kvstore.ClaimRequest{
+		Tenant: "bench", Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
+		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
+	}
+}
+
+// claimCycle is what the dispatcher does with the store for a call whose key is
+// new: claim it (one INSERT … ON CONFLICT), then record the outcome (one UPDATE).
+func claimCycle(ctx context.Context, s kvstore.Store) error {
+	res, err := s.Claim(ctx, benchClaim())
+	if err != nil {
+		return fmt.Errorf("Claim: %w", err)
+	}
+	if !res.Claimed {
+		return fmt.Errorf("Claim of a new key: not claimed, record %+v", res.Record)
+	}
+	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
+		return fmt.Errorf("Record: %w", err)
+	}
+	return nil
+}
+
+// benchPoolConns is the size of the benchmarks' connection pool.
+const benchPoolConns = 32
+
+// benchStore returns a store in a schema of its own on the test database
+// (TEST_POSTGRES_URL), dropped when the benchmark ends.
+func benchStore(b *testing.B) *pgstore.Store {
+	b.Helper()
+	url := testenv.PostgresURL(b)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = benchPoolConns
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	schema := "pgstore_b_" + hex.EncodeToString(r[:])
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+			b.Errorf("dropping %s: %v", schema, err)
+		}
+		pool.Close()
+	})
+	s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: schema, SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	if err := s.EnsureSchema(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkClaimRecord measures one claim cycle at a time: two statements,
+// each committed (synchronous_commit as the server has it).
+func BenchmarkClaimRecord(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := claimCycle(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimRecordParallel runs claim cycles from 64 goroutines (32 per
+// CPU on two CPUs) over a pool of 32 connections.
+func BenchmarkClaimRecordParallel(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := claimCycle(ctx, s); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkClaimDuplicate measures the claim of a key already completed: the
+// statement that finds the key held, and the read of the record.
+func BenchmarkClaimDuplicate(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	req := benchClaim()
+	res, err := s.Claim(ctx, req)
+	if err != nil || !res.Claimed {
+		b.Fatalf("Claim: %v", err)
+	}
+	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Claim(ctx, req)
+		if err != nil || res.Claimed || res.Record.State != kvstore.StateCompleted {
+			b.Fatalf("Claim of a completed key: %v, %+v", err, res)
+		}
+	}
+}
