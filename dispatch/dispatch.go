@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tesserix/toolexec/clock"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
@@ -50,6 +53,11 @@ type Config struct {
 	// Logger receives one line per notable event (never arguments); default
 	// slog.Default().
 	Logger *slog.Logger
+	// Observer is told what the dispatcher does, for metrics; default none.
+	Observer Observer
+	// TracerProvider makes the spans of calls (see SpanCall); default none: no
+	// spans, and tools receive the call's own traceparent.
+	TracerProvider trace.TracerProvider
 }
 
 // Stats counts what the dispatcher did. Its fields are safe to read concurrently.
@@ -74,6 +82,8 @@ type Dispatcher struct {
 	jitter     func() float64
 	maxOutcome int
 	log        *slog.Logger
+	obs        Observer
+	tracer     trace.Tracer
 	stats      Stats
 }
 
@@ -88,6 +98,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		tools: cfg.Tools, store: cfg.Store, holder: cfg.Holder, lease: cfg.Lease,
 		clock: cfg.Clock, jitter: cfg.Jitter, maxOutcome: cfg.MaxOutcomeBytes, log: cfg.Logger,
+		obs: cfg.Observer, tracer: newTracer(cfg.TracerProvider),
+	}
+	if d.obs == nil {
+		d.obs = nopObserver{}
 	}
 	if d.holder == "" {
 		d.holder = defaultHolder()
@@ -171,14 +185,24 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) (string, error) {
 }
 
 func (d *Dispatcher) dispatch(ctx context.Context, c Call) (events.Answer, error, error) {
-	r := &run{d: d, call: c, base: events.Answer{
+	start := time.Now()
+	label := ""
+	if _, ok := d.tools.Lookup(c.Tool); ok {
+		label = c.Tool
+	}
+	d.obs.CallStarted(label)
+	ctx, span := d.startCall(ctx, c)
+	r := &run{d: d, call: c, label: label, base: events.Answer{
 		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool, TraceParent: c.TraceParent,
 	}}
 	a, cause, err := r.do(ctx)
+	endCall(span, a, err)
 	if err != nil {
+		d.obs.CallEnded(label, "", "", time.Since(start))
 		return events.Answer{}, nil, err
 	}
 	d.count(a.Kind)
+	d.obs.CallEnded(label, a.Kind, a.Reason, time.Since(start))
 	return a, cause, nil
 }
 
@@ -201,6 +225,7 @@ func (d *Dispatcher) count(k events.Kind) {
 type run struct {
 	d     *Dispatcher
 	call  Call
+	label string // the tool's name for the observer: "" if it is not registered
 	base  events.Answer
 	tool  *tool.Tool
 	args  *idemkey.Arguments
@@ -244,6 +269,7 @@ func (r *run) do(ctx context.Context) (events.Answer, error, error) {
 			return r.indeterminate(events.ReasonKeyUnderivable, false), err, nil
 		}
 		r.d.stats.Unguarded.Add(1)
+		r.d.obs.RanUnguarded(r.label, events.ReasonKeyUnderivable)
 		r.d.log.Warn("idempotent call runs without a claim: key underivable",
 			"tool", c.Tool, "tenant", c.Tenant, "run_id", c.RunID, "call_id", c.CallID, "error", err)
 		return r.unguarded(ctx)
@@ -286,29 +312,41 @@ func (r *run) indeterminate(reason events.Reason, bodyEntered bool) events.Answe
 	return a
 }
 
-func (r *run) toolContext(attempt int) tool.Context {
+// toolContext is what the body is told; ctx is the body's, whose span is the
+// parent of whatever the tool does downstream.
+func (r *run) toolContext(ctx context.Context, attempt int) tool.Context {
 	return tool.Context{
 		IdempotencyKey: r.key, Tenant: r.call.Tenant, RunID: r.call.RunID, CallID: r.call.CallID,
-		Tool: r.call.Tool, Attempt: attempt, TraceParent: r.call.TraceParent,
+		Tool: r.call.Tool, Attempt: attempt, TraceParent: traceParent(ctx, r.call.TraceParent),
 	}
 }
 
 // body enters the tool once, under its timeout, turning a panic into an error. It
 // reports whether the failure was the tool's own timeout.
 func (r *run) body(ctx context.Context, attempt int) (out string, err error, timedOut bool) {
-	bctx, cancel := ctx, context.CancelFunc(func() {})
+	sctx, span := r.span(ctx, SpanBody, AttrAttempt.Int(attempt))
+	defer func() {
+		// The tool's error text may quote anything, its arguments included: the
+		// span says only how it failed.
+		if err != nil {
+			span.SetStatus(codes.Error, string(failureCode(err, timedOut)))
+		}
+		span.End()
+	}()
+	bctx, cancel := sctx, context.CancelFunc(func() {})
 	if to := r.tool.Spec().Timeout; to > 0 {
-		bctx, cancel = context.WithTimeout(ctx, to)
+		bctx, cancel = context.WithTimeout(sctx, to)
 	}
 	defer cancel()
 	r.d.stats.BodiesEntered.Add(1)
+	r.d.obs.BodyEntered(r.label)
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("tool %s panicked: %v", r.call.Tool, p)
 			}
 		}()
-		out, err = r.tool.Call(bctx, r.toolContext(attempt), r.call.Arguments)
+		out, err = r.tool.Call(bctx, r.toolContext(bctx, attempt), r.call.Arguments)
 	}()
 	if err == nil && len(out) > r.d.maxOutcome {
 		return "", fmt.Errorf("%w: %d bytes, the limit is %d", errOutcomeTooLarge, len(out), r.d.maxOutcome), false
@@ -370,6 +408,7 @@ func (r *run) guarded(ctx context.Context) (events.Answer, error, error) {
 		}
 		if lease == nil { // the store is away; only Idempotent tools get here
 			r.d.stats.Unguarded.Add(1)
+			r.d.obs.RanUnguarded(r.label, events.ReasonStoreUnavailable)
 			return r.unguarded(ctx)
 		}
 		out, berr, timedOut, held := r.runClaimed(ctx, *lease, n)
@@ -382,14 +421,14 @@ func (r *run) guarded(ctx context.Context) (events.Answer, error, error) {
 			if timedOut {
 				reason = events.ReasonTimeout
 			}
-			if err := r.d.store.MarkIndeterminate(context.WithoutCancel(ctx), held, string(reason), true); err != nil {
+			if err := r.markIndeterminate(context.WithoutCancel(ctx), held, reason); err != nil {
 				// The claim stays; its lease runs out and whoever comes next marks it
 				// holder_lost. Nothing runs twice either way.
 				r.d.log.Error("marking indeterminate failed", r.logAttrs("error", err)...)
 			}
 			return r.indeterminate(reason, true), berr, nil
 		}
-		if err := r.d.store.Release(context.WithoutCancel(ctx), held); err != nil {
+		if err := r.release(context.WithoutCancel(ctx), held); err != nil {
 			r.d.log.Warn("releasing claim failed", r.logAttrs("error", err)...)
 		}
 		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(berr, errOutcomeTooLarge) {
@@ -428,7 +467,7 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 	}
 	final := func(a events.Answer) (*kvstore.Lease, *events.Answer, error) { return nil, &a, nil }
 
-	res, err := r.d.store.Claim(ctx, req)
+	res, err := r.claim(ctx, req)
 	for {
 		if err != nil {
 			return storeAway(err)
@@ -457,25 +496,25 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 
 		if !rec.LeaseExpired {
 			var w kvstore.Record
-			w, err = r.d.store.Wait(ctx, rec)
+			w, err = r.wait(ctx, rec)
 			switch {
 			case err == nil:
 				res = kvstore.ClaimResult{Record: w}
 			case errors.Is(err, kvstore.ErrNotFound): // released: claim again
-				res, err = r.d.store.Claim(ctx, req)
+				res, err = r.claim(ctx, req)
 			}
 			continue
 		}
 
 		// The holder's lease ran out: it crashed, hung or lost the store.
-		lease, terr := r.d.store.TakeOver(ctx, rec, req)
+		lease, terr := r.takeOver(ctx, rec, req)
 		switch {
 		case terr == nil:
 			if !effectful {
 				r.d.log.Info("took over an expired claim", r.logAttrs("previous_holder", rec.Holder)...)
 				return &lease, nil, nil
 			}
-			if err := r.d.store.MarkIndeterminate(ctx, lease, string(events.ReasonHolderLost), true); err != nil {
+			if err := r.markIndeterminate(ctx, lease, events.ReasonHolderLost); err != nil {
 				r.d.log.Error("marking holder_lost failed", r.logAttrs("error", err)...)
 			}
 			return final(r.indeterminate(events.ReasonHolderLost, true))
@@ -484,10 +523,10 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 			g, err = r.d.store.Get(ctx, r.call.Tenant, r.key)
 			res = kvstore.ClaimResult{Record: g}
 			if errors.Is(err, kvstore.ErrNotFound) {
-				res, err = r.d.store.Claim(ctx, req)
+				res, err = r.claim(ctx, req)
 			}
 		case errors.Is(terr, kvstore.ErrNotFound):
-			res, err = r.d.store.Claim(ctx, req)
+			res, err = r.claim(ctx, req)
 		default:
 			err = terr
 		}
@@ -533,8 +572,9 @@ func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, attempt int) 
 // the body ran and its outcome is known — but leaves the claim to run out, after
 // which duplicates of an Effectful call are answered holder_lost, never re-run.
 func (r *run) record(ctx context.Context, lease kvstore.Lease, out string) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, span := r.span(context.WithoutCancel(ctx), SpanRecord)
 	var err error
+	defer func() { endStep(span, err) }()
 	for i := range 3 {
 		if err = r.d.store.Record(ctx, lease, out); err == nil || errors.Is(err, kvstore.ErrNotHolder) || errors.Is(err, kvstore.ErrTooLarge) {
 			break
@@ -544,4 +584,61 @@ func (r *run) record(ctx context.Context, lease kvstore.Lease, out string) {
 	if err != nil {
 		r.d.log.Error("recording the outcome failed", r.logAttrs("error", err)...)
 	}
+}
+
+// The store operations of a call, each in a span of its own.
+
+func (r *run) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
+	ctx, span := r.span(ctx, SpanClaim)
+	res, err := r.d.store.Claim(ctx, req)
+	if err == nil {
+		span.SetAttributes(AttrClaimed.Bool(res.Claimed))
+		if !res.Claimed {
+			span.SetAttributes(AttrState.String(string(res.Record.State)))
+		}
+	}
+	endStep(span, err)
+	return res, err
+}
+
+func (r *run) wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
+	start := time.Now()
+	ctx, span := r.span(ctx, SpanWait)
+	rec, err := r.d.store.Wait(ctx, seen)
+	switch {
+	case err == nil:
+		span.SetAttributes(AttrState.String(string(rec.State)))
+		endStep(span, nil)
+	case errors.Is(err, kvstore.ErrNotFound):
+		endStep(span, nil) // released: not a failure
+	default:
+		endStep(span, err)
+	}
+	r.d.obs.WaitedForHolder(r.label, time.Since(start))
+	return rec, err
+}
+
+func (r *run) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
+	ctx, span := r.span(ctx, SpanTakeOver)
+	l, err := r.d.store.TakeOver(ctx, seen, req)
+	if errors.Is(err, kvstore.ErrLeaseHeld) || errors.Is(err, kvstore.ErrNotFound) {
+		endStep(span, nil) // someone else moved first: not a failure
+	} else {
+		endStep(span, err)
+	}
+	return l, err
+}
+
+func (r *run) markIndeterminate(ctx context.Context, lease kvstore.Lease, reason events.Reason) error {
+	ctx, span := r.span(ctx, SpanMarkIndeterminate, AttrReason.String(string(reason)))
+	err := r.d.store.MarkIndeterminate(ctx, lease, string(reason), true)
+	endStep(span, err)
+	return err
+}
+
+func (r *run) release(ctx context.Context, lease kvstore.Lease) error {
+	ctx, span := r.span(ctx, SpanRelease)
+	err := r.d.store.Release(ctx, lease)
+	endStep(span, err)
+	return err
 }

@@ -24,4 +24,13 @@
 //  5. An underivable key or an unreachable store lets Idempotent tools run
 //     unguarded (counted in [Stats]) and stops Effectful ones: indeterminate,
 //     body not entered. A store that is down never reads as permission.
+//
+// # Observing it
+//
+// [Config.Observer] hears of every call, body entry, unguarded run and wait for
+// a holder, for metrics (package metrics implements it with Prometheus).
+// [Config.TracerProvider] makes one OpenTelemetry span per call, continuing the
+// caller's traceparent, with a child for each store operation and body entry;
+// the tool receives the body span's traceparent, so an HTTP tool's downstream
+// sees the body as its parent. Neither ever sees a call's arguments.
 package dispatch
