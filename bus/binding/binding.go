@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
@@ -103,7 +104,10 @@ func hasPrefixFold(s, prefix string) bool {
 //     an extension name that is not lower-case alphanumeric), or a message with
 //     neither structured Content-Type nor ce- headers;
 //   - bad_specversion: a specversion other than "1.0";
-//   - duplicate_member: a structured event with the same member twice.
+//   - duplicate_member: a structured event with the same member twice;
+//   - invalid_unicode: a structured payload that is not valid UTF-8, or an
+//     attribute of one that escapes a lone surrogate;
+//   - too_deep: a structured payload nesting deeper than [MaxNesting].
 func Decode(h nats.Header, data []byte) (event.Event, error) {
 	cts := Values(h, ContentType)
 	if len(cts) > 1 {
@@ -129,7 +133,14 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is empty; a structured event is a JSON object")
 	}
+	if !utf8.Valid(data) {
+		// encoding/json would quietly turn the bad bytes into U+FFFD.
+		return event.Event{}, events.Reject(events.CodeInvalidUnicode, "", "the payload is not valid UTF-8")
+	}
 	if !json.Valid(data) {
+		if nestsDeeper(data, MaxNesting) {
+			return event.Event{}, events.Reject(events.CodeTooDeep, "", "the payload nests arrays and objects more than %d deep", MaxNesting)
+		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
 	}
 	top, dup, isObject := members(data)
@@ -138,6 +149,9 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "", "the payload is JSON but not an object")
 	case dup != "":
 		return event.Event{}, events.Reject(events.CodeDuplicateMember, dup, "member %s appears twice in the event", short(dup))
+	}
+	if name := loneSurrogateIn(top); name != "" {
+		return event.Event{}, events.Reject(events.CodeInvalidUnicode, name, "attribute %s holds a lone surrogate escape", short(name))
 	}
 	raw, ok := top["specversion"]
 	if !ok {
@@ -325,6 +339,7 @@ func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
 // not JSON) yields false.
 func members(data []byte) (map[string]json.RawMessage, string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // a number too large for a float64 is still a token
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('{') {
 		return nil, "", false
@@ -337,10 +352,14 @@ func members(data []byte) (map[string]json.RawMessage, string, bool) {
 			return nil, "", false
 		}
 		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		// The value is skipped token by token rather than decoded, so that a
+		// member nested too deep for encoding/json (the data of a hostile call)
+		// does not hide the id and runid beside it.
+		start := dec.InputOffset()
+		if err := skipValue(dec); err != nil {
 			return nil, "", false
 		}
+		raw := json.RawMessage(valueAfterColon(data[start:dec.InputOffset()]))
 		if _, seen := top[name]; seen && dup == "" {
 			dup = name
 			continue
@@ -351,6 +370,134 @@ func members(data []byte) (map[string]json.RawMessage, string, bool) {
 		return nil, "", false
 	}
 	return top, dup, true
+}
+
+// skipValue reads the next value from dec, token by token.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// valueAfterColon returns the value in b, the bytes between a member's name and
+// the end of its value: whitespace, a colon, whitespace, the value.
+func valueAfterColon(b []byte) []byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	b = bytes.TrimPrefix(b, []byte(":"))
+	return bytes.TrimLeft(b, " \t\r\n")
+}
+
+// loneSurrogateIn returns the name of an attribute (any top-level member but
+// the data) whose string value escapes half of a surrogate pair alone, or "".
+// encoding/json would quietly turn it into U+FFFD. (The data is judged later:
+// the arguments' strings when the key is derived.)
+func loneSurrogateIn(top map[string]json.RawMessage) string {
+	names := make([]string, 0, len(top))
+	for name := range top {
+		names = append(names, name)
+	}
+	sort.Strings(names) // report the same attribute first every time
+	for _, name := range names {
+		if name != "data" && name != "data_base64" && hasLoneSurrogate(top[name]) {
+			return name
+		}
+	}
+	return ""
+}
+
+// hasLoneSurrogate reports whether the JSON value v, when it is a string,
+// holds a \u escape of a surrogate that is not half of a high-low pair.
+func hasLoneSurrogate(v []byte) bool {
+	if len(v) == 0 || v[0] != '"' {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(v) || v[i+1] != 'u' {
+			i++ // an escape of one character, perhaps a backslash
+			continue
+		}
+		r, ok := hex4(v, i+2)
+		if !ok {
+			return false // not JSON; the caller has checked that it is
+		}
+		switch {
+		case 0xD800 <= r && r <= 0xDBFF:
+			if lo, ok := hex4(v, i+8); ok && i+7 < len(v) && v[i+6] == '\\' && v[i+7] == 'u' && 0xDC00 <= lo && lo <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return true
+		case 0xDC00 <= r && r <= 0xDFFF:
+			return true
+		}
+		i += 5
+	}
+	return false
+}
+
+// hex4 reads the four hex digits of v at i.
+func hex4(v []byte, i int) (rune, bool) {
+	if i+4 > len(v) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range v[i : i+4] {
+		d, ok := unhex(c)
+		if !ok {
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}
+
+// MaxNesting is how deeply a structured event may nest arrays and objects: the
+// limit of encoding/json, which reads it. (The arguments of a call are held to a
+// far smaller depth later, when the key is derived.)
+const MaxNesting = 10000
+
+// nestsDeeper reports whether data, read as JSON, has more than limit arrays and
+// objects open at once. Brackets inside strings do not count.
+func nestsDeeper(data []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 // maxShown bounds how much of a sender's value an error message repeats.

@@ -1,0 +1,95 @@
+package binding_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/events"
+)
+
+// hostileEvent returns a structured call event with extra top-level members
+// (raw JSON, in order) and the given data.
+func hostileEvent(data string, extra ...string) string {
+	var b strings.Builder
+	b.WriteString(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + events.CallType + `","runid":"r1"`)
+	for i := 0; i+1 < len(extra); i += 2 {
+		b.WriteString(`,"` + extra[i] + `":` + extra[i+1])
+	}
+	b.WriteString(`,"datacontenttype":"application/json","data":` + data + `}`)
+	return b.String()
+}
+
+func nested(depth int) string { return strings.Repeat("[", depth) + "0" + strings.Repeat("]", depth) }
+
+// TestDecodeHostileStructured: what encoding/json would let through quietly
+// (invalid UTF-8, lone surrogate escapes in attributes) or refuse as "not JSON"
+// (nesting beyond its limit) is rejected with the code that says so, and the
+// rejection can still be addressed.
+func TestDecodeHostileStructured(t *testing.T) {
+	args := `{"arguments":{"flight":"LH1"}}`
+	tests := []struct {
+		name      string
+		payload   string
+		wantCode  events.Code // "" means accepted
+		wantField string
+	}{
+		{name: "invalid UTF-8 in an attribute", payload: hostileEvent(args, "comment", "\"\xff\xfe\""), wantCode: events.CodeInvalidUnicode},
+		{name: "invalid UTF-8 in the data", payload: hostileEvent("{\"arguments\":{\"flight\":\"L\xc3\"}}"), wantCode: events.CodeInvalidUnicode},
+		{name: "lone high surrogate in source", payload: strings.Replace(hostileEvent(args), `"/agent"`, `"/agent\ud800"`, 1),
+			wantCode: events.CodeInvalidUnicode, wantField: "source"},
+		{name: "lone low surrogate in an extension", payload: hostileEvent(args, "comment", `"x\udc00y"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
+		{name: "high surrogate then another escape", payload: hostileEvent(args, "comment", `"\ud800\u0041"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
+		{name: "high surrogate at the end", payload: hostileEvent(args, "comment", `"\ud800"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
+		{name: "two high surrogates", payload: hostileEvent(args, "comment", `"\ud800\ud800\udc00"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
+		{name: "data nested beyond MaxNesting", payload: hostileEvent(`{"arguments":{"x":` + nested(binding.MaxNesting+1) + `}}`), wantCode: events.CodeTooDeep},
+		{name: "surrogate pair", payload: hostileEvent(args, "comment", `"\ud83d\ude00 and \uD83D\uDE00"`)},
+		{name: "escaped backslash before ud800", payload: hostileEvent(args, "comment", `"\\ud800"`)},
+		{name: "lone surrogate in the data is for later stages", payload: hostileEvent(`{"arguments":{"flight":"\ud800"}}`)},
+		{name: "number too large for a double", payload: hostileEvent(`{"arguments":{"n":1e999999999}}`, "count", "1e999999999")},
+		{name: "brackets inside strings do not nest", payload: hostileEvent(`{"arguments":{"s":"` + strings.Repeat("[{", binding.MaxNesting) + `"}}`)},
+		{name: "nested deep but within MaxNesting", payload: hostileEvent(`{"arguments":{"x":` + nested(200) + `}}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, data := structured(tt.payload)
+			_, err := binding.Decode(h, data)
+			if tt.wantCode == "" {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				return
+			}
+			var re *events.RejectError
+			if !errors.As(err, &re) {
+				t.Fatalf("Decode error = %v, want a *events.RejectError", err)
+			}
+			if re.Code != tt.wantCode || (tt.wantField != "" && re.Field != tt.wantField) {
+				t.Errorf("rejected %s (field %q): %v; want %s (field %q)", re.Code, re.Field, err, tt.wantCode, tt.wantField)
+			}
+			if got := binding.Peek(h, data); got != (binding.Address{ID: "c1", RunID: "r1"}) {
+				t.Errorf("Peek = %+v: the rejection cannot be addressed to call c1 of run r1", got)
+			}
+		})
+	}
+}
+
+// TestPeekDeepAndHugeValues: Peek finds the id and runid beside members that
+// encoding/json cannot decode (nesting beyond its limit, a number beyond a
+// double), wherever they stand.
+func TestPeekDeepAndHugeValues(t *testing.T) {
+	for name, payload := range map[string]string{
+		"deep data last":   `{"id":"c1","runid":"r1","data":` + nested(2*binding.MaxNesting) + `}`,
+		"deep data first":  `{"data":` + nested(2*binding.MaxNesting) + `,"id":"c1","runid":"r1"}`,
+		"huge number":      `{"id":"c1","n":1e999999999,"runid":"r1"}`,
+		"spaces and lines": "{ \"id\" :\n \"c1\" ,\t\"runid\"\r\n:\"r1\" }",
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, data := structured(payload)
+			if got := binding.Peek(h, data); got != (binding.Address{ID: "c1", RunID: "r1"}) {
+				t.Errorf("Peek = %+v, want c1 and r1", got)
+			}
+		})
+	}
+}
