@@ -120,7 +120,8 @@ func NewCallEvent(c Call) (event.Event, error) {
 //     when absent the NATS subject's tool is taken;
 //   - datacontenttype is JSON: application/json, text/json or a +json type,
 //     absent meaning JSON ([CodeBadContentType]);
-//   - the data is present and JSON ([CodeBadData]), has no member twice
+//   - the data is present and JSON ([CodeBadData]), nests no deeper than
+//     encoding/json reads ([CodeTooDeep]), has no member twice
 //     ([CodeDuplicateMember]), its arguments are an object
 //     ([CodeArgumentsNotObject]) and it matches the call schema
 //     ([CodeSchemaViolation]).
@@ -207,6 +208,10 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
+		if nestsDeeper(data, maxDataNesting) {
+			return nil, &RejectError{Code: CodeTooDeep, Field: "data",
+				Msg: fmt.Sprintf("data nests arrays and objects more than %d deep", maxDataNesting), Err: err}
+		}
 		return nil, &RejectError{Code: CodeBadData, Field: "data", Msg: "data is not JSON: " + err.Error(), Err: err}
 	}
 	// The top level is read a second time, member by member, to see duplicates
@@ -237,6 +242,38 @@ func callArguments(data []byte) (json.RawMessage, error) {
 		return nil, Reject(CodeSchemaViolation, "data", "data must be a JSON object")
 	}
 	return members["arguments"], nil
+}
+
+// maxDataNesting is the depth of arrays and objects encoding/json reads: data
+// nesting deeper is refused as too deep rather than as not JSON.
+const maxDataNesting = 10000
+
+// nestsDeeper reports whether data, read as JSON, has more than limit arrays and
+// objects open at once. Brackets inside strings do not count.
+func nestsDeeper(data []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 // topMembers reads data, known to be one valid JSON value, and returns the raw

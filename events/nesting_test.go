@@ -1,0 +1,47 @@
+package events_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// binaryCall returns a call event as binary mode delivers it: attributes set,
+// data the raw payload.
+func binaryCall(t *testing.T, data string) event.Event {
+	t.Helper()
+	e := event.New()
+	e.SetType(events.CallType)
+	e.SetID("call-7")
+	e.SetSource("/agents/planner")
+	e.SetExtension(events.ExtRunID, "run_1")
+	e.SetDataContentType(event.ApplicationJSON)
+	e.DataEncoded = []byte(data)
+	return e
+}
+
+// TestCallFromEventNesting: data nested deeper than encoding/json reads is
+// refused as too deep, not as "not JSON"; nesting within it is left for the key
+// derivation to judge; brackets inside strings do not count.
+func TestCallFromEventNesting(t *testing.T) {
+	deep := func(n int) string { return strings.Repeat("[", n) + "0" + strings.Repeat("]", n) }
+	_, err := events.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(20000)+`}}`), "acme", "book")
+	checkReject(t, err, events.CodeTooDeep, "data")
+
+	_, err = events.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(20000)), "acme", "book")
+	checkReject(t, err, events.CodeTooDeep, "data") // too deep before it is cut short
+
+	_, err = events.CallFromEvent(binaryCall(t, `{"arguments":{"x":"`+strings.Repeat("[", 20000)+`"`), "acme", "book")
+	checkReject(t, err, events.CodeBadData, "data") // not JSON, and not deep either
+
+	c, err := events.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(500)+`}}`), "acme", "book")
+	if err != nil {
+		t.Fatalf("500 deep: %v", err)
+	}
+	if !strings.HasPrefix(string(c.Arguments), `{"x":[[[`) {
+		t.Errorf("arguments = %.20s...", c.Arguments)
+	}
+}
