@@ -15,6 +15,7 @@ const (
 	DefaultSweepBatch      = 1000
 	DefaultRecheckInterval = 5 * time.Second
 	DefaultMaxOutcomeBytes = 1 << 20
+	DefaultOpTimeout       = 5 * time.Second
 	// MaxReasonBytes bounds an indeterminate record's reason; longer reasons are
 	// refused with kvstore.ErrTooLarge.
 	MaxReasonBytes = 1024
@@ -59,6 +60,13 @@ type Config struct {
 	// get kvstore.ErrTooLarge. Default 1 MiB (what a NATS message carries by default,
 	// so stores agree). Must not be negative.
 	MaxOutcomeBytes int
+
+	// OpTimeout bounds how long one operation waits for the database (for Wait:
+	// each of its reads), whatever the caller's context allows: a database that
+	// stops answering fails the operation with kvstore.ErrUnavailable instead of
+	// hanging it. EnsureSchema and Sweep are not bounded by it. Default 5s; a
+	// negative value turns the bound off.
+	OpTimeout time.Duration
 
 	// Logger receives errors from the background sweeper and the notification
 	// listener, which have no caller to return them to. Default: discarded.
@@ -110,6 +118,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: negative max outcome size %d", ErrBadConfig, c.MaxOutcomeBytes)
 	case c.MaxOutcomeBytes == 0:
 		c.MaxOutcomeBytes = DefaultMaxOutcomeBytes
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = DefaultOpTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

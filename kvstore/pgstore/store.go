@@ -274,6 +274,17 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
+// bound limits ctx to Config.OpTimeout, for one operation's round trips to the
+// database: a database that stops answering (a black-holed network, a hung
+// server) then fails the operation with kvstore.ErrUnavailable instead of
+// blocking it for as long as the caller's context allows, which may be forever.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.OpTimeout < 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.cfg.OpTimeout)
+}
+
 func (s *Store) checkOpen() error {
 	if s.closed.Load() {
 		return errClosed
@@ -295,6 +306,8 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 }
 
 func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := checkClaim(req); err != nil {
 		return kvstore.ClaimResult{}, err
 	}
@@ -345,6 +358,8 @@ func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record,
 }
 
 func (s *Store) get(ctx context.Context, tenant, digest string) (row, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.checkOpen(); err != nil {
 		return row{}, err
 	}
@@ -358,6 +373,8 @@ func (s *Store) get(ctx context.Context, tenant, digest string) (row, error) {
 // holderOp runs one fenced holder transition: a statement whose WHERE is
 // holderWhere and which returns one row if it applied. Zero rows → ErrNotHolder.
 func (s *Store) holderOp(ctx context.Context, lease kvstore.Lease, query string, args ...any) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := checkKey(lease.Tenant, lease.Digest); err != nil {
 		return err
 	}
@@ -431,6 +448,8 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 }
 
 func (s *Store) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := checkClaim(req); err != nil {
 		return kvstore.Lease{}, err
 	}
@@ -466,6 +485,8 @@ func (s *Store) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 // live records it removed (expired rows of the tenant are deleted too, uncounted).
 // Other tenants' records are untouched.
 func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if !tenantRE.MatchString(tenant) {
 		return 0, s.fail("forget", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
 	}
@@ -489,6 +510,8 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 }
 
 func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.Resolution) (kvstore.Record, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := checkKey(tenant, digest); err != nil {
 		return kvstore.Record{}, err
 	}
@@ -528,6 +551,8 @@ func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.
 // tenant or an unknown state and an error wrapping kvstore.ErrUnavailable when
 // the database cannot be reached. It implements kvstore.Lister.
 func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if !tenantRE.MatchString(tenant) {
 		return nil, s.fail("list", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
 	}
@@ -558,6 +583,8 @@ func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, li
 // is visible as is. It is for operators, and for the conformance suite's check that
 // no row holds a call's arguments (kvstoretest.RawDumper).
 func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if !tenantRE.MatchString(tenant) {
 		return nil, s.fail("dump", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
 	}
