@@ -179,7 +179,9 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (Call, erro
 	if hasSubject(e) && e.Subject() != subjectTool {
 		return Call{}, Reject(CodeToolMismatch, "subject", "attribute says %s but the call was published for tool %q", quote(e.Subject()), subjectTool)
 	}
-	if tc, ok := extensions.GetDistributedTracingExtension(e); ok {
+	// A tracestate means nothing without a traceparent (W3C Trace Context), and
+	// NewCallEvent would not write one back.
+	if tc, ok := extensions.GetDistributedTracingExtension(e); ok && tc.TraceParent != "" {
 		c.TraceParent, c.TraceState = tc.TraceParent, tc.TraceState
 	}
 	if err := checkJSONContentType(e); err != nil {
