@@ -27,6 +27,9 @@ const (
 	AdminInspectSubject = "toolexec.admin.inspect"
 	// AdminResolveSubject takes a ResolveRequest: settle an indeterminate key.
 	AdminResolveSubject = "toolexec.admin.resolve"
+	// AdminListSubject takes a ListRequest: a tenant's records in one state
+	// (indeterminate unless asked otherwise).
+	AdminListSubject = "toolexec.admin.list"
 	// AdminSubjects matches every admin subject.
 	AdminSubjects = "toolexec.admin.>"
 
@@ -37,6 +40,10 @@ const (
 	DefaultAdminTimeout = 30 * time.Second
 	// DefaultOperator names the operator of a resolution that names none.
 	DefaultOperator = "admin"
+	// DefaultListLimit is how many records a ListRequest without a Limit gets;
+	// MaxListLimit is the most one request gets.
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
 )
 
 // Codes of an AdminError, each matching a kvstore error (or ErrAuditNotPublished)
@@ -48,6 +55,7 @@ const (
 	AdminCodeTooLarge         = "too_large"         // kvstore.ErrTooLarge
 	AdminCodeUnavailable      = "unavailable"       // kvstore.ErrUnavailable
 	AdminCodeAuditFailed      = "audit_failed"      // ErrAuditNotPublished
+	AdminCodeUnsupported      = "unsupported"       // errors.ErrUnsupported
 	AdminCodeInternal         = "internal"
 )
 
@@ -77,6 +85,8 @@ func (e *AdminError) Is(target error) bool {
 		return target == kvstore.ErrUnavailable
 	case AdminCodeAuditFailed:
 		return target == ErrAuditNotPublished
+	case AdminCodeUnsupported:
+		return target == errors.ErrUnsupported
 	}
 	return false
 }
@@ -126,6 +136,29 @@ type ResolveRequest struct {
 type ResolveResponse struct {
 	Record *RecordInfo `json:"record,omitempty"`
 	Error  *AdminError `json:"error,omitempty"`
+}
+
+// ListRequest asks for the live records of Tenant in State, oldest first by
+// their last write.
+type ListRequest struct {
+	Tenant string `json:"tenant"`
+	// State is the state listed; default kvstore.StateIndeterminate, the records
+	// that wait for an operator.
+	State kvstore.State `json:"state,omitempty"`
+	// Limit bounds the records returned; default DefaultListLimit, at most
+	// MaxListLimit.
+	Limit int `json:"limit,omitempty"`
+}
+
+// ListResponse carries the records, oldest first, or the error. More says that
+// the tenant has more records in the state than were returned (beyond Limit,
+// or beyond what one reply can carry). Now is the executor's clock when it
+// listed, so that a record's age (Now - UpdatedAt) is judged by one clock.
+type ListResponse struct {
+	Records []*RecordInfo `json:"records"`
+	More    bool          `json:"more,omitempty"`
+	Now     time.Time     `json:"now"`
+	Error   *AdminError   `json:"error,omitempty"`
 }
 
 // RecordInfo is an idempotency record as admin replies show it: kvstore.Record
@@ -221,6 +254,7 @@ func ServeAdmin(js jetstream.JetStream, store kvstore.Store, cfg AdminConfig) (*
 		AdminForgetSubject:  a.forget,
 		AdminInspectSubject: a.inspect,
 		AdminResolveSubject: a.resolve,
+		AdminListSubject:    a.list,
 	} {
 		sub, err := nc.QueueSubscribe(subject, cfg.Queue, func(m *nats.Msg) {
 			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
@@ -358,6 +392,24 @@ func (a *Admin) resolve(ctx context.Context, data []byte) any {
 	if e := decodeRequest(data, &req); e != nil {
 		return ResolveResponse{Error: e}
 	}
+	return a.resolveRequest(ctx, req)
+}
+
+// Resolve settles an indeterminate key exactly as a request on
+// AdminResolveSubject does — the same checks, the store's resolution, the
+// resolved audit event — for callers inside the executor's process (the web
+// console). It returns what Client.Resolve returns: the record, and an
+// *AdminError (matching kvstore.ErrNotIndeterminate, ErrAuditNotPublished,
+// ...) when the resolution failed or its audit event was not stored.
+func (a *Admin) Resolve(ctx context.Context, req ResolveRequest) (*RecordInfo, error) {
+	resp := a.resolveRequest(ctx, req)
+	if resp.Error != nil {
+		return resp.Record, resp.Error
+	}
+	return resp.Record, nil
+}
+
+func (a *Admin) resolveRequest(ctx context.Context, req ResolveRequest) ResolveResponse {
 	if e := checkTenantKey(req.Tenant, req.Key); e != nil {
 		return ResolveResponse{Error: e}
 	}
@@ -409,6 +461,90 @@ func (a *Admin) publishAudit(ctx context.Context, ev events.Answer) error {
 			return err
 		}
 	}
+}
+
+func (a *Admin) list(ctx context.Context, data []byte) any {
+	var req ListRequest
+	if e := decodeRequest(data, &req); e != nil {
+		return ListResponse{Error: e}
+	}
+	return a.listRequest(ctx, req, int(a.js.Conn().MaxPayload()))
+}
+
+// List returns the records a request on AdminListSubject would, for callers
+// inside the executor's process (the web console). Errors are *AdminError, as
+// Client.List's.
+func (a *Admin) List(ctx context.Context, req ListRequest) (*ListResponse, error) {
+	resp := a.listRequest(ctx, req, 0)
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return &resp, nil
+}
+
+// listReplySlack is room left in a list reply for what surrounds the records.
+const listReplySlack = 4 << 10
+
+// listRequest lists the records req asks for. With maxBytes > 0 it returns no
+// more records than fit a reply of that size, saying More if it left some out.
+func (a *Admin) listRequest(ctx context.Context, req ListRequest, maxBytes int) ListResponse {
+	if err := events.CheckToken("tenant", req.Tenant); err != nil {
+		return ListResponse{Error: badRequest("%v", err)}
+	}
+	if req.State == "" {
+		req.State = kvstore.StateIndeterminate
+	}
+	if !req.State.Valid() {
+		return ListResponse{Error: badRequest("state must be %q, %q or %q", kvstore.StateIndeterminate, kvstore.StateClaimed, kvstore.StateCompleted)}
+	}
+	switch {
+	case req.Limit < 0:
+		return ListResponse{Error: badRequest("limit must not be negative")}
+	case req.Limit == 0:
+		req.Limit = DefaultListLimit
+	case req.Limit > MaxListLimit:
+		req.Limit = MaxListLimit
+	}
+	lister, ok := a.store.(kvstore.Lister)
+	if !ok {
+		return ListResponse{Error: &AdminError{Code: AdminCodeUnsupported, Message: "the executor's store cannot list records"}}
+	}
+	recs, err := lister.List(ctx, req.Tenant, req.State, req.Limit+1)
+	if err != nil {
+		return ListResponse{Error: adminErr(err)}
+	}
+	resp := ListResponse{Records: []*RecordInfo{}, Now: time.Now().UTC()}
+	if len(recs) > req.Limit {
+		recs, resp.More = recs[:req.Limit], true
+	}
+	size := 0
+	for _, r := range recs {
+		ri := NewRecordInfo(r)
+		if maxBytes > 0 {
+			b, _ := json.Marshal(ri)
+			if size += len(b) + 1; size > maxBytes-listReplySlack {
+				resp.More = true
+				break
+			}
+		}
+		resp.Records = append(resp.Records, ri)
+	}
+	return resp
+}
+
+// List returns the live records of a tenant in one state (indeterminate by
+// default), oldest first, with the executor's clock to judge their ages (see
+// ListResponse). Errors are as for Forget; a store that cannot list matches
+// errors.ErrUnsupported.
+func (c *Client) List(ctx context.Context, req ListRequest) (*ListResponse, error) {
+	var resp ListResponse
+	if err := c.adminRequest(ctx, AdminListSubject, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return &resp, nil
 }
 
 // Forget asks an executor to erase every record of tenant and purge its calls

@@ -12,7 +12,10 @@
 //     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
 //     calls and reads answers (Call, Publish, Attach, Watch); [ServeAdmin] and the
-//     Client's Forget, Inspect and Resolve are the admin request-reply subjects.
+//     Client's Forget, Inspect, Resolve and List are the admin request-reply
+//     subjects (the web console calls [Admin.Resolve] and [Admin.List], the same
+//     code, in process). A [WorkerObserver] hears what a worker does, for
+//     metrics.
 //   - Package binding (bus/binding) is the CloudEvents codec, structured and binary
 //     mode.
 //

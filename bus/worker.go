@@ -74,8 +74,13 @@ type WorkerConfig struct {
 	// BinaryAnswers publishes answers in binary mode instead of structured mode.
 	BinaryAnswers bool
 	// Logger receives one line per notable event (never arguments); default
-	// slog.Default().
+	// slog.Default(). Each answer stored is logged at debug level (indeterminate
+	// ones at info) with its tenant, tool, run and call ids, kind, reason and
+	// key.
 	Logger *slog.Logger
+	// Observer is told what the worker does with its messages, for metrics;
+	// default none.
+	Observer WorkerObserver
 }
 
 func (cfg WorkerConfig) withDefaults() WorkerConfig {
@@ -108,6 +113,9 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopWorkerObserver{}
 	}
 	return cfg
 }
@@ -151,6 +159,7 @@ type Worker struct {
 	d   Dispatcher
 	cfg WorkerConfig
 	log *slog.Logger
+	obs WorkerObserver
 
 	slots chan struct{} // one token per call in flight
 	stats WorkerStats
@@ -174,7 +183,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	}
 	cfg = cfg.withDefaults()
 	return &Worker{
-		js: js, d: d, cfg: cfg, log: cfg.Logger,
+		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		slots: make(chan struct{}, cfg.Concurrency),
 		done:  make(chan struct{}),
 	}, nil
@@ -346,6 +355,11 @@ func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *
 // is stored, terminated after a rejection is stored, or handed back.
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	w.stats.Received.Add(1)
+	redelivered := false
+	if md, err := m.Metadata(); err == nil {
+		redelivered = md.NumDelivered > 1
+	}
+	w.obs.MessageReceived(redelivered)
 	stop := w.keepInProgress(m)
 	defer stop()
 
@@ -353,6 +367,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	switch {
 	case in.unaddressable != "":
 		w.stats.Unaddressable.Add(1)
+		w.obs.MessageRejected("")
 		w.log.Warn("terminating a call that cannot be answered", "subject", in.subject, "reason", in.unaddressable)
 		if err := m.TermWithReason(in.unaddressable); err != nil {
 			w.log.Warn("terminating a message failed", "subject", in.subject, "error", err)
@@ -361,6 +376,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	case in.rejected != nil:
 		w.stats.Rejected.Add(1)
 		a := *in.rejected
+		w.obs.MessageRejected(a.Code)
 		w.log.Info("call rejected", "tenant", a.Tenant, "tool", a.Tool, "call_id", a.CallID, "code", a.Code, "field", a.Field)
 		w.answer(ctx, m, a)
 		return
@@ -375,6 +391,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		w.log.Error("dispatch failed without an answer", "tenant", in.call.Tenant, "tool", in.call.Tool,
 			"call_id", in.call.CallID, "error", err)
 		w.stats.HandedBack.Add(1)
+		w.obs.CallHandedBack()
 		if err := m.NakWithDelay(time.Second); err != nil {
 			w.log.Warn("handing a message back failed", "error", err)
 		}
@@ -402,6 +419,7 @@ func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
 		return
 	}
 	w.stats.Answered.Add(1)
+	w.logAnswer(a)
 	if a.Kind == events.KindRejected {
 		if err := m.TermWithReason("rejected: " + string(a.Code)); err != nil {
 			w.log.Warn("terminating a rejected call failed; it will be answered again from its redelivery",
@@ -433,8 +451,33 @@ func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 	}
 }
 
+// logAnswer logs a stored answer: its addressing, kind, reason and key, never
+// its arguments or outcome.
+func (w *Worker) logAnswer(a events.Answer) {
+	level, msg := slog.LevelDebug, "call answered"
+	if a.Kind == events.KindIndeterminate {
+		level, msg = slog.LevelInfo, "call indeterminate: its key waits for an operator's resolution"
+	}
+	if !w.log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("tenant", a.Tenant), slog.String("tool", a.Tool), slog.String("run_id", a.RunID),
+		slog.String("call_id", a.CallID), slog.String("kind", string(a.Kind))}
+	if a.Reason != "" {
+		attrs = append(attrs, slog.String("reason", string(a.Reason)), slog.Bool("body_entered", a.BodyEntered))
+	}
+	if a.Code != "" {
+		attrs = append(attrs, slog.String("code", string(a.Code)))
+	}
+	if a.Key != "" {
+		attrs = append(attrs, slog.String("key", a.Key))
+	}
+	w.log.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
 func (w *Worker) handBack(m jetstream.Msg, why string) {
 	w.stats.HandedBack.Add(1)
+	w.obs.CallHandedBack()
 	if err := m.Nak(); err != nil {
 		w.log.Warn("handing a message back failed; it returns after the ack wait", "reason", why, "error", err)
 	}
@@ -498,6 +541,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
 		}
 		w.stats.PublishRetries.Add(1)
+		w.obs.AnswerPublishRetried()
 		w.log.Warn("publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
 			"attempt", attempt, "error", err)
 		if !sleep(ctx, backoff(attempt)) {
