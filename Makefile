@@ -35,8 +35,19 @@ lint: ## Check formatting (gofmt) and run go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+BENCH_WORK  ?= $(CURDIR)/bin/bench
+BENCH_FLAGS ?=
+
 .PHONY: bench
-bench: ## Run the Go benchmarks (key derivation, events, stores).
+bench: ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rolled loop, raw store cycles and River; writes docs/BENCHMARKS.md (needs PostgreSQL and Redis).
+	@mkdir -p $(BENCH_WORK)
+	$(GO) build -o $(BENCH_WORK)/ ./cmd/emitter
+	bash -o pipefail -c "$(GO) test -run '^$$' -bench . -benchmem $(PKGS) | tee $(BENCH_WORK)/go-bench.txt"
+	cd bench && $(GO) run . -emitter $(BENCH_WORK)/emitter -gobench $(BENCH_WORK)/go-bench.txt -work $(BENCH_WORK) \
+		-out $(CURDIR)/docs/BENCHMARKS.md -chart $(CURDIR)/docs/benchmarks.svg $(BENCH_FLAGS)
+
+.PHONY: bench-go
+bench-go: ## Run the Go benchmarks only (key derivation, events, the CloudEvents codec, each store's claim cycle).
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 .PHONY: fuzz

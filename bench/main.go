@@ -1,0 +1,302 @@
+// Command bench is `make bench`: it measures, back to back on one machine,
+// the raw JetStream work-queue ceiling, a hand-rolled JetStream KV loop, the
+// raw claim cycle of each store, toolexec with each store (driven by emitter
+// bench against an executor wired as cmd/executor wires it) and River's unique
+// jobs on the same PostgreSQL, and writes docs/BENCHMARKS.md with a table, the
+// issue's targets, a chart, the Go benchmarks and a CPU profile summary.
+//
+// It lives in a module of its own so that toolexec does not depend on River.
+// Its NATS servers listen on a port range of their own (from -port, default
+// 14222) with store directories under -work: it never touches a NATS server
+// already running on the machine.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is what the flags say.
+type config struct {
+	out, chart, work, emitter, goBench string
+	portBase                           int
+	pgURL, redisURL                    string
+	pgConns                            int
+
+	calls, syncCalls, latencyCalls, warmup, concurrency int
+	duplicates                                          float64
+	ceiling, ceilingSync                                int
+	kvLazy, kvSync, rawPG, rawRedis                     int
+	rawCap                                              time.Duration
+	riverJobs                                           int
+	only                                                string
+	waitLoad                                            float64
+	waitMax                                             time.Duration
+}
+
+// Groups of rows, in the order the table shows them.
+const (
+	groupCeiling  = "(a) ceiling"
+	groupBaseline = "(b) hand-rolled"
+	groupRawStore = "raw store cycle"
+	groupToolexec = "(c) toolexec"
+	groupPeer     = "(d) peer"
+)
+
+// harness runs the benchmarks and keeps what they measured.
+type harness struct {
+	cfg      config
+	port     int
+	results  []Result
+	profiles []profileRun
+	storeTmp string
+}
+
+func (h *harness) nextPort() int { h.port++; return h.port - 1 }
+
+// storeDir is the NATS store directory of one configuration.
+func (h *harness) storeDir(name string) string { return filepath.Join(h.storeTmp, name) }
+
+func (h *harness) profilePath(id string) string {
+	return filepath.Join(h.cfg.work, "cpu-"+id+".pprof")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.out, "out", "../docs/BENCHMARKS.md", "report to write")
+	flag.StringVar(&c.chart, "chart", "../docs/benchmarks.svg", "chart to write (SVG)")
+	flag.StringVar(&c.work, "work", "../bin/bench", "directory for profiles and raw results")
+	flag.StringVar(&c.emitter, "emitter", "../bin/bench/emitter", "the emitter binary (make bench builds it)")
+	flag.StringVar(&c.goBench, "gobench", "", "output of go test -bench to include (optional)")
+	flag.IntVar(&c.portBase, "port", 14222, "first port of the range the NATS servers listen on")
+	flag.StringVar(&c.pgURL, "postgres", envOr("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL")
+	flag.StringVar(&c.redisURL, "redis", envOr("TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis URL")
+	flag.IntVar(&c.pgConns, "pg-conns", 32, "PostgreSQL pool size (raw cycle, toolexec and River alike)")
+	flag.IntVar(&c.calls, "calls", 20000, "calls (jobs) per toolexec, hand-rolled and River run")
+	flag.IntVar(&c.syncCalls, "sync-calls", 5000, "calls per run on a server that syncs every write")
+	flag.IntVar(&c.latencyCalls, "latency-calls", 2000, "calls of the run at concurrency 1")
+	flag.IntVar(&c.warmup, "warmup", 500, "warm-up calls before each closed-loop run")
+	flag.IntVar(&c.concurrency, "concurrency", 64, "calls in flight, workers, goroutines")
+	flag.Float64Var(&c.duplicates, "duplicates", 0.2, "share of calls repeating another call's key")
+	flag.IntVar(&c.ceiling, "ceiling", 100000, "messages of the work-queue ceiling, lazy fsync")
+	flag.IntVar(&c.ceilingSync, "ceiling-sync", 10000, "messages of the work-queue ceiling, fsync always")
+	flag.IntVar(&c.kvLazy, "kv-lazy", 30000, "raw KV cycles, lazy fsync")
+	flag.IntVar(&c.kvSync, "kv-sync", 6000, "raw KV cycles, fsync always")
+	flag.IntVar(&c.rawPG, "raw-pg", 20000, "raw PostgreSQL cycles")
+	flag.IntVar(&c.rawRedis, "raw-redis", 50000, "raw Redis cycles")
+	flag.DurationVar(&c.rawCap, "raw-cap", 20*time.Second, "time cap of each raw store run")
+	flag.IntVar(&c.riverJobs, "river-jobs", 20000, "River jobs")
+	flag.Float64Var(&c.waitLoad, "wait-load", 0, "first wait (up to -wait-max) until the 1-minute load average is at most this; 0: do not wait")
+	flag.DurationVar(&c.waitMax, "wait-max", 10*time.Minute, "longest wait for -wait-load")
+	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// step is one measurement of the sequence.
+type step struct {
+	ids []string // the rows it produces
+	fn  func(ctx context.Context, h *harness) []Result
+}
+
+func one(f func(ctx context.Context, h *harness) Result) func(ctx context.Context, h *harness) []Result {
+	return func(ctx context.Context, h *harness) []Result { return []Result{f(ctx, h)} }
+}
+
+// sequence is every measurement, in the order they run.
+func sequence(c config) []step {
+	return []step{
+		{[]string{"a"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
+		{[]string{"a-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
+		{[]string{"b"}, one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
+		{[]string{"b-sync"}, one(func(ctx context.Context, h *harness) Result {
+			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
+		})},
+		{[]string{"raw-kv-lazy"}, one(func(ctx context.Context, h *harness) Result {
+			return h.runKVCycles(ctx, "raw-kv-lazy", false, c.kvLazy)
+		})},
+		{[]string{"raw-kv-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runKVCycles(ctx, "raw-kv-sync", true, c.kvSync) })},
+		{[]string{"raw-pg"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx) })},
+		{[]string{"raw-redis"}, one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
+		{[]string{"mem"}, func(ctx context.Context, h *harness) []Result {
+			return h.runToolexec(ctx, toolexecConfig{id: "mem", name: "memory store", store: "memory"})
+		}},
+		{[]string{"kv-sync"}, func(ctx context.Context, h *harness) []Result {
+			return withCalls(h, c.syncCalls, func() []Result {
+				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
+			})
+		}},
+		{[]string{"kv-lazy", "kv-lazy-c1"}, func(ctx context.Context, h *harness) []Result {
+			return h.runToolexec(ctx, toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})
+		}},
+		{[]string{"pg"}, func(ctx context.Context, h *harness) []Result {
+			return h.runToolexec(ctx, toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})
+		}},
+		{[]string{"redis"}, func(ctx context.Context, h *harness) []Result {
+			return h.runToolexec(ctx, toolexecConfig{id: "redis", name: "Redis store", store: "redis"})
+		}},
+		{[]string{"river"}, one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx) })},
+	}
+}
+
+// withCalls runs f with the call count set to n.
+func withCalls[T any](h *harness, n int, f func() T) T {
+	saved := h.cfg.calls
+	h.cfg.calls = n
+	defer func() { h.cfg.calls = saved }()
+	return f()
+}
+
+func run(ctx context.Context, c config) error {
+	if _, err := os.Stat(c.emitter); err != nil {
+		return fmt.Errorf("the emitter binary: %w (make bench builds it)", err)
+	}
+	abs, err := filepath.Abs(c.emitter)
+	if err != nil {
+		return err
+	}
+	c.emitter = abs
+	if err := os.MkdirAll(c.work, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "toolexec-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	h := &harness{cfg: c, port: c.portBase, storeTmp: tmp}
+
+	if c.waitLoad > 0 {
+		waitForLoad(ctx, c.waitLoad, c.waitMax)
+	}
+	var only []string
+	if c.only != "" {
+		only = strings.Split(c.only, ",")
+	}
+	m := describeMachine(ctx, c)
+	began := time.Now()
+	for _, s := range sequence(c) {
+		if only != nil && !slices.ContainsFunc(s.ids, func(id string) bool { return slices.Contains(only, id) }) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t0 := time.Now()
+		fmt.Fprintf(os.Stderr, "==> %s ...\n", strings.Join(s.ids, ", "))
+		for _, r := range s.fn(ctx, h) {
+			h.results = append(h.results, r)
+			fmt.Fprintf(os.Stderr, "    %-12s %10.0f /s  p50 %7.2fms  p99 %7.2fms  %s%s\n", r.ID, r.PerSec, r.P50, r.P99, r.Check, errSuffix(r))
+		}
+		fmt.Fprintf(os.Stderr, "    (%.1fs)\n", time.Since(t0).Seconds())
+	}
+	m.Elapsed = time.Since(began)
+	m.LoadAfter = loadAverage()
+
+	raw, _ := json.MarshalIndent(h.results, "", "  ")
+	if err := os.WriteFile(filepath.Join(c.work, "results.json"), raw, 0o644); err != nil {
+		return err
+	}
+	if only != nil {
+		fmt.Fprintln(os.Stderr, "-only given: the report is not written")
+		return nil
+	}
+	var goBench []goBenchmark
+	if c.goBench != "" {
+		if goBench, err = parseGoBenchFile(c.goBench); err != nil {
+			return err
+		}
+	}
+	var profs []profileSummary
+	for _, p := range h.profiles {
+		s, err := summarizeProfile(ctx, p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "profile %s: %v\n", p.path, err)
+			continue
+		}
+		// Shown relative to the repository (the report's parent directory).
+		s.Path = relPath(filepath.Dir(filepath.Dir(c.out)), p.path)
+		profs = append(profs, s)
+	}
+	svg := renderChart(h.results)
+	if err := os.MkdirAll(filepath.Dir(c.chart), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.chart, []byte(svg), 0o644); err != nil {
+		return err
+	}
+	old, _ := os.ReadFile(c.out)
+	doc := renderReport(reportInput{
+		machine: m, cfg: c, results: h.results, goBench: goBench, profiles: profs,
+		chartPath: relPath(filepath.Dir(c.out), c.chart), notes: keptNotes(string(old)),
+	})
+	if err := os.WriteFile(c.out, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s and %s in %s\n", c.out, c.chart, m.Elapsed.Round(time.Second))
+	return nil
+}
+
+func errSuffix(r Result) string {
+	if r.Err == "" {
+		return ""
+	}
+	return "  ERROR: " + r.Err
+}
+
+// relPath is target relative to dir, or target itself when that fails.
+func relPath(dir, target string) string {
+	if rel, err := filepath.Rel(dir, target); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return target
+}
+
+// waitForLoad waits until the 1-minute load average is at most limit, or max
+// has passed: on a shared machine, measuring while others compile and test
+// measures them.
+func waitForLoad(ctx context.Context, limit float64, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for {
+		f := strings.Fields(loadAverage())
+		var l float64
+		if len(f) > 0 {
+			fmt.Sscan(f[0], &l)
+		}
+		if l <= limit {
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "load average still %.2f after %v: measuring anyway\n", l, max)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "load average %.2f > %.2f: waiting\n", l, limit)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(15 * time.Second):
+		}
+	}
+}

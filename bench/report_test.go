@@ -1,0 +1,262 @@
+package main
+
+import (
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goBenchOutput = `goos: linux
+goarch: amd64
+pkg: github.com/tesserix/toolexec/idemkey
+cpu: AMD EPYC
+BenchmarkKeyFiveArguments-2         	  452876	      2512 ns/op	  47.77 MB/s	    1680 B/op	      21 allocs/op
+BenchmarkKeyFiveArgumentsParsed-2   	  900000	      1300 ns/op
+PASS
+ok  	github.com/tesserix/toolexec/idemkey	3.1s
+pkg: github.com/tesserix/toolexec/bus/binding
+BenchmarkDecodeCall/structured-2    	   19695	     59658 ns/op	   5.87 MB/s	   11896 B/op	     291 allocs/op
+--- SKIP: BenchmarkSomething
+`
+
+func TestParseGoBench(t *testing.T) {
+	bs, err := parseGoBench(strings.NewReader(goBenchOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []goBenchmark{
+		{Pkg: "github.com/tesserix/toolexec/idemkey", Name: "BenchmarkKeyFiveArguments", Iterations: 452876, NsPerOp: 2512, BytesPerOp: 1680, AllocsPerOp: 21, MBPerSec: 47.77},
+		{Pkg: "github.com/tesserix/toolexec/idemkey", Name: "BenchmarkKeyFiveArgumentsParsed", Iterations: 900000, NsPerOp: 1300, BytesPerOp: -1, AllocsPerOp: -1},
+		{Pkg: "github.com/tesserix/toolexec/bus/binding", Name: "BenchmarkDecodeCall/structured", Iterations: 19695, NsPerOp: 59658, BytesPerOp: 11896, AllocsPerOp: 291, MBPerSec: 5.87},
+	}
+	if len(bs) != len(want) {
+		t.Fatalf("parsed %d benchmarks, want %d: %+v", len(bs), len(want), bs)
+	}
+	for i := range want {
+		if bs[i] != want[i] {
+			t.Errorf("benchmark %d = %+v, want %+v", i, bs[i], want[i])
+		}
+	}
+	if _, ok := findGoBench(bs, "/idemkey", "BenchmarkKeyFiveArguments"); !ok {
+		t.Error("findGoBench did not find the key derivation benchmark")
+	}
+}
+
+const pprofOutput = `File: bench
+Type: cpu
+Duration: 15.02s, Total samples = 21.50s (143.14%)
+Showing nodes accounting for 21.50s, 100% of 21.50s total
+      flat  flat%   sum%        cum   cum%
+     2.50s 11.63% 11.63%      2.50s 11.63%  internal/runtime/syscall/linux.Syscall6
+    1500ms  6.98% 18.60%     1.60s  7.44%  runtime.mallocgc
+     0.50s  2.33% 20.93%     9.00s 41.86%  github.com/tesserix/toolexec/bus.(*Worker).handle
+     0.25s  1.16% 22.09%     0.30s  1.40%  github.com/nats-io/nats%2ego.(*Conn).processMsg
+     0.10s  0.47% 22.56%     0.10s  0.47%  time.Now (inline)
+         0     0% 22.56%     3.00s 13.95%  github.com/nats-io/nats-server/v2/server.(*client).readLoop
+`
+
+func TestParsePprofTop(t *testing.T) {
+	lines, header, err := parsePprofTop(pprofOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header != "Duration: 15.02s, Total samples = 21.50s (143.14%)" {
+		t.Errorf("header %q", header)
+	}
+	if len(lines) != 6 {
+		t.Fatalf("parsed %d lines, want 6: %+v", len(lines), lines)
+	}
+	if l := lines[1]; l.Func != "runtime.mallocgc" || l.Flat != 1.5 || l.Cum != 1.6 || l.FlatPC != 6.98 {
+		t.Errorf("line 2 = %+v", l)
+	}
+	if l := lines[4]; l.Func != "time.Now (inline)" {
+		t.Errorf("line 5 = %+v", l)
+	}
+	if l := lines[5]; l.Flat != 0 || l.Cum != 3 {
+		t.Errorf("line 6 = %+v", l)
+	}
+}
+
+func TestArea(t *testing.T) {
+	for fn, want := range map[string]string{
+		"internal/runtime/syscall/linux.Syscall6":                  "system calls (network, disk, fsync)",
+		"syscall.Syscall":                                          "system calls (network, disk, fsync)",
+		"runtime.mallocgc":                                         "Go runtime: allocation and GC",
+		"internal/runtime/gc/scan.scanSpanPackedAVX512":            "Go runtime: allocation and GC",
+		"runtime.memmove":                                          "Go runtime: copying and zeroing memory",
+		"runtime.futex":                                            "Go runtime: scheduling, channels, locks",
+		"aeshashbody":                                              "Go runtime: other",
+		"github.com/nats-io/nats%2ego.(*Conn).processMsg":          "nats.go client",
+		"github.com/nats-io/nats-server/v2/server.(*client).parse": "nats-server (embedded)",
+		"github.com/tesserix/toolexec/bus.(*Worker).handle":        "toolexec",
+		"encoding/json.(*decodeState).object":                      "encoding/json",
+		"time.Now (inline)":                                        "Go standard library (time, context, sync, strings, …)",
+		"context.(*cancelCtx).cancel":                              "Go standard library (time, context, sync, strings, …)",
+		"github.com/google/uuid.New":                               "other",
+	} {
+		if got := area(fn); got != want {
+			t.Errorf("area(%s) = %q, want %q", fn, got, want)
+		}
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for s, want := range map[string]float64{"0": 0, "1.25s": 1.25, "350ms": 0.35, "20us": 20e-6, "2mins": 120} {
+		if got, ok := seconds(s); !ok || abs(got-want) > 1e-12 {
+			t.Errorf("seconds(%q) = %v, %v; want %v", s, got, ok, want)
+		}
+	}
+	if _, ok := seconds("fast"); ok {
+		t.Error(`seconds("fast") parsed`)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1000; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Microsecond)
+	}
+	if got := percentile(d, 0.99); got != 0.99 {
+		t.Errorf("p99 = %v ms, want 0.99", got)
+	}
+	if got := percentile(d, 0.5); got != 0.5 {
+		t.Errorf("p50 = %v ms, want 0.5", got)
+	}
+	if got := percentile(d, 1); got != 1 {
+		t.Errorf("max = %v ms, want 1", got)
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+}
+
+func TestPlanKeys(t *testing.T) {
+	plan, distinct := planKeys(20000, 0.2, 1)
+	if len(plan) != 20000 || distinct != 16000 {
+		t.Fatalf("planKeys: %d calls, %d distinct", len(plan), distinct)
+	}
+	seen := map[int]bool{}
+	for _, k := range plan {
+		if k < 0 || k >= distinct {
+			t.Fatalf("key %d out of range", k)
+		}
+		seen[k] = true
+	}
+	if len(seen) != distinct {
+		t.Errorf("%d keys used, want %d", len(seen), distinct)
+	}
+}
+
+// sampleResults is a run in which some targets are met and others not.
+func sampleResults() []Result {
+	return []Result{
+		{ID: "a", Group: groupCeiling, PerSec: 50000, CheckOK: true},
+		{ID: "b", Group: groupBaseline, PerSec: 10000, P50: 5, P99: 9, CheckOK: true},
+		{ID: "raw-kv-sync", Group: groupRawStore, PerSec: 1000, P50: 50, P99: 90, CheckOK: true},
+		{ID: "raw-pg", Group: groupRawStore, PerSec: 3000, P50: 20, P99: 40, CheckOK: true},
+		{ID: "kv-sync", Group: groupToolexec, PerSec: 900, P50: 60, P99: 100, CheckOK: true},
+		{ID: "kv-lazy", Group: groupToolexec, PerSec: 7000, P50: 8, P99: 20, CheckOK: true},
+		{ID: "kv-lazy-c1", Group: groupToolexec, PerSec: 700, P50: 1.2, P99: 2.5, CheckOK: true},
+		{ID: "pg", Group: groupToolexec, PerSec: 1000, P50: 50, P99: 120, CheckOK: false, Check: "1 | 2"},
+		{ID: "redis", Group: groupToolexec, Err: "Redis at x: refused"},
+		{ID: "river", Group: groupPeer, PerSec: 600, P50: 100, P99: 300, CheckOK: true},
+	}
+}
+
+func TestTargets(t *testing.T) {
+	gb := []goBenchmark{{Pkg: "github.com/tesserix/toolexec/idemkey", Name: "BenchmarkKeyFiveArguments", NsPerOp: 1800, AllocsPerOp: 12}}
+	got := map[string]string{}
+	for _, tg := range targets(sampleResults(), gb) {
+		got[tg.What] = tg.Verdict
+	}
+	for what, want := range map[string]string{
+		"JetStream KV store, lazy fsync: ≥ 0.8× the hand-rolled loop":                 "**not met**", // 0.7
+		"JetStream KV store, lazy fsync: ≥ 10× River":                                 "met",         // 11.7
+		"JetStream KV store, fsync always: ≥ 0.8× the raw sync-always KV claim cycle": "met",         // 0.9
+		"PostgreSQL store: ≥ 0.8× the raw PostgreSQL claim cycle":                     "**not met**", // 0.33
+		"PostgreSQL store: ≥ 2× River on the same server":                             "**not met**", // 1.67
+		"Redis store: ≥ 0.5× the raw Redis claim cycle":                               "not measured",
+		"Key derivation for a five-argument call: ≤ 2 µs and ≤ 10 allocations":        "**not met**", // 12 allocs
+		"End-to-end latency at concurrency 1, lazy fsync: p99 ≤ 3 ms":                 "met",
+		"RSS after 1,000,000 calls within 10 % of RSS after 100,000":                  "not measured",
+	} {
+		if got[what] != want {
+			t.Errorf("%s: %q, want %q", what, got[what], want)
+		}
+	}
+}
+
+func TestRenderReport(t *testing.T) {
+	doc := renderReport(reportInput{
+		machine: machine{Date: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), CPUs: 2, Elapsed: 5 * time.Minute},
+		cfg:     config{calls: 20000, syncCalls: 5000, duplicates: 0.2, concurrency: 64, warmup: 500, portBase: 14222},
+		results: sampleResults(), chartPath: "benchmarks.svg", notes: "\nmy analysis\n",
+	})
+	for _, want := range []string{
+		"| (c) toolexec, JetStream KV, fsync lazy |  | 7000 | 8 | 20 | 0.14 | 11.7 | ok:  |",
+		"| (c) toolexec, PostgreSQL store |  | 1000 | 50 | 120 | 0.02 | 1.7 | **FAILED**: 1 \\| 2 |",
+		"| (c) toolexec, Redis store |  | — | — | — | — | — | not measured: Redis at x: refused |",
+		"| (a) JetStream work queue, fsync lazy |  | 50000 | — | — | 1.00 | 83.3 | ok:  |",
+		"![Throughput and p99 latency by configuration](benchmarks.svg)",
+		notesStart + "\nmy analysis\n" + notesEnd,
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// The analysis survives the next run.
+	if got := keptNotes(doc); got != "\nmy analysis\n" {
+		t.Errorf("keptNotes = %q", got)
+	}
+	if got := keptNotes("no markers"); !strings.Contains(got, "No analysis") {
+		t.Errorf("keptNotes without markers = %q", got)
+	}
+}
+
+func TestRenderChartIsWellFormedSVG(t *testing.T) {
+	svg := renderChart(sampleResults())
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	rects := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			rects++
+		}
+	}
+	// Background, 9 measured rows (one has no p99: a ceiling, open loop) and 5
+	// legend swatches.
+	if want := 1 + 9 + 8 + 5; rects != want {
+		t.Errorf("%d rects, want %d", rects, want)
+	}
+	if !strings.Contains(svg, "(d) River unique jobs") || strings.Contains(svg, "Redis store") {
+		t.Error("the chart should show measured rows only")
+	}
+}
+
+func TestLogAxis(t *testing.T) {
+	a := newLogAxis([]float64{150, 42000}, 300)
+	if a.lo != 100 || a.hi != 100000 {
+		t.Fatalf("axis %v..%v, want 100..100000", a.lo, a.hi)
+	}
+	if a.x(100) != 0 || a.x(100000) != 300 || a.x(1000) != 100 {
+		t.Errorf("x(100), x(1000), x(100000) = %v %v %v", a.x(100), a.x(1000), a.x(100000))
+	}
+	if len(a.ticks()) != 4 {
+		t.Errorf("ticks %v", a.ticks())
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Result is one measured configuration: a row of the table.
+type Result struct {
+	// ID names the row for the targets ("a", "b", "kv-lazy", "river", ...).
+	ID string `json:"id"`
+	// Group is the row's part of the comparison: (a) ceiling, (b) hand-rolled,
+	// raw store cycle, (c) toolexec, (d) peer.
+	Group string `json:"group"`
+	Name  string `json:"name"`
+	// Durability says how writes reach the disk: NATS fsync, synchronous_commit,
+	// Redis persistence.
+	Durability  string  `json:"durability"`
+	Ops         int     `json:"ops"` // calls, jobs, messages or cycles measured
+	Concurrency int     `json:"concurrency"`
+	Duplicates  float64 `json:"duplicates"`
+	Seconds     float64 `json:"seconds"`
+	PerSec      float64 `json:"per_sec"`
+	// Latency percentiles in milliseconds; zero when the row measures none
+	// (open-loop rows).
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+	// Check is the row's correctness check, in words; CheckOK whether it held.
+	Check   string `json:"check"`
+	CheckOK bool   `json:"check_ok"`
+	// Err is set when the row could not be measured.
+	Err string `json:"error,omitempty"`
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex // protects d
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// fill sets r's percentiles from l.
+func (l *latencies) fill(r *Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.P50, r.P99, r.Max = percentile(l.d, 0.50), percentile(l.d, 0.99), percentile(l.d, 1)
+}
+
+// percentile returns the nearest-rank q-quantile of d in milliseconds (0 for
+// no data). It sorts d.
+func percentile(d []time.Duration, q float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	if !slices.IsSorted(d) {
+		slices.Sort(d)
+	}
+	i := int(math.Ceil(q*float64(len(d)))) - 1
+	i = min(max(i, 0), len(d)-1)
+	return float64(d[i]) / float64(time.Millisecond)
+}
+
+// rate fills r's count, duration and rate.
+func (r *Result) rate(ops int, elapsed time.Duration) {
+	r.Ops, r.Seconds = ops, elapsed.Seconds()
+	if elapsed > 0 {
+		r.PerSec = float64(ops) / elapsed.Seconds()
+	}
+}
