@@ -352,7 +352,9 @@ func TestBadInput(t *testing.T) {
 	files := badToolsFiles()
 	tenants := map[string]badInput{}
 	subs := map[string]*nats.Subscription{}
-	answered, refused := 0, 0
+	answers := map[string]int{} // by kind
+	codes := map[string]bool{}
+	refused := 0
 
 	t.Run("messages", func(t *testing.T) {
 		for i, row := range rows {
@@ -395,7 +397,8 @@ func TestBadInput(t *testing.T) {
 				if msg := a.dataStr(t, "error"); len(msg) < 8 || len(msg) > 16<<10 {
 					t.Errorf("error text of %d bytes is not a clear message: %q", len(msg), msg)
 				}
-				answered++
+				answers[kind]++
+				codes[row.code] = true
 			})
 		}
 	})
@@ -456,9 +459,9 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 
-	t.Logf("bad input: %d kinds covered: %d messages answered (rejected, or failed for an outcome too large), "+
-		"%d refused before an answer could exist, %d tools files refused at start-up",
-		len(rows)+len(files), answered, refused, len(files))
+	t.Logf("bad input: %d kinds covered: %d messages answered rejected and %d failed (outcome too large), "+
+		"%d codes among them; %d messages refused before an answer could exist; %d tools files refused at start-up (exit status 2)",
+		len(rows)+len(files), answers["rejected"], answers["failed"], len(codes), refused, len(files))
 	if len(rows)+len(files) < 25 {
 		t.Errorf("only %d kinds of bad input", len(rows)+len(files))
 	}
