@@ -76,14 +76,30 @@ func Get(h nats.Header, name string) (string, bool) {
 
 // ModeOf returns the mode a message is read in: Structured when a Content-Type
 // header's media type starts with application/cloudevents (case-insensitively),
-// Binary otherwise.
+// and also when the message has neither a Content-Type header nor any ce-
+// header: the released NATS binding (1.0.2) predates headers, so its messages
+// carry the JSON event format alone. Binary otherwise.
 func ModeOf(h nats.Header) Mode {
-	for _, ct := range Values(h, ContentType) {
+	cts := Values(h, ContentType)
+	for _, ct := range cts {
 		if hasPrefixFold(strings.TrimSpace(ct), structuredPrefix) {
 			return Structured
 		}
 	}
+	if len(cts) == 0 && !hasAttributeHeader(h) {
+		return Structured
+	}
 	return Binary
+}
+
+// hasAttributeHeader reports whether h has a header named ce-<something>.
+func hasAttributeHeader(h nats.Header) bool {
+	for k := range h {
+		if len(k) > len(Prefix) && hasPrefixFold(k, Prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasPrefixFold(s, prefix string) bool {
@@ -114,7 +130,11 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "the header appears %d times", len(cts))
 	}
 	if ModeOf(h) == Structured {
-		return decodeStructured(cts[0], data)
+		ct := StructuredJSON // a message of the released binding has no headers
+		if len(cts) == 1 {
+			ct = cts[0]
+		}
+		return decodeStructured(ct, data)
 	}
 	return decodeBinary(h, data)
 }
@@ -181,7 +201,7 @@ func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 		if _, seen := attrs[name]; seen || len(vs) != 1 {
 			return event.Event{}, events.Reject(events.CodeNotCloudEvent, name, "header %s%s is given more than once", Prefix, short(name))
 		}
-		v, err := PercentDecode(vs[0])
+		v, err := headerValue(vs[0])
 		if err != nil {
 			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
 				Msg: fmt.Sprintf("header %s%s: %v", Prefix, short(name), err), Err: err}
@@ -254,10 +274,10 @@ func Peek(h nats.Header, data []byte) Address {
 	if ModeOf(h) == Binary {
 		var a Address
 		if v, ok := Get(h, Prefix+"id"); ok {
-			a.ID, _ = PercentDecode(v)
+			a.ID, _ = headerValue(v)
 		}
 		if v, ok := Get(h, Prefix+events.ExtRunID); ok {
-			a.RunID, _ = PercentDecode(v)
+			a.RunID, _ = headerValue(v)
 		}
 		return a
 	}

@@ -172,7 +172,9 @@ func TestModeOf(t *testing.T) {
 		give nats.Header
 		want binding.Mode
 	}{
-		{"no headers", nil, binding.Binary},
+		{"no headers (the released binding)", nil, binding.Structured},
+		{"no Content-Type nor ce- header", nats.Header{"Nats-Msg-Id": {"c1"}}, binding.Structured},
+		{"ce- headers without Content-Type", nats.Header{"ce-id": {"c1"}}, binding.Binary},
 		{"canonical", nats.Header{"Content-Type": {"application/cloudevents+json"}}, binding.Structured},
 		{"lower-case name, mixed-case value", nats.Header{"content-type": {"Application/CloudEvents+JSON; charset=utf-8"}}, binding.Structured},
 		{"upper-case name", nats.Header{"CONTENT-TYPE": {"application/cloudevents+json"}}, binding.Structured},
@@ -220,7 +222,7 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "structured batch", header: nats.Header{"Content-Type": {"application/cloudevents-batch+json"}}, data: `[]`, wantCode: events.CodeNotCloudEvent, wantField: "Content-Type"},
 		{name: "structured other charset", header: nats.Header{"Content-Type": {"application/cloudevents+json; charset=latin1"}}, data: `{}`, wantCode: events.CodeNotCloudEvent},
 		{name: "two content types", header: nats.Header{"Content-Type": {"application/cloudevents+json"}, "content-type": {"application/json"}}, data: `{}`, wantCode: events.CodeNotCloudEvent},
-		{name: "no headers at all", data: `{"specversion":"1.0"}`, wantCode: events.CodeNotCloudEvent},
+		{name: "no headers at all", data: `{"arguments":{}}`, wantCode: events.CodeNotCloudEvent, wantField: "specversion"},
 		{name: "binary without specversion", header: binaryHdr("ce-id", "a"), wantCode: events.CodeNotCloudEvent, wantField: "specversion"},
 		{name: "binary specversion 0.3", header: binaryHdr("ce-specversion", "0.3", "ce-id", "a"), wantCode: events.CodeBadSpecVersion},
 		{name: "binary bad percent", header: binaryHdr(append(validBinary, "ce-tenant", "a%2")...), wantCode: events.CodeNotCloudEvent, wantField: "tenant"},

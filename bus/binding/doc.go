@@ -8,10 +8,13 @@
 //     travels in a header ce-<name> whose value is percent-encoded, the
 //     datacontenttype in Content-Type, and the data is the payload.
 //
-// A message is structured exactly when it has a Content-Type header whose media
-// type starts with application/cloudevents, compared without regard to case (the
+// A message is structured when it has a Content-Type header whose media type
+// starts with application/cloudevents, compared without regard to case (the
 // header's name as well: nats.go's Header.Get is case-sensitive, this package is
-// not); every other message is read as binary.
+// not), or when it has neither a Content-Type nor any ce- header, as messages of
+// the released binding, which predates NATS headers, do; every other message is
+// read as binary. A binary-mode header value may hold quoted strings, which are
+// unescaped before the value is percent-decoded.
 //
 // [Decode] reads a message into an event and reports what is wrong with one that
 // is not a usable CloudEvent as an [*events.RejectError], with the code a

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tesserix/toolexec/bus/binding"
 	"github.com/tesserix/toolexec/events"
 )
@@ -89,6 +91,74 @@ func TestPeekDeepAndHugeValues(t *testing.T) {
 			h, data := structured(payload)
 			if got := binding.Peek(h, data); got != (binding.Address{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v, want c1 and r1", got)
+			}
+		})
+	}
+}
+
+// TestDecodeReleasedBinding: a message of the released NATS binding (1.0.2),
+// which predates headers, is the JSON event format alone; it is read in
+// structured mode, other headers (Nats-Msg-Id) notwithstanding.
+func TestDecodeReleasedBinding(t *testing.T) {
+	payload := []byte(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + events.CallType +
+		`","subject":"book","tenant":"acme","runid":"r1","datacontenttype":"application/json","data":{"arguments":{"flight":"LH1"}}}`)
+	for name, h := range map[string]nats.Header{"no headers": nil, "Nats-Msg-Id only": {"Nats-Msg-Id": {"c1"}}} {
+		t.Run(name, func(t *testing.T) {
+			e, err := binding.Decode(h, payload)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			c, err := events.CallFromEvent(e, "acme", "book")
+			if err != nil {
+				t.Fatalf("CallFromEvent: %v", err)
+			}
+			if c.CallID != "c1" || c.RunID != "r1" || string(c.Arguments) != `{"flight":"LH1"}` {
+				t.Errorf("call = %+v", c)
+			}
+			if got := binding.Peek(h, payload); got != (binding.Address{ID: "c1", RunID: "r1"}) {
+				t.Errorf("Peek = %+v", got)
+			}
+		})
+	}
+}
+
+// TestDecodeBinaryQuotedStrings: header values may hold RFC 7230 quoted
+// strings, as older senders wrote them; they are unescaped, then the value is
+// percent-decoded once.
+func TestDecodeBinaryQuotedStrings(t *testing.T) {
+	base := []string{"ce-specversion", "1.0", "ce-source", "/agent", "ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"}
+	tests := []struct {
+		name, id, comment string
+		wantID, wantText  string
+		wantErr           string // the field rejected, "" for none
+	}{
+		{name: "whole value quoted", id: `"c1"`, comment: `"planner one"`, wantID: "c1", wantText: "planner one"},
+		{name: "quoted part", id: `c"1"`, comment: `say "planner one" twice`, wantID: "c1", wantText: "say planner one twice"},
+		{name: "quoted pair", id: `"c\1"`, comment: `"a\"b"`, wantID: "c1", wantText: `a"b`},
+		{name: "percent-decoded after unquoting", id: `"c%31"`, comment: `"a%20b%C3%A9"`, wantID: "c1", wantText: "a bé"},
+		{name: "unclosed", id: "c1", comment: `"a`, wantErr: "comment"},
+		{name: "backslash at the end", id: `"c1\`, comment: "a", wantErr: "id"},
+		{name: "percent sign left bare", id: "c1", comment: `"100%"`, wantErr: "comment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := binaryHdr(append(base, "ce-id", tt.id, "ce-comment", tt.comment)...)
+			e, err := binding.Decode(h, []byte(`{"arguments":{}}`))
+			if tt.wantErr != "" {
+				var re *events.RejectError
+				if !errors.As(err, &re) || re.Code != events.CodeNotCloudEvent || re.Field != tt.wantErr {
+					t.Fatalf("Decode error = %v, want not_cloudevent on %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if got := e.Extensions()["comment"]; e.ID() != tt.wantID || got != tt.wantText {
+				t.Errorf("id %q, comment %q; want %q, %q", e.ID(), got, tt.wantID, tt.wantText)
+			}
+			if got := binding.Peek(h, nil); got.ID != tt.wantID {
+				t.Errorf("Peek id %q, want %q", got.ID, tt.wantID)
 			}
 		})
 	}

@@ -87,3 +87,36 @@ func unhex(c byte) (byte, bool) {
 	}
 	return 0, false
 }
+
+// headerValue returns the attribute value carried by a binary-mode header
+// value v, as the binding's next revision reads one: quoted strings (RFC 7230
+// §3.2.6, which older senders may use) are unescaped first, then the result is
+// percent-decoded once ([PercentDecode]). An unclosed quoted string is an error
+// matching [ErrBadEncoding].
+func headerValue(v string) (string, error) {
+	if strings.IndexByte(v, '"') < 0 {
+		return PercentDecode(v)
+	}
+	var b strings.Builder
+	b.Grow(len(v))
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case quoted && c == '\\':
+			if i+1 == len(v) {
+				return "", fmt.Errorf("%w: the quoted string ends in a backslash", ErrBadEncoding)
+			}
+			i++
+			b.WriteByte(v[i])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if quoted {
+		return "", fmt.Errorf("%w: a quoted string is not closed", ErrBadEncoding)
+	}
+	return PercentDecode(b.String())
+}
