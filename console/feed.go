@@ -1,0 +1,150 @@
+package console
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// feedKinds are the events the live feed shows: what an operator acts on.
+var feedKinds = []events.Kind{events.KindIndeterminate, events.KindDeduplicated, events.KindResolved}
+
+// maxFeedOutcome bounds the outcome text an item carries.
+const maxFeedOutcome = 200
+
+// Item is one event of the live feed, as the page and its script show it. It
+// carries the event's addressing and the outcome (cut), never arguments — no
+// event holds them.
+type Item struct {
+	ID          uint64        `json:"id"`
+	Kind        events.Kind   `json:"kind"`
+	Tenant      string        `json:"tenant"`
+	Tool        string        `json:"tool,omitempty"`
+	RunID       string        `json:"run_id,omitempty"`
+	CallID      string        `json:"call_id,omitempty"`
+	Key         string        `json:"key,omitempty"`
+	Reason      events.Reason `json:"reason,omitempty"`
+	BodyEntered bool          `json:"body_entered,omitempty"`
+	Outcome     string        `json:"outcome,omitempty"`
+	Action      events.Action `json:"action,omitempty"`
+	Operator    string        `json:"operator,omitempty"`
+	Time        time.Time     `json:"time"`
+}
+
+func itemOf(a events.Answer) Item {
+	it := Item{
+		Kind: a.Kind, Tenant: a.Tenant, Tool: a.Tool, RunID: a.RunID, CallID: a.CallID, Key: a.Key,
+		Reason: a.Reason, BodyEntered: a.BodyEntered, Outcome: cutText(a.Outcome, maxFeedOutcome),
+		Action: a.Action, Operator: a.Operator, Time: a.Time,
+	}
+	if it.Time.IsZero() {
+		it.Time = time.Now().UTC()
+	}
+	return it
+}
+
+// cutText shortens s to at most n bytes on a character boundary, marking the cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// hub keeps the latest items and hands new ones to subscribers.
+type hub struct {
+	size int
+
+	mu     sync.Mutex // protects the fields below
+	items  []Item     // the latest, oldest first, at most size
+	nextID uint64
+	subs   map[chan Item]struct{}
+}
+
+func newHub(size int) *hub {
+	return &hub{size: size, nextID: 1, subs: map[chan Item]struct{}{}}
+}
+
+// add numbers it, keeps it and sends it to every subscriber. A subscriber too
+// slow to take it is dropped (its channel closed): its page reconnects and
+// catches up from the kept items.
+func (h *hub) add(it Item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	it.ID = h.nextID
+	h.nextID++
+	h.items = append(h.items, it)
+	if len(h.items) > h.size {
+		h.items = append(h.items[:0:0], h.items[len(h.items)-h.size:]...)
+	}
+	for ch := range h.subs {
+		select {
+		case ch <- it:
+		default:
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// since returns the kept items with an ID above after, oldest first.
+func (h *hub) since(after uint64) []Item {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Item
+	for _, it := range h.items {
+		if it.ID > after {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// subscribe returns the items kept after after, and a channel of the ones to
+// come, with no gap between the two; cancel stops the subscription.
+func (h *hub) subscribe(after uint64) (backlog []Item, ch <-chan Item, cancel func()) {
+	c := make(chan Item, 64)
+	h.mu.Lock()
+	for _, it := range h.items {
+		if it.ID > after {
+			backlog = append(backlog, it)
+		}
+	}
+	h.subs[c] = struct{}{}
+	h.mu.Unlock()
+	return backlog, c, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.subs[c]; ok {
+			delete(h.subs, c)
+			close(c)
+		}
+	}
+}
+
+// follow feeds the hub from the watches until ctx ends.
+func (h *hub) follow(ctx context.Context, chans []<-chan events.Answer, wg *sync.WaitGroup) {
+	for _, ch := range chans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case a, ok := <-ch:
+					if !ok {
+						return
+					}
+					h.add(itemOf(a))
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+}
