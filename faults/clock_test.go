@@ -1,0 +1,173 @@
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/faults"
+	"github.com/tesserix/toolexec/internal/dbproc"
+	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/natsstore"
+	"github.com/tesserix/toolexec/kvstore/pgstore"
+	"github.com/tesserix/toolexec/kvstore/redisstore"
+)
+
+// TestClocksDisagree gives three workers sharing one store clocks that
+// disagree by far more than a lease: "ahead" reads an hour ahead, "behind" an
+// hour behind, and "slow" runs its timers ten times slow, so that it renews its
+// lease only every 3.3 lease lengths. Every body takes 1.5 leases, so none can
+// finish without renewing. Leases are judged by the backend's clock (NATS
+// server timestamps, PostgreSQL now(), Redis PX), never by comparing workers'
+// clocks, so:
+//
+//   - no key held by ahead or behind is ever taken over, though each thinks the
+//     other's deadlines lie an hour in the past or the future;
+//   - keys held by slow are taken over — only once the backend says its lease
+//     ran out: bookings become holder_lost (never re-run), seat changes run
+//     again — and never sooner than half a lease after slow's request reached
+//     the downstream.
+func TestClocksDisagree(t *testing.T) {
+	t.Parallel()
+	const clockLease = time.Second
+	backends := []struct {
+		name  string
+		store func(t *testing.T, srv *server.Server) func() kvstore.Store
+	}{
+		{"jetstream", func(t *testing.T, srv *server.Server) func() kvstore.Store {
+			return func() kvstore.Store {
+				js := natstest.JetStream(t, natstest.Connect(t, srv))
+				st, err := natsstore.New(context.Background(), js, natsstore.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = st.Close() })
+				return st
+			}
+		}},
+		{"postgres", func(t *testing.T, _ *server.Server) func() kvstore.Store {
+			url := testenv.PostgresURL(t)
+			schema := dbproc.FreshSchema(t, url)
+			return func() kvstore.Store {
+				st, _ := dbproc.PostgresStore(t, url, pgstore.Config{Schema: schema})
+				return st
+			}
+		}},
+		{"redis", func(t *testing.T, _ *server.Server) func() kvstore.Store {
+			url := testenv.RedisURL(t)
+			prefix := dbproc.FreshPrefix(t, url)
+			return func() kvstore.Store {
+				st, _ := dbproc.RedisStore(t, url, redisstore.Config{Prefix: prefix})
+				return st
+			}
+		}},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			srv := natstest.Start(t, natstest.SyncAlways())
+			newStore := b.store(t, srv)
+			s := newScenario(t, "clocks-disagree-"+b.name, srv.ClientURL(), 1)
+			ctx := ctxFor(t, pick(2*time.Minute, 10*time.Minute))
+			s.witness.SetDelay(clockLease * 3 / 2)
+
+			clocks := map[string]faults.SkewedClock{
+				"ahead":  {Offset: time.Hour},
+				"behind": {Offset: -time.Hour},
+				"slow":   {Rate: 10},
+			}
+			f := s.rec.Inject(faults.Fault{Name: "slow's timers run 10x slow", Holders: []string{"slow"}})
+			workers := map[string]*inProcess{}
+			worker := func(name string) {
+				js := natstest.JetStream(t, natstest.Connect(t, srv))
+				workers[name] = s.startInProcess(name, js, newStore(), clocks[name], clockLease)
+			}
+
+			// slow alone takes the first call of eight keys, and the witness holds
+			// its requests: it sits on eight claims whose leases it renews too late.
+			s.witness.Hold("slow")
+			worker("slow")
+			const held = 8
+			if err := <-s.publish(ctx, plan("t", held, 1)); err != nil {
+				t.Fatal(err)
+			}
+			heldEffects, err := s.witness.WaitHeld(ctx, "slow", held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.witness.StopHolding("slow") // only those eight stay held
+			// ahead and behind come, with the duplicates of those keys and more
+			// keys, which all three share.
+			worker("ahead")
+			worker("behind")
+			keys, perKey := pick(32, 160), 4
+			dups := planFrom("t", held, 1, perKey)
+			rest := plan("u", keys, perKey)
+			if err := <-s.publish(ctx, append(dups, rest...)); err != nil {
+				t.Fatal(err)
+			}
+			s.step("%d calls published", held+len(dups)+len(rest))
+			// Every duplicate of slow's keys is answered while slow still holds
+			// them — by a takeover, once the backend says slow's lease ran out.
+			for _, c := range dups {
+				if _, err := s.client.Attach(ctx, c.Tenant, c.Tool, c.RunID, c.CallID); err != nil {
+					t.Fatalf("duplicate %s of a key slow holds: %v", c.CallID, err)
+				}
+			}
+			s.step("the %d duplicates of slow's keys are answered; releasing slow's requests", len(dups))
+			s.witness.Release("slow")
+			if err := faults.WaitSettled(ctx, s.js); err != nil {
+				t.Fatal(err)
+			}
+			s.rec.Repair(f)
+			rep := s.finish(ctx)
+
+			// Who took over what, and when.
+			lost := map[string]bool{}
+			for _, a := range s.answers {
+				if a.Kind == events.KindIndeterminate && a.Reason == events.ReasonHolderLost {
+					lost[a.Key] = true
+				}
+			}
+			byKey := effectsByKey(s.witness.Effects())
+			for _, e := range heldEffects {
+				es := byKey[e.Key]
+				switch {
+				case e.Tool == toolBook && (len(es) != 1 || !lost[e.Key]):
+					t.Errorf("slow's booking %s: %d runs, holder_lost %v; want one run and holder_lost", e.Key[:12], len(es), lost[e.Key])
+				case e.Tool == toolSeat && len(es) < 2:
+					t.Errorf("slow's seat change %s: runs %v; want slow's, then a takeover's", e.Key[:12], es)
+				}
+			}
+			takeovers := 0
+			for key, es := range byKey {
+				first := es[0].Executor
+				if first != "slow" && (len(es) > 1 || lost[key]) {
+					t.Errorf("key %s held by %s (clock %+v) was taken over: %d runs, holder_lost %v",
+						key[:12], first, clocks[first].Offset, len(es), lost[key])
+				}
+				if len(es) > 1 {
+					takeovers++
+				}
+				for i := 1; i < len(es); i++ {
+					if gap := es[i].At.Sub(es[i-1].At); gap < clockLease/2 {
+						t.Errorf("key %s run again by %s %v after %s's run: sooner than the lease allows",
+							key[:12], es[i].Executor, gap, es[i-1].Executor)
+					}
+				}
+			}
+			takeovers += len(lost)
+			for _, name := range []string{"ahead", "behind", "slow"} {
+				w := workers[name]
+				s.step("%s: %d calls received, %d bodies entered", name, w.w.Stats().Received.Load(), w.d.Stats().BodiesEntered.Load())
+			}
+			s.step("keys of slow's taken over: %d (bookings holder_lost %d, seat changes run again %d); none of ahead's or behind's",
+				takeovers, len(lost), rep.Repeats)
+		})
+	}
+}
