@@ -9,6 +9,7 @@ import (
 	"mime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/extensions"
@@ -120,11 +121,11 @@ func NewCallEvent(c Call) (event.Event, error) {
 //     when absent the NATS subject's tool is taken;
 //   - datacontenttype is JSON: application/json, text/json or a +json type,
 //     absent meaning JSON ([CodeBadContentType]);
-//   - the data is present and JSON ([CodeBadData]), nests no deeper than
-//     encoding/json reads ([CodeTooDeep]), has no member twice
-//     ([CodeDuplicateMember]), its arguments are an object
-//     ([CodeArgumentsNotObject]) and it matches the call schema
-//     ([CodeSchemaViolation]).
+//   - the data is present, valid UTF-8 ([CodeInvalidUnicode]) and JSON
+//     ([CodeBadData]), nests no deeper than encoding/json reads
+//     ([CodeTooDeep]), has no member twice ([CodeDuplicateMember]), its
+//     arguments are an object ([CodeArgumentsNotObject]) and it matches the
+//     call schema ([CodeSchemaViolation]).
 //
 // Every error is a [*RejectError]. The arguments themselves are returned as sent;
 // judging their content (canonical form, the tool's schema) is for later stages.
@@ -207,6 +208,10 @@ func hasSubject(e event.Event) bool {
 func callArguments(data []byte) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, Reject(CodeBadData, "data", "the call has no data; want {\"arguments\": {...}}")
+	}
+	if !utf8.Valid(data) {
+		// encoding/json would quietly turn the bad bytes into U+FFFD.
+		return nil, Reject(CodeInvalidUnicode, "data", "data is not valid UTF-8")
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {

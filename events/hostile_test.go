@@ -45,3 +45,19 @@ func TestCallFromEventNesting(t *testing.T) {
 		t.Errorf("arguments = %.20s...", c.Arguments)
 	}
 }
+
+// TestCallFromEventInvalidUTF8: data that is not UTF-8 (binary mode delivers
+// it as sent) is rejected invalid_unicode, as a structured payload is, rather
+// than read with the bad bytes turned into U+FFFD.
+func TestCallFromEventInvalidUTF8(t *testing.T) {
+	for name, data := range map[string]string{
+		"in an argument":       "{\"arguments\":{\"flight\":\"L\xcc\"}}",
+		"in a member name":     "{\"arguments\":{\"\xff\":1}}",
+		"outside the argument": "{\"arguments\":{},\"\xfe\":1}",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := events.CallFromEvent(binaryCall(t, data), "acme", "book")
+			checkReject(t, err, events.CodeInvalidUnicode, "data")
+		})
+	}
+}
