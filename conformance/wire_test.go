@@ -86,6 +86,9 @@ func TestStructuredMode(t *testing.T) {
 		{"charset", nats.Header{"Content-Type": {structured + "; charset=utf-8"}}},
 		{"lower-case header name", nats.Header{"content-type": {structured}}},
 		{"upper-case header and media type", nats.Header{"CONTENT-TYPE": {"Application/CloudEvents+JSON; Charset=UTF-8"}}},
+		// The released NATS binding (1.0.2) predates headers: its messages are
+		// the JSON event format alone.
+		{"released binding 1.0.2, no Content-Type", nats.Header{}},
 	}
 	for i, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -142,6 +145,13 @@ func TestBinaryMode(t *testing.T) {
 				"Ce-Specversion": {"1.0"}, "CE-ID": {id}, "Ce-Source": {source}, "ce-Type": {callType},
 				"Ce-Subject": {"b%6Fok"}, "Ce-Tenant": {tenant}, "CE-RUNID": {"r%31"}, "Ce-Traceparent": {traceParent},
 				"CE-Comment": {comment}, "content-type": {"application/json; charset=utf-8"}, "Nats-Msg-Id": {id},
+			}
+		}},
+		{"quoted strings, as older senders wrote them", func(tenant, id string) nats.Header {
+			return nats.Header{
+				"ce-specversion": {`"1.0"`}, "ce-id": {`"` + id + `"`}, "ce-source": {source}, "ce-type": {`"` + callType + `"`},
+				"ce-tenant": {tenant}, "ce-runid": {`"r1"`}, "ce-traceparent": {`"` + traceParent + `"`},
+				"ce-comment": {`"a \"quoted\" remark"`}, "Content-Type": {"application/json"}, "Nats-Msg-Id": {id},
 			}
 		}},
 		{"no tenant or subject attribute, no Content-Type", func(_, id string) nats.Header {
