@@ -38,12 +38,14 @@ type config struct {
 	maxDeliver    int
 	binaryAnswers bool
 
-	toolsFile  string
-	demo       bool
-	healthAddr string
-	logFormat  string
-	logLevel   string
-	drain      time.Duration
+	toolsFile    string
+	demo         bool
+	metricsAddr  string // /metrics, /healthz and /readyz
+	consoleAddr  string
+	consoleToken string
+	logFormat    string
+	logLevel     string
+	drain        time.Duration
 }
 
 // envPrefix is the prefix of the variables that stand in for flags: --nats-url is
@@ -53,6 +55,10 @@ const envPrefix = "TOOLEXEC_"
 func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
+
+// flagAliases are the old names of renamed flags; their TOOLEXEC_* variables
+// still work too, when the new one is not set.
+var flagAliases = map[string]string{"health-addr": "metrics-addr"}
 
 func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL(s), comma-separated; empty starts an embedded server (NATS_URL is honoured too)")
@@ -88,7 +94,15 @@ func (c *config) register(fs *pflag.FlagSet) {
 
 	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring HTTP tools")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
-	fs.StringVar(&c.healthAddr, "health-addr", "", "address for /healthz and /readyz (e.g. 127.0.0.1:8080); empty: off")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
+	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")
+	fs.StringVar(&c.consoleToken, "console-token", "", "the token operators sign in to the console with (prefer TOOLEXEC_CONSOLE_TOKEN: flags show in ps)")
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if alias, ok := flagAliases[name]; ok {
+			name = alias
+		}
+		return pflag.NormalizedName(name)
+	})
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&c.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight calls may take before a hard stop")
@@ -103,6 +117,11 @@ func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 			return
 		}
 		v, ok := lookup(envName(f.Name))
+		for alias, name := range flagAliases {
+			if !ok && name == f.Name {
+				v, ok = lookup(envName(alias))
+			}
+		}
 		if !ok {
 			return
 		}
@@ -140,6 +159,9 @@ func (c *config) check() error {
 	}
 	if c.lease >= c.retention {
 		errs = append(errs, fmt.Errorf("--lease %v must be shorter than --retention %v", c.lease, c.retention))
+	}
+	if c.consoleAddr != "" && c.consoleToken == "" {
+		errs = append(errs, errors.New("--console-addr needs a token: set TOOLEXEC_CONSOLE_TOKEN (or --console-token)"))
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.logFormat))

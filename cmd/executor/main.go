@@ -51,7 +51,12 @@ toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>.
 
 With no --nats-url (nor TOOLEXEC_NATS_URL or NATS_URL) it starts an embedded NATS
 server with JetStream on --nats-host:--nats-port, keeping its data under --data-dir.
-Every flag can be set with a TOOLEXEC_* variable: --nats-url is TOOLEXEC_NATS_URL.`,
+Every flag can be set with a TOOLEXEC_* variable: --nats-url is TOOLEXEC_NATS_URL.
+
+Operations: --metrics-addr serves Prometheus /metrics, /healthz and /readyz;
+traces go out when the standard OTEL_* variables ask for them (for example
+OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318); --console-addr serves the
+operators' web console, signed in to with TOOLEXEC_CONSOLE_TOKEN.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -63,7 +68,7 @@ Every flag can be set with a TOOLEXEC_* variable: --nats-url is TOOLEXEC_NATS_UR
 			if err := cfg.check(); err != nil {
 				return usageError{err}
 			}
-			return run(cmd.Context(), cfg, cmd.OutOrStdout())
+			return run(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

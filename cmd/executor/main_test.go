@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -141,10 +142,22 @@ func (s *syncBuffer) String() string {
 // that shuts it down gracefully and returns Run's error.
 func startExecutor(t *testing.T, args ...string) (string, func() error) {
 	t.Helper()
+	return startExecutorWith(t, nil, args...)
+}
+
+// startExecutorWith is startExecutor with the executor's log writer chosen by
+// setLog (default os.Stderr).
+func startExecutorWith(t *testing.T, setLog func(*io.Writer), args ...string) (string, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := newCommand()
 	out := &syncBuffer{}
 	cmd.SetOut(out)
+	var logOut io.Writer = os.Stderr
+	if setLog != nil {
+		setLog(&logOut)
+	}
+	cmd.SetErr(logOut)
 	cmd.SetArgs(append([]string{"--data-dir", t.TempDir(), "--nats-port", "-1", "--log-level", "warn"}, args...))
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()

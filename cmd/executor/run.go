@@ -15,9 +15,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/console"
 	"github.com/tesserix/toolexec/demo"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/kvstore"
@@ -25,14 +28,17 @@ import (
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
+	"github.com/tesserix/toolexec/metrics"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/toolsfile"
+	"github.com/tesserix/toolexec/tracing"
 )
 
 // run starts everything cfg describes and serves until ctx ends, then drains.
-// It prints one "ready" line on out once calls are being taken.
-func run(ctx context.Context, cfg config, out io.Writer) error {
-	log, err := newLogger(cfg, os.Stderr)
+// It prints one "ready" line on out once calls are being taken, and logs to
+// logOut.
+func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
+	log, err := newLogger(cfg, logOut)
 	if err != nil {
 		return usageError{err}
 	}
@@ -48,7 +54,28 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 	}()
 
-	nc, natsURL, stopServer, err := connectNATS(cfg, log)
+	traces, err := tracing.Setup(ctx, tracing.Config{})
+	if err != nil {
+		return usageError{err}
+	}
+	if traces.Enabled() {
+		log.Info("tracing on", "exporters", strings.Join(traces.Exporters(), ","))
+		closers = append(closers, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := traces.Shutdown(sctx); err != nil {
+				log.Warn("sending the last spans failed", "error", err)
+			}
+		})
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := metrics.New(reg, metrics.Config{Tools: tools.Names()})
+	if err != nil {
+		return err
+	}
+
+	nc, natsURL, stopServer, err := connectNATS(cfg, log, logOut)
 	if err != nil {
 		return err
 	}
@@ -62,18 +89,20 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err := bus.EnsureStreams(setupCtx, js, bus.StreamsConfig{Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge}); err != nil {
 		return fmt.Errorf("creating the streams: %w", err)
 	}
-	store, closeStore, err := openStore(setupCtx, cfg, js, log)
+	rawStore, closeStore, err := openStore(setupCtx, cfg, js, log)
 	if err != nil {
 		return err
 	}
 	closers = append(closers, closeStore)
+	store := m.Store(rawStore, cfg.store)
 
 	maxOutcome := cfg.maxOutcome
 	if maxOutcome <= 0 {
 		// JSON escaping can make an outcome six times longer in its answer event.
 		maxOutcome = int(nc.MaxPayload() / 8)
 	}
-	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, MaxOutcomeBytes: maxOutcome, Logger: log})
+	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, MaxOutcomeBytes: maxOutcome, Logger: log,
+		Observer: m, TracerProvider: traces})
 	if err != nil {
 		return err
 	}
@@ -85,13 +114,20 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{
 		Concurrency: cfg.concurrency, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
-		BinaryAnswers: cfg.binaryAnswers, Source: "/toolexec/executor/" + d.Holder(), Logger: log,
+		BinaryAnswers: cfg.binaryAnswers, Source: "/toolexec/executor/" + d.Holder(), Logger: log, Observer: m,
 	})
 	if err != nil {
 		return err
 	}
-	if cfg.healthAddr != "" {
-		stop, err := serveHealth(cfg.healthAddr, nc, store, log)
+	if cfg.metricsAddr != "" {
+		stop, err := serveHTTP("--metrics-addr", cfg.metricsAddr, opsHandler(nc, store, reg), log)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stop)
+	}
+	if cfg.consoleAddr != "" {
+		stop, err := startConsole(cfg, js, admin, log)
 		if err != nil {
 			return err
 		}
@@ -144,13 +180,13 @@ func newLogger(cfg config, w io.Writer) (*slog.Logger, error) {
 
 // serverLogger is the embedded server's logger: its start-up banner and notices
 // only at --log-level debug, its warnings and errors always.
-func serverLogger(cfg config, log *slog.Logger) *slog.Logger {
+func serverLogger(cfg config, log *slog.Logger, logOut io.Writer) *slog.Logger {
 	if cfg.logLevel == "debug" {
 		return log.With("component", "nats-server")
 	}
 	quiet := cfg
 	quiet.logLevel = "warn"
-	l, err := newLogger(quiet, os.Stderr)
+	l, err := newLogger(quiet, logOut)
 	if err != nil {
 		return log
 	}
@@ -175,7 +211,7 @@ func loadTools(cfg config) (*tool.Registry, error) {
 // connectNATS dials the configured server, or starts the embedded one and
 // connects to it. It returns the connection, the URL for clients, and a function
 // that stops the embedded server (a no-op otherwise).
-func connectNATS(cfg config, log *slog.Logger) (*nats.Conn, string, func(), error) {
+func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, string, func(), error) {
 	cc := bus.ConnectConfig{
 		URL: cfg.natsURL, CredsFile: cfg.natsCreds, NKeyFile: cfg.natsNKey, User: cfg.natsUser,
 		Password: cfg.natsPassword, Token: cfg.natsToken, TLSCert: cfg.tlsCert, TLSKey: cfg.tlsKey,
@@ -193,7 +229,7 @@ func connectNATS(cfg config, log *slog.Logger) (*nats.Conn, string, func(), erro
 	}
 	s, err := bus.StartEmbedded(bus.EmbeddedConfig{
 		Host: cfg.natsHost, Port: cfg.natsPort, StoreDir: cfg.natsStoreDir(),
-		SyncInterval: cfg.syncInterval, Logger: serverLogger(cfg, log),
+		SyncInterval: cfg.syncInterval, Logger: serverLogger(cfg, log, logOut),
 	})
 	if err != nil {
 		return nil, "", nil, err
@@ -263,10 +299,18 @@ func openStore(ctx context.Context, cfg config, js jetstream.JetStream, log *slo
 // healthDigest is a key no call can have: reading it proves the store answers.
 const healthDigest = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// serveHealth serves /healthz (the process is up) and /readyz (NATS is connected
-// and the store answers).
-func serveHealth(addr string, nc *nats.Conn, store kvstore.Store, log *slog.Logger) (func(), error) {
+// natsStatus is what readiness asks of the NATS connection.
+type natsStatus interface {
+	IsConnected() bool
+	Status() nats.Status
+}
+
+// opsHandler serves /metrics (what g gathers), /healthz (the process is up)
+// and /readyz (NATS is connected and the store answers; 503 naming what is
+// not, otherwise).
+func opsHandler(nc natsStatus, store kvstore.Store, g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler(g))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
@@ -287,20 +331,55 @@ func serveHealth(addr string, nc *nats.Conn, store kvstore.Store, log *slog.Logg
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
+	return mux
+}
+
+// serveHTTP serves h on addr (named by flag in errors) until the returned
+// function stops it.
+func serveHTTP(flag, addr string, h http.Handler, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--health-addr %s: %w", addr, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("health server", "error", err)
+			log.Error("http server", "flag", flag, "error", err)
 		}
 	}()
-	log.Info("health endpoints", "addr", ln.Addr().String())
+	log.Info("serving "+strings.TrimPrefix(flag, "--"), "addr", ln.Addr().String())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// startConsole serves the operators' console: resolutions go through admin
+// (the admin path, in process), the feed through a client's watches.
+func startConsole(cfg config, js jetstream.JetStream, admin *bus.Admin, log *slog.Logger) (func(), error) {
+	client, err := bus.NewClient(js, bus.ClientConfig{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	con, err := console.New(console.Config{Token: cfg.consoleToken, Operator: admin, Watcher: client, Logger: log})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := con.Start(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	stop, err := serveHTTP("--console-addr", cfg.consoleAddr, con.Handler(), log)
+	if err != nil {
+		cancel()
+		con.Wait()
+		return nil, err
+	}
+	return func() {
+		stop() // event streams end with the server's shutdown deadline at worst
+		cancel()
+		con.Wait()
 	}, nil
 }
