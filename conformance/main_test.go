@@ -171,8 +171,8 @@ func goTool() string {
 //   - book_loose: effectful, keyed by flight, which is optional, so that a call
 //     without it has no derivable key;
 //   - lookup: read-only;
-//   - report: idempotent, keyed by id; its endpoint answers with more than
-//     maxOutcome bytes.
+//   - report and report_once: idempotent and effectful, keyed by id; their
+//     endpoint answers with more than maxOutcome bytes.
 const toolsYAML = `tools:
   - name: book
     description: Take seats on a flight.
@@ -220,6 +220,18 @@ const toolsYAML = `tools:
       key_arguments: [id]
     timeout: 10s
     retry: {max_attempts: 3, initial_backoff: 10ms, max_backoff: 50ms}
+    parameters:
+      type: object
+      properties:
+        id: {type: string}
+      required: [id]
+    http:
+      url: ${DOWNSTREAM_URL}/big
+  - name: report_once
+    idempotency:
+      kind: effectful
+      key_arguments: [id]
+    timeout: 10s
     parameters:
       type: object
       properties:

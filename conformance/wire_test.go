@@ -248,6 +248,20 @@ func TestAnswerKinds(t *testing.T) {
 			}
 		}
 	})
+	t.Run("indeterminate after an outcome too large to record", func(t *testing.T) {
+		// The effect landed but its outcome cannot be recorded: an effectful
+		// tool's call is indeterminate, and a duplicate does not run it again.
+		c := newCall(tenant, "report_once", "big-1", `{"id":"b1"}`)
+		key := emitterKey(t, tenant, "r1", "report_once", c.Args, "id")
+		checkAnswer(t, run(t, c), want{Tenant: tenant, Kind: "indeterminate", Tool: "report_once", Run: "r1", Call: "big-1",
+			Key: key, Reason: "body_failed", BodyEntered: ptr(true)})
+		again := newCall(tenant, "report_once", "big-2", `{"id":"b1"}`)
+		checkAnswer(t, run(t, again), want{Tenant: tenant, Kind: "indeterminate", Tool: "report_once", Run: "r1", Call: "big-2",
+			Key: key, Reason: "body_failed", BodyEntered: ptr(true)})
+		if n := requests("/big", key); n != 1 {
+			t.Errorf("downstream saw %d requests for the key, want 1", n)
+		}
+	})
 	t.Run("indeterminate, key underivable", func(t *testing.T) {
 		c := newCall(tenant, "book_loose", "loose-1", `{"request_id":"x"}`)
 		checkAnswer(t, run(t, c), want{Tenant: tenant, Kind: "indeterminate", Tool: "book_loose", Run: "r1", Call: "loose-1",
@@ -268,7 +282,7 @@ func TestAnswerKinds(t *testing.T) {
 			}
 		}
 	})
-	answersOf(t, tenant, "dd-1", "dd-2", "ind-1", "ind-2", "refused-1", "loose-1", "ro-1")
+	answersOf(t, tenant, "dd-1", "dd-2", "ind-1", "ind-2", "refused-1", "big-1", "big-2", "loose-1", "ro-1")
 }
 
 // TestConcurrentCallsOneKey publishes calls with distinct call ids and one key
