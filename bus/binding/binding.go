@@ -117,8 +117,8 @@ func hasPrefixFold(s, prefix string) bool {
 //   - not_cloudevent: JSON that is not an object, no specversion, an unknown
 //     event format, a header given twice, a header value that is not correctly
 //     percent-encoded, an attribute the SDK refuses (a time that is not RFC 3339,
-//     an extension name that is not lower-case alphanumeric), or a message with
-//     neither structured Content-Type nor ce- headers;
+//     an extension name that is not lower-case alphanumeric), or a binary-mode
+//     message without ce- headers;
 //   - bad_specversion: a specversion other than "1.0";
 //   - duplicate_member: a structured event with the same member twice;
 //   - invalid_unicode: a structured payload that is not valid UTF-8, or an
