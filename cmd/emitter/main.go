@@ -49,6 +49,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newInspectCmd(&g))
 	root.AddCommand(newResolveCmd(&g))
 	root.AddCommand(newForgetCmd(&g))
+	root.AddCommand(newIndeterminateCmd(&g))
 	root.AddCommand(newBenchCmd(&g))
 	return root
 }
