@@ -1,0 +1,71 @@
+package natsstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+var _ kvstore.Lister = (*Store)(nil)
+
+// List returns up to limit of the tenant's live records in state, oldest first
+// by their last write (limit ≤ 0: all of them). It reads the latest value of
+// each of the tenant's keys through one watch on "<tenant>.>" — an ordered
+// consumer, which any replica may serve — so its cost grows with the tenant's
+// records, whatever their state, and LeaseExpired is left unset. It returns
+// kvstore.ErrInvalid for a malformed tenant or an unknown state, and an error
+// wrapping kvstore.ErrUnavailable when JetStream cannot be reached. It
+// implements kvstore.Lister.
+func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
+	const op = "list"
+	if err := validTenant(tenant); err != nil {
+		return nil, fmt.Errorf("natsstore: %s: %w", op, err)
+	}
+	if !state.Valid() {
+		return nil, fmt.Errorf("natsstore: %s: state %q: %w", op, state, kvstore.ErrInvalid)
+	}
+	if err := s.usable(op); err != nil {
+		return nil, err
+	}
+	w, err := s.kv.Watch(ctx, tenant+".>", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, unavailable(op, err)
+	}
+	defer w.Stop()
+	var out []kvstore.Record
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, unavailable(op, ctx.Err())
+		case <-s.done:
+			return nil, unavailable(op, errClosed)
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, unavailable(op, errWatchClosed)
+			}
+			if e == nil { // every key's latest value has been delivered
+				slices.SortFunc(out, kvstore.CompareAge)
+				if limit > 0 && len(out) > limit {
+					out = out[:limit]
+				}
+				return out, nil
+			}
+			digest, ok := strings.CutPrefix(e.Key(), tenant+".")
+			if !ok {
+				continue
+			}
+			v, err := decodeValue(e.Value())
+			if err != nil {
+				return nil, fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
+			}
+			if kvstore.State(v.State) == state {
+				out = append(out, s.recordOf(tenant, digest, v, e))
+			}
+		}
+	}
+}
