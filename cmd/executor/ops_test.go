@@ -262,7 +262,7 @@ func TestConsole(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	t.Setenv("TOOLEXEC_CONSOLE_TOKEN", "tok-123")
-	startExecutor(t, "--demo", "--store", "memory", "--console-addr", addr)
+	startExecutor(t, "--demo", "--console-addr", addr)
 	if code, body := httpGet(t, "http://"+addr+"/login"); code != http.StatusOK || !strings.Contains(body, `name="token"`) {
 		t.Fatalf("/login: %d", code)
 	}
