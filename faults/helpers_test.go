@@ -312,6 +312,7 @@ type scenario struct {
 	flags   []string // every executor's flags
 	start   time.Time
 	answers []faults.StoredAnswer // read back by finish
+	execs   []*executor           // the processes started, for their logs
 }
 
 // newScenario connects to natsURL (a comma-separated list for a cluster),
@@ -364,7 +365,9 @@ func (s *scenario) executor(name string, extra ...string) *executor {
 		s.t.Fatal(err)
 	}
 	args := append(append([]string{}, s.flags...), "--tools-file", path, "--data-dir", filepath.Join(s.dir, name))
-	return startExecutor(s.t, name, append(args, extra...)...)
+	e := startExecutor(s.t, name, append(args, extra...)...)
+	s.execs = append(s.execs, e)
+	return e
 }
 
 // publish publishes calls in the background and returns a channel that gets
@@ -408,8 +411,34 @@ func (s *scenario) finish(ctx context.Context) faults.Report {
 		time.Since(s.start).Round(100*time.Millisecond))
 	if !rep.OK() {
 		s.t.Errorf("the checker found violations:\n%s", rep)
+		s.logCalls(rep.Violations)
 	}
 	return rep
+}
+
+// logCalls logs what the executors' logs say about the calls of the first
+// violations.
+func (s *scenario) logCalls(vs []faults.Violation) {
+	s.t.Helper()
+	for i, v := range vs {
+		if i == 10 {
+			break
+		}
+		if v.CallID == "" {
+			continue
+		}
+		for _, e := range s.execs {
+			b, err := os.ReadFile(e.logPath)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "call_id="+v.CallID+" ") {
+					s.t.Logf("%s: %s", e.name, line)
+				}
+			}
+		}
+	}
 }
 
 // step logs what the scenario is doing, with the time since it started.

@@ -82,7 +82,7 @@ func runStoreAway(t *testing.T, s *scenario, flags func(i int) []string, outages
 			continue
 		}
 		unavailable++
-		var last faults.Fault
+		last := faults.Fault{End: s.start} // before any fault: lag from the start
 		for _, f := range s.rec.Faults() {
 			if !f.Start.After(a.Stored) {
 				last = f
@@ -130,7 +130,7 @@ func TestStoreAwayPostgres(t *testing.T) {
 	proxy := tcpproxy.Start(t, pg.Addr())
 	srv := natstest.Start(t, natstest.SyncAlways())
 	s := newScenario(t, "store-away-postgres", srv.ClientURL(), 1)
-	url := pg.URLVia(proxy.Addr()) + "&connect_timeout=2"
+	url := pg.URLVia(proxy.Addr())
 	schema := dbproc.FreshSchema(t, pg.URL())
 	runStoreAway(t, s, func(i int) []string {
 		f := []string{"--store", "postgres", "--postgres-url", url, "--postgres-schema", schema}
@@ -155,7 +155,9 @@ func TestStoreAwayRedis(t *testing.T) {
 	proxy := tcpproxy.Start(t, rd.Addr())
 	srv := natstest.Start(t, natstest.SyncAlways())
 	s := newScenario(t, "store-away-redis", srv.ClientURL(), 1)
-	url := rd.URLVia(proxy.Addr()) + "?dial_timeout=1s&read_timeout=1s&write_timeout=1s"
+	// Timeouts long enough that only the injected faults trip them on a busy
+	// machine (go-redis's defaults: 5s to dial, 3s to read or write).
+	url := rd.URLVia(proxy.Addr()) + "?dial_timeout=10s&read_timeout=10s&write_timeout=10s"
 	prefix := fmt.Sprintf("faults-%d", time.Now().UnixNano())
 	runStoreAway(t, s, func(int) []string {
 		return []string{"--store", "redis", "--redis-url", url, "--redis-prefix", prefix}
