@@ -30,6 +30,10 @@ example: ## Run examples/toolidempotency (the same three outcomes, in one Go pro
 test: ## Run every test with the race detector (needs PostgreSQL and Redis; see README).
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
+.PHONY: faults
+faults: ## Run the long fault suite (SIGKILLed executors, NATS restarts, cluster leader kills, stores away, skewed clocks); figures on FIGURES lines, log in bin/faults.log.
+	@mkdir -p $(BIN) && bash -o pipefail -c "$(GO) test -race -tags faults -count=1 -timeout 60m -v ./faults 2>&1 | tee $(BIN)/faults.log"
+
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
