@@ -34,7 +34,7 @@ import (
 //     again — and never sooner than half a lease after slow's request reached
 //     the downstream.
 func TestClocksDisagree(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const clockLease = time.Second
 	backends := []struct {
 		name  string
@@ -70,7 +70,7 @@ func TestClocksDisagree(t *testing.T) {
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
+			parallel(t)
 			srv := natstest.Start(t, natstest.SyncAlways())
 			newStore := b.store(t, srv)
 			s := newScenario(t, "clocks-disagree-"+b.name, srv.ClientURL(), 1)

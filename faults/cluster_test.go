@@ -21,7 +21,7 @@ import (
 // booking reaches the downstream twice, and every indeterminate answer falls in
 // a fault's window.
 func TestClusterLeadersKilledUnderLoad(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	servers := natstest.StartCluster(t, 3, natstest.SyncAlways())
 	urls := make([]string, len(servers))
 	for i, srv := range servers {

@@ -55,6 +55,15 @@ func pick[T any](short, lng T) T {
 	return short
 }
 
+// parallel runs the scenario beside the others in the short suite, where time
+// is short; the long suite runs them one after another, so that each one's
+// figures are its own.
+func parallel(t *testing.T) {
+	if !long {
+		t.Parallel()
+	}
+}
+
 // toolsYAML is the tools file of the executor named executor: both tools at its
 // own URLs of the witness.
 func toolsYAML(w *faults.Witness, executor string) string {

@@ -24,7 +24,7 @@ import (
 // and the survivor's. The long suite repeats this over several rounds, with
 // new processes each time.
 func TestKillExecutorMidCall(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv := natstest.Start(t, natstest.SyncAlways())
 	s := newScenario(t, "kill-executor", srv.ClientURL(), 1)
 	ctx := ctxFor(t, pick(2*time.Minute, 10*time.Minute))

@@ -21,7 +21,7 @@ import (
 // call is lost and no booking reaches the downstream twice; the only
 // indeterminate answers are those the outage explains.
 func TestNATSRestartUnderLoad(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	var mu sync.Mutex // protects srv, for the cleanup
 	srv, err := natstest.RunServer(dir, natstest.SyncAlways())

@@ -103,7 +103,7 @@ func runStoreAway(t *testing.T, s *scenario, flags func(i int) []string, outages
 // held become holder_lost (bookings) or are run again (seat changes) once
 // their leases run out by the server's clock.
 func TestStoreAwayJetStream(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv := natstest.Start(t, natstest.SyncAlways())
 	proxy := tcpproxy.Start(t, srv.Addr().String())
 	s := newScenario(t, "store-away-jetstream", srv.ClientURL(), 1)
@@ -125,7 +125,7 @@ func TestStoreAwayJetStream(t *testing.T) {
 // test's own, reached through a TCP proxy), then black-holes the proxy, and
 // later stops the server outright and starts it again.
 func TestStoreAwayPostgres(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	pg := dbproc.StartPostgres(t)
 	proxy := tcpproxy.Start(t, pg.Addr())
 	srv := natstest.Start(t, natstest.SyncAlways())
@@ -150,7 +150,7 @@ func TestStoreAwayPostgres(t *testing.T) {
 // append-only file synced on every write, reached through a TCP proxy), then
 // black-holes the proxy, and later stops the server and starts it again.
 func TestStoreAwayRedis(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	rd := dbproc.StartRedis(t)
 	proxy := tcpproxy.Start(t, rd.Addr())
 	srv := natstest.Start(t, natstest.SyncAlways())
