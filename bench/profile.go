@@ -121,7 +121,7 @@ func parsePprofTop(text string) ([]profileLine, string, error) {
 		if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 			continue
 		}
-		lines = append(lines, profileLine{Func: strings.Join(f[5:], " "), Flat: flat, FlatPC: flatPC, FlatSum: sum, Cum: c, CumPC: cumPC})
+		lines = append(lines, profileLine{Func: shortenGeneric(strings.Join(f[5:], " ")), Flat: flat, FlatPC: flatPC, FlatSum: sum, Cum: c, CumPC: cumPC})
 	}
 	return lines, header, sc.Err()
 }
@@ -207,9 +207,20 @@ func runtimeArea(fn string) string {
 	if strings.HasPrefix(fn, "internal/runtime/gc") {
 		return "Go runtime: allocation and GC"
 	}
+	for _, k := range []string{"internal/runtime/maps", "runtime.map", "aeshash", "memeqbody", "typehash", "ifaceeq", "efaceeq", "strhash", "memhash"} {
+		if strings.Contains(fn, k) {
+			return "Go runtime: maps and hashing"
+		}
+	}
+	for _, k := range []string{"unwinder", "runtime.step", "getStackMap", "readvarint", "adjustframe", "copystack", "morestack",
+		"newstack", "pcvalue", "funcInfo", "findfunc", "Callers", "gentraceback", "adjustpointers"} {
+		if strings.Contains(fn, k) {
+			return "Go runtime: stack growth and unwinding"
+		}
+	}
 	for _, k := range []string{"gc", "malloc", "scanobject", "greyobject", "mark", "sweep", "mspan", "mheap", "mcache",
 		"heap", "wbBuf", "Barrier", "findObject", "newobject", "makeslice", "growslice", "spanOf", "pageAlloc",
-		"scanblock", "scanstack", "nextFreeFast", "mallocgc"} {
+		"scanblock", "scanstack", "nextFreeFast", "mallocgc", "scan", "span", "Span", "sizeclass", "bgsweep", "madvise"} {
 		if strings.Contains(fn, k) {
 			return "Go runtime: allocation and GC"
 		}
@@ -222,4 +233,25 @@ func runtimeArea(fn string) string {
 		}
 	}
 	return "Go runtime: other"
+}
+
+// shortenGeneric replaces the type arguments of a generic function's name
+// (go.shape.…, often a whole struct) with "[…]".
+func shortenGeneric(fn string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range fn {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[…]")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

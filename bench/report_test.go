@@ -87,7 +87,10 @@ func TestArea(t *testing.T) {
 		"internal/runtime/gc/scan.scanSpanPackedAVX512":            "Go runtime: allocation and GC",
 		"runtime.memmove":                                          "Go runtime: copying and zeroing memory",
 		"runtime.futex":                                            "Go runtime: scheduling, channels, locks",
-		"aeshashbody":                                              "Go runtime: other",
+		"aeshashbody":                                              "Go runtime: maps and hashing",
+		"runtime.(*unwinder).resolveInternal":                      "Go runtime: stack growth and unwinding",
+		"runtime.scanObjectsSmall":                                 "Go runtime: allocation and GC",
+		"runtime.asyncPreempt":                                     "Go runtime: other",
 		"github.com/nats-io/nats%2ego.(*Conn).processMsg":          "nats.go client",
 		"github.com/nats-io/nats-server/v2/server.(*client).parse": "nats-server (embedded)",
 		"github.com/tesserix/toolexec/bus.(*Worker).handle":        "toolexec",
@@ -99,6 +102,13 @@ func TestArea(t *testing.T) {
 		if got := area(fn); got != want {
 			t.Errorf("area(%s) = %q, want %q", fn, got, want)
 		}
+	}
+}
+
+func TestShortenGeneric(t *testing.T) {
+	in := `github.com/nats-io/nats-server/v2/server/stree.(*SubjectTree[go.shape.struct { Msgs uint64 "json:\"messages\""; x [2]int }]).Find`
+	if got, want := shortenGeneric(in), "github.com/nats-io/nats-server/v2/server/stree.(*SubjectTree[…]).Find"; got != want {
+		t.Errorf("shortenGeneric = %q, want %q", got, want)
 	}
 }
 
