@@ -25,6 +25,7 @@ const defaultTimeout = 30 * time.Second
 type globalOptions struct {
 	server, creds, nkey, user, password, token string
 	tlsCert, tlsKey, tlsCA                     string
+	inboxPrefix                                string
 	timeout                                    time.Duration
 	json                                       bool
 }
@@ -42,6 +43,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.tlsCert, "tlscert", "", "TLS client certificate (PEM file)")
 	f.StringVar(&g.tlsKey, "tlskey", "", "TLS client key (PEM file)")
 	f.StringVar(&g.tlsCA, "tlsca", "", "TLS certificate authorities to trust (PEM file)")
+	f.StringVar(&g.inboxPrefix, "inbox-prefix", "", "prefix of reply subjects instead of _INBOX (a tenant's credentials may allow only its own, e.g. _INBOX_acme)")
 	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for an answer or a reply; 0 waits for ever")
 	f.BoolVar(&g.json, "json", false, "print JSON for programs instead of text for people")
 }
@@ -84,7 +86,7 @@ func (g *globalOptions) connect(cmd *cobra.Command, cc bus.ClientConfig) (*sessi
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := bus.ConnectConfig{
 		URL: g.server, CredsFile: g.creds, NKeyFile: g.nkey, User: g.user, Password: g.password,
-		Token: g.token, TLSCert: g.tlsCert, TLSKey: g.tlsKey, TLSCA: g.tlsCA,
+		Token: g.token, TLSCert: g.tlsCert, TLSKey: g.tlsKey, TLSCA: g.tlsCA, InboxPrefix: g.inboxPrefix,
 		Name: "toolexec-emitter", Logger: log,
 	}
 	url := cfg.URLOrDefault()
