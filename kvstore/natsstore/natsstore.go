@@ -208,7 +208,9 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		if err := pause(ctx, attempt); err != nil {
 			return kvstore.ClaimResult{}, unavailable(op, err)
 		}
-		rev, err := s.kv.Create(ctx, key, b)
+		actx, cancel := s.bounded(ctx)
+		rev, err := s.kv.Create(actx, key, b)
+		cancel()
 		if err == nil {
 			return s.won(req, v, rev), nil
 		}
@@ -456,7 +458,9 @@ func (s *Store) cas(ctx context.Context, key string, b []byte, writeID string, r
 		if err := pause(ctx, attempt); err != nil {
 			return 0, err
 		}
-		nrev, err := s.kv.Update(ctx, key, b, rev)
+		actx, cancel := s.bounded(ctx)
+		nrev, err := s.kv.Update(actx, key, b, rev)
+		cancel()
 		if err == nil {
 			return nrev, nil
 		}
@@ -503,7 +507,9 @@ func (s *Store) casDelete(ctx context.Context, key string, rev uint64) error {
 		if err := pause(ctx, attempt); err != nil {
 			return err
 		}
-		err := s.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		actx, cancel := s.bounded(ctx)
+		err := s.kv.Delete(actx, key, jetstream.LastRevision(rev))
+		cancel()
 		if err == nil {
 			return nil
 		}
@@ -765,7 +771,9 @@ func (s *Store) usable(op string) error {
 // read is behind the probe (a leader just elected), it returns an earlier time
 // of the server's, which only makes a lease look longer, never shorter.
 func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
-	rev, err := s.kv.Put(ctx, clockKey, nil)
+	actx, cancel := s.bounded(ctx)
+	rev, err := s.kv.Put(actx, clockKey, nil)
+	cancel()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("clock probe: %w", err)
 	}

@@ -40,6 +40,18 @@ type msgGetResponse struct {
 	} `json:"message,omitempty"`
 }
 
+// bounded returns ctx, limited to the JetStream context's default API timeout
+// when ctx has no deadline of its own, for one request to the server. nats.go
+// bounds its API requests that way but not its publishes (KV writes are
+// publishes): without this, a write to a server that stopped answering would
+// wait for as long as the caller's context allows, which may be forever.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.apiTimeout)
+}
+
 // get returns the key's latest entry as the stream's leader has it, or
 // jetstream.ErrKeyNotFound when the key has no value (never written, deleted,
 // purged or expired).
@@ -48,11 +60,8 @@ func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, e
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.apiTimeout)
-		defer cancel()
-	}
+	ctx, cancel := s.bounded(ctx)
+	defer cancel()
 	msg, err := s.nc.RequestWithContext(ctx, s.apiPrefix+"STREAM.MSG.GET.KV_"+s.bucket, req)
 	if err != nil {
 		return nil, err
