@@ -89,6 +89,7 @@ type Console struct {
 	session string // the cookie value a signed-in browser holds
 	pages   *template.Template
 	wg      sync.WaitGroup // the feed's goroutines
+	stopped chan struct{}  // closed when Start's context ends: event streams end
 }
 
 //go:embed assets
@@ -124,14 +125,16 @@ func New(cfg Config) (*Console, error) {
 	mac.Write([]byte("toolexec console session"))
 	return &Console{
 		cfg: cfg, log: cfg.Logger, hub: newHub(cfg.History), pages: pages,
-		session: hex.EncodeToString(mac.Sum(nil)),
+		session: hex.EncodeToString(mac.Sum(nil)), stopped: make(chan struct{}),
 	}, nil
 }
 
 // Start opens the watches that feed the live feed, from Config.Since ago, and
-// follows them until ctx ends. It returns the watch's error if one cannot be
-// opened.
+// follows them until ctx ends; then the pages' event streams end too (so that
+// an HTTP server's Shutdown need not wait for them). It returns the watch's
+// error if one cannot be opened. Call it once.
 func (c *Console) Start(ctx context.Context) error {
+	context.AfterFunc(ctx, func() { close(c.stopped) })
 	var chans []<-chan events.Answer
 	for _, k := range feedKinds {
 		ch, err := c.cfg.Watcher.Watch(ctx, events.KindSubjects(k), bus.WatchSince(time.Now().Add(-c.cfg.Since)))
@@ -433,6 +436,8 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-r.Context().Done():
+			return
+		case <-c.stopped:
 			return
 		}
 	}

@@ -377,3 +377,41 @@ func TestFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsEndWithTheConsole: when the console's context ends, open event
+// streams end too, so that shutting the server down does not wait on browsers.
+func TestStreamsEndWithTheConsole(t *testing.T) {
+	c, err := console.New(console.Config{Token: token, Operator: &fakeOperator{}, Watcher: &fakeWatcher{}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	cancel()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("stream ended with %v, want a clean end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream outlived the console")
+	}
+	c.Wait()
+}

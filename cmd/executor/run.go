@@ -378,8 +378,8 @@ func startConsole(cfg config, js jetstream.JetStream, admin *bus.Admin, log *slo
 		return nil, err
 	}
 	return func() {
-		stop() // event streams end with the server's shutdown deadline at worst
-		cancel()
+		cancel() // ends the feed and the pages' event streams
+		stop()
 		con.Wait()
 	}, nil
 }
