@@ -22,25 +22,25 @@ const hangAfter = time.Minute
 
 // fault is one way for a store to go away, and come back.
 type fault struct {
-	name         string
-	break_, heal func(t *testing.T, srv *storeServer, px *tcpproxy.Proxy)
+	name           string
+	inject, repair func(t *testing.T, srv *storeServer, px *tcpproxy.Proxy)
 }
 
 var faults = []fault{
 	{
 		name:   "cut", // the connections are reset and new ones refused, as when the server crashes
-		break_: func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Cut() },
-		heal:   func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Restore() },
+		inject: func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Cut() },
+		repair: func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Restore() },
 	},
 	{
 		name:   "blackhole", // requests vanish and no answer ever comes
-		break_: func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Blackhole() },
-		heal:   func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Restore() },
+		inject: func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Blackhole() },
+		repair: func(_ *testing.T, _ *storeServer, px *tcpproxy.Proxy) { px.Restore() },
 	},
 	{
 		name:   "server-stopped",
-		break_: func(t *testing.T, srv *storeServer, _ *tcpproxy.Proxy) { srv.stop(t) },
-		heal:   func(t *testing.T, srv *storeServer, _ *tcpproxy.Proxy) { srv.start(t) },
+		inject: func(t *testing.T, srv *storeServer, _ *tcpproxy.Proxy) { srv.stop(t) },
+		repair: func(t *testing.T, srv *storeServer, _ *tcpproxy.Proxy) { srv.start(t) },
 	},
 }
 
@@ -115,7 +115,7 @@ func TestStoreOutage(t *testing.T) {
 					case <-time.After(hangAfter):
 						t.Fatalf("the body of %s was not entered", flight("mid"))
 					}
-					f.break_(t, srv, px)
+					f.inject(t, srv, px)
 
 					// 3. Calls while it is away.
 					type result struct {
@@ -158,7 +158,7 @@ func TestStoreOutage(t *testing.T) {
 					}
 
 					// 5. Back.
-					f.heal(t, srv, px)
+					f.repair(t, srv, px)
 					waitUsable(t, st)
 					for i, c := range away[:3] {
 						a := dispatch(fmt.Sprintf("back-%d", i+1), c.flight)
