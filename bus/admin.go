@@ -236,19 +236,10 @@ func ServeAdmin(js jetstream.JetStream, store kvstore.Store, cfg AdminConfig) (*
 	if js == nil || store == nil {
 		return nil, invalidConfig("admin: a JetStream context and a store are required")
 	}
-	if cfg.Queue == "" {
-		cfg.Queue = DefaultAdminQueue
+	a, err := NewAdmin(js, store, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Source == "" {
-		cfg.Source = DefaultAnswerSource
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultAdminTimeout
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	a := &Admin{js: js, store: store, cfg: cfg, log: cfg.Logger}
 	nc := js.Conn()
 	for subject, h := range map[string]func(context.Context, []byte) any{
 		AdminForgetSubject:  a.forget,
@@ -256,7 +247,7 @@ func ServeAdmin(js jetstream.JetStream, store kvstore.Store, cfg AdminConfig) (*
 		AdminResolveSubject: a.resolve,
 		AdminListSubject:    a.list,
 	} {
-		sub, err := nc.QueueSubscribe(subject, cfg.Queue, func(m *nats.Msg) {
+		sub, err := nc.QueueSubscribe(subject, a.cfg.Queue, func(m *nats.Msg) {
 			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
 			defer cancel()
 			reply, err := json.Marshal(h(ctx, m.Data))
@@ -278,6 +269,36 @@ func ServeAdmin(js jetstream.JetStream, store kvstore.Store, cfg AdminConfig) (*
 		return nil, fmt.Errorf("bus: admin: %w", err)
 	}
 	return a, nil
+}
+
+// errNoJetStream is why an Admin made by NewAdmin without a JetStream context
+// publishes no resolved event and purges no stream.
+var errNoJetStream = errors.New("no NATS connection")
+
+// NewAdmin returns an Admin on store for callers in its own process (an
+// operator's tool working on the store directly): unlike ServeAdmin's, it
+// answers nothing from the bus. js publishes the resolved events of Resolve and
+// purges the streams for Forget; it may be nil when NATS cannot be reached, and
+// then Resolve and Forget still change the store and report that the event was
+// not published (ErrAuditNotPublished) or the streams were not purged. It
+// returns an error matching ErrInvalidConfig if store is nil.
+func NewAdmin(js jetstream.JetStream, store kvstore.Store, cfg AdminConfig) (*Admin, error) {
+	if store == nil {
+		return nil, invalidConfig("admin: a store is required")
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = DefaultAdminQueue
+	}
+	if cfg.Source == "" {
+		cfg.Source = DefaultAnswerSource
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultAdminTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Admin{js: js, store: store, cfg: cfg, log: cfg.Logger}, nil
 }
 
 // Close stops answering: requests being answered finish, new ones go to other
@@ -339,6 +360,22 @@ func (a *Admin) forget(ctx context.Context, data []byte) any {
 	if e := decodeRequest(data, &req); e != nil {
 		return ForgetResponse{Error: e}
 	}
+	return a.forgetRequest(ctx, req)
+}
+
+// Forget erases a tenant exactly as a request on AdminForgetSubject does — its
+// records, then its calls and events in both streams — for callers in the
+// Admin's own process. It returns what Client.Forget returns: how many records
+// were erased, and an *AdminError when that or the purge failed.
+func (a *Admin) Forget(ctx context.Context, tenant string) (int64, error) {
+	resp := a.forgetRequest(ctx, ForgetRequest{Tenant: tenant})
+	if resp.Error != nil {
+		return resp.Records, resp.Error
+	}
+	return resp.Records, nil
+}
+
+func (a *Admin) forgetRequest(ctx context.Context, req ForgetRequest) ForgetResponse {
 	resp := ForgetResponse{Tenant: req.Tenant}
 	if err := events.CheckToken("tenant", req.Tenant); err != nil {
 		resp.Error = badRequest("%v", err)
@@ -365,6 +402,9 @@ func (a *Admin) forget(ctx context.Context, data []byte) any {
 }
 
 func (a *Admin) purge(ctx context.Context, stream, subject string) error {
+	if a.js == nil {
+		return errNoJetStream
+	}
 	s, err := a.js.Stream(ctx, stream)
 	if err != nil {
 		return err
@@ -451,6 +491,9 @@ func (a *Admin) resolveRequest(ctx context.Context, req ResolveRequest) ResolveR
 
 // publishAudit stores a resolved event, trying a few times.
 func (a *Admin) publishAudit(ctx context.Context, ev events.Answer) error {
+	if a.js == nil {
+		return errNoJetStream
+	}
 	msg, err := answerMsg(ev, a.cfg.Source, binding.Structured)
 	if err != nil {
 		return err
