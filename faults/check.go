@@ -84,6 +84,11 @@ type Report struct {
 	// Repeats counts Idempotent keys that ran more than once, each explained by a
 	// fault (unexplained ones are violations).
 	Repeats int
+	// Unrun counts keys answered holder_lost that the downstream never saw:
+	// claims granted (or written, with the reply lost) whose body never ran.
+	// The answer is conservative — "unknown" where nothing happened — not
+	// wrong.
+	Unrun int
 	// Faults counts the injected faults.
 	Faults int
 	// Violations lists every breach found, sorted by rule, key and call.
@@ -128,8 +133,8 @@ func (r Report) String() string {
 			fmt.Fprintf(&b, " indeterminate/%s=%d", reason, n)
 		}
 	}
-	fmt.Fprintf(&b, " effects=%d effect_keys=%d idempotent_repeats=%d faults=%d lost=%d double_effects=%d violations=%d",
-		r.Effects, r.EffectKeys, r.Repeats, r.Faults, r.Count(RuleLostCall), r.Count(RuleDoubleEffect), len(r.Violations))
+	fmt.Fprintf(&b, " effects=%d effect_keys=%d idempotent_repeats=%d holder_lost_unrun=%d faults=%d lost=%d double_effects=%d violations=%d",
+		r.Effects, r.EffectKeys, r.Repeats, r.Unrun, r.Faults, r.Count(RuleLostCall), r.Count(RuleDoubleEffect), len(r.Violations))
 	for i, v := range r.Violations {
 		if i == 20 {
 			fmt.Fprintf(&b, "\n  ... and %d more", len(r.Violations)-i)
@@ -254,6 +259,7 @@ func (j *judge) checkAnswers() {
 		}
 	}
 	outcomes := map[string]map[string]bool{} // Effectful key -> outcomes answered
+	unrun := map[string]bool{}               // keys answered holder_lost, never seen downstream
 	for _, call := range j.h.Calls {
 		as := byCall[callID{call.Tenant, call.CallID}]
 		switch {
@@ -275,6 +281,9 @@ func (j *judge) checkAnswers() {
 			switch a.Kind {
 			case events.KindIndeterminate:
 				j.rep.Indeterminate[a.Reason]++
+				if a.Reason == events.ReasonHolderLost && call.Key != "" && len(j.effects[call.Key]) == 0 {
+					unrun[call.Key] = true
+				}
 				if why := j.unexplained(call, a); why != "" {
 					j.violate(RuleUnexplainedIndeterminate, call.Key, call.CallID, "%s: %s", a.Reason, why)
 				}
@@ -294,6 +303,7 @@ func (j *judge) checkAnswers() {
 			}
 		}
 	}
+	j.rep.Unrun = len(unrun)
 	for key, seen := range outcomes {
 		if len(seen) > 1 {
 			list := make([]string, 0, len(seen))

@@ -382,6 +382,9 @@ func TestReportFigures(t *testing.T) {
 		rep.Indeterminate[events.ReasonStoreUnavailable] != 1 {
 		t.Errorf("by kind: %v %v", rep.Answers, rep.Indeterminate)
 	}
+	if rep.Unrun != 0 {
+		t.Errorf("Unrun = %d, want 0", rep.Unrun)
+	}
 	if rep.Count(faults.RuleLostCall) != 1 || len(rep.Violations) != 1 || rep.Violations[0].CallID != "lost" {
 		t.Errorf("violations: %v", rep.Violations)
 	}
@@ -390,5 +393,28 @@ func TestReportFigures(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("String() lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestUnrunHolderLost counts keys answered holder_lost that the downstream
+// never saw, and only those.
+func TestUnrunHolderLost(t *testing.T) {
+	e1 := hcall("e1", tool.Effectful, keyA, 0)
+	e2 := hcall("e2", tool.Effectful, keyB, 0)
+	away := faults.Fault{Name: "store away", Start: at(1), End: at(3), StoreAway: true}
+	rep := faults.Check(faults.History{
+		Calls: []faults.Call{e1, e2},
+		Answers: []faults.StoredAnswer{
+			hindeterminate(e1, events.ReasonHolderLost, true, 4),
+			hindeterminate(e2, events.ReasonHolderLost, true, 4),
+		},
+		Effects: []faults.Effect{heffect(e2, "x1", 0.5)},
+		Faults:  []faults.Fault{away},
+	})
+	if !rep.OK() || rep.Unrun != 1 {
+		t.Errorf("Unrun = %d (violations %v), want 1 and none", rep.Unrun, rep.Violations)
+	}
+	if !strings.Contains(rep.String(), "holder_lost_unrun=1") {
+		t.Errorf("String() lacks holder_lost_unrun=1: %s", rep)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -360,7 +361,7 @@ func newScenario(t *testing.T, name, natsURL string, replicas int) *scenario {
 	s.flags = []string{
 		"--nats-url", natsURL, "--replicas", strconv.Itoa(replicas),
 		"--lease", lease.String(), "--ack-wait", ackWait.String(),
-		"--log-level", "warn", "--drain-timeout", "5s",
+		"--log-level", "info", "--drain-timeout", "5s",
 	}
 	return s
 }
@@ -416,13 +417,74 @@ func (s *scenario) finish(ctx context.Context) faults.Report {
 	s.answers = answers
 	rep := faults.Check(s.rec.History(answers, s.witness.Effects()))
 	first, _, _ := strings.Cut(rep.String(), "\n")
-	s.t.Logf("FIGURES %s: %s publish_retries=%d elapsed=%v", s.name, first, s.pub.Retries(),
-		time.Since(s.start).Round(100*time.Millisecond))
+	p50, p99, worst := s.latencies()
+	s.t.Logf("FIGURES %s: %s publish_retries=%d answer_latency_p50=%v p99=%v max=%v elapsed=%v", s.name, first,
+		s.pub.Retries(), p50, p99, worst, time.Since(s.start).Round(100*time.Millisecond))
 	if !rep.OK() {
 		s.t.Errorf("the checker found violations:\n%s", rep)
 		s.logCalls(rep.Violations)
 	}
+	if len(s.execs) > 0 {
+		s.t.Logf("executor logs: %s", s.logCounts())
+	}
 	return rep
+}
+
+// logLines are the executor log messages worth counting in a scenario's
+// figures.
+var logLines = []struct{ name, msg string }{
+	{"store_unavailable", `msg="idempotency store unavailable"`},
+	{"takeovers", `msg="took over an expired claim"`},
+	{"record_failed", `msg="recording the outcome failed"`},
+	{"lease_lost", `msg="lease lost while the tool runs"`},
+	{"answer_publish_retries", `msg="publishing an answer failed; retrying"`},
+	{"nats_reconnects", `msg="NATS reconnected"`},
+}
+
+// logCounts counts logLines in every executor's log.
+func (s *scenario) logCounts() string {
+	counts := make([]int, len(logLines))
+	for _, e := range s.execs {
+		b, err := os.ReadFile(e.logPath)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for i, l := range logLines {
+				if strings.Contains(line, l.msg) {
+					counts[i]++
+				}
+			}
+		}
+	}
+	parts := make([]string, len(logLines))
+	for i, l := range logLines {
+		parts[i] = fmt.Sprintf("%s=%d", l.name, counts[i])
+	}
+	return strings.Join(parts, " ")
+}
+
+// latencies returns the median, 99th percentile and largest time from a
+// call's acknowledgement to its answer's storage, over the answered calls.
+func (s *scenario) latencies() (p50, p99, worst time.Duration) {
+	stored := map[string]time.Time{}
+	for _, a := range s.answers {
+		if t, ok := stored[a.CallID]; !ok || a.Stored.Before(t) {
+			stored[a.CallID] = a.Stored
+		}
+	}
+	var ds []time.Duration
+	for _, c := range s.rec.Calls() {
+		if t, ok := stored[c.CallID]; ok {
+			ds = append(ds, max(t.Sub(c.Acked), 0))
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[int(q*float64(len(ds)-1))].Round(time.Millisecond) }
+	return at(0.5), at(0.99), ds[len(ds)-1].Round(time.Millisecond)
 }
 
 // logCalls logs what the executors' logs say about the calls of the first
