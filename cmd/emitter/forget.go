@@ -8,13 +8,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/tesserix/toolexec/bus"
 )
 
 type forgetOptions struct {
 	tenant string
 	yes    bool
+	store  storeOptions
 }
 
 func newForgetCmd(g *globalOptions) *cobra.Command {
@@ -29,6 +28,11 @@ tool again as if it had never been made. It cannot be undone.
 
 It asks for confirmation on the terminal unless --yes is given.
 
+With --store it erases the records in the idempotency store itself (see 'emitter
+resolve --help'), for when no executor is running, and purges the streams on
+--server; if NATS cannot be reached, the records are erased all the same and the
+command says that the calls and events were not purged.
+
 Exit status: 0 when erased; 2 for bad input; 1 when not confirmed, when no executor
 answers admin requests, and for anything else.`,
 		Example: `  emitter forget --tenant acme
@@ -41,6 +45,7 @@ answers admin requests, and for anything else.`,
 	f := cmd.Flags()
 	f.StringVar(&o.tenant, "tenant", "", "tenant to forget (required)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "do not ask for confirmation")
+	o.store.register(cmd)
 	mustRequire(cmd, "tenant")
 	return cmd
 }
@@ -50,6 +55,9 @@ func runForget(cmd *cobra.Command, g *globalOptions, o *forgetOptions) error {
 		return err
 	}
 	if err := checkTenantKey(o.tenant, ""); err != nil {
+		return err
+	}
+	if err := o.store.check(cmd); err != nil {
 		return err
 	}
 	if !o.yes {
@@ -64,16 +72,16 @@ func runForget(cmd *cobra.Command, g *globalOptions, o *forgetOptions) error {
 			return errors.New("not confirmed: nothing was erased (--yes skips the question)")
 		}
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	ctx, cancel := g.withTimeout(cmd.Context())
+	defer cancel()
+	a, err := o.store.open(ctx, cmd, g, true)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	ctx, cancel := g.withTimeout(cmd.Context())
-	defer cancel()
-	n, err := s.client.Forget(ctx, o.tenant)
+	defer a.Close()
+	n, err := a.Forget(ctx, o.tenant)
 	if err != nil {
-		return adminError(ctx, g, o.tenant, "", err)
+		return a.explain(ctx, o.tenant, "", err)
 	}
 	out := cmd.OutOrStdout()
 	if g.json {

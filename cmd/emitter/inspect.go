@@ -2,12 +2,11 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-
-	"github.com/tesserix/toolexec/bus"
 )
 
 type inspectOptions struct {
 	tenant, key string
+	store       storeOptions
 }
 
 func newInspectCmd(g *globalOptions) *cobra.Command {
@@ -21,10 +20,15 @@ indeterminate), the tool, run and call that made it, the outcome or the reason, 
 holder and its lease, the revision and the times. Records never hold the call's
 arguments, so neither does this.
 
+With --store it reads the record from the idempotency store itself (see 'emitter
+resolve --help'), for when no executor is running.
+
 Exit status: 0 when printed; 3 when the tenant has no record for the key; 2 for bad
-input; 1 when no executor answers admin requests, and for anything else.`,
-		Example: `  emitter inspect --tenant acme --key dcaca72c477ec402dd504f145eb9fa54d2964d52f26edc7cd656608baca21496`,
-		Args:    noArgs,
+input; 1 when no executor answers admin requests (or the store cannot be reached),
+and for anything else.`,
+		Example: `  emitter inspect --tenant acme --key dcaca72c477ec402dd504f145eb9fa54d2964d52f26edc7cd656608baca21496
+  emitter inspect --tenant acme --key dcaca72c…21496 --store postgres --postgres-url postgres://toolexec@db/toolexec`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runInspect(cmd, g, &o)
 		},
@@ -32,6 +36,7 @@ input; 1 when no executor answers admin requests, and for anything else.`,
 	f := cmd.Flags()
 	f.StringVar(&o.tenant, "tenant", "", "tenant of the key (required)")
 	f.StringVar(&o.key, "key", "", "the idempotency key, 64 hex digits (required)")
+	o.store.register(cmd)
 	mustRequire(cmd, "tenant", "key")
 	return cmd
 }
@@ -43,16 +48,19 @@ func runInspect(cmd *cobra.Command, g *globalOptions, o *inspectOptions) error {
 	if err := checkTenantKey(o.tenant, o.key); err != nil {
 		return err
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	if err := o.store.check(cmd); err != nil {
+		return err
+	}
+	ctx, cancel := g.withTimeout(cmd.Context())
+	defer cancel()
+	a, err := o.store.open(ctx, cmd, g, false)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	ctx, cancel := g.withTimeout(cmd.Context())
-	defer cancel()
-	rec, err := s.client.Inspect(ctx, o.tenant, o.key)
+	defer a.Close()
+	rec, err := a.Inspect(ctx, o.tenant, o.key)
 	if err != nil {
-		return adminError(ctx, g, o.tenant, o.key, err)
+		return a.explain(ctx, o.tenant, o.key, err)
 	}
 	return writeRecord(cmd.OutOrStdout(), g.json, rec)
 }

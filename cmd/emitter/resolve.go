@@ -17,6 +17,7 @@ type resolveOptions struct {
 	complete, release bool
 	outcome           string
 	operator          string
+	store             storeOptions
 }
 
 func newResolveCmd(g *globalOptions) *cobra.Command {
@@ -35,11 +36,21 @@ downstream system):
 The executor publishes a resolved audit event naming --operator (default $USER, else
 "admin"), and this command prints the record as it now is (for a release, as it was).
 
+With --store jetstream|postgres|redis it works on the idempotency store itself, for
+when no executor is running: --store jetstream uses the KV bucket on the NATS server
+of --server; --store postgres takes --postgres-url and --postgres-schema, --store
+redis takes --redis-url and --redis-prefix (defaults: the executor's TOOLEXEC_*
+variables), and both take --retention (give the executors' own). The resolved audit
+event is still published to TOOLEXEC_EVENTS on --server; if NATS cannot be reached,
+the store is resolved all the same and the command says that no event was stored.
+
 Exit status: 0 when resolved; 3 when the key is not indeterminate or the tenant has no
-record for it; 2 for bad input; 1 when no executor answers admin requests, when the
-resolution was applied but its audit event was not stored, and for anything else.`,
+record for it; 2 for bad input; 1 when no executor answers admin requests (or the
+store cannot be reached), when the resolution was applied but its audit event was not
+stored, and for anything else.`,
 		Example: `  emitter resolve --tenant acme --key dcaca72c…21496 --complete --outcome K7Q2ZD --operator alice
-  emitter resolve --tenant acme --key dcaca72c…21496 --release`,
+  emitter resolve --tenant acme --key dcaca72c…21496 --release
+  emitter resolve --tenant acme --key dcaca72c…21496 --release --store redis --redis-url redis://cache:6379/0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runResolve(cmd, g, &o)
@@ -52,6 +63,7 @@ resolution was applied but its audit event was not stored, and for anything else
 	f.StringVar(&o.outcome, "outcome", "", "the outcome to record, with --complete")
 	f.BoolVar(&o.release, "release", false, "free the key: the next call runs the tool")
 	f.StringVar(&o.operator, "operator", os.Getenv("USER"), "who decided, for the audit event")
+	o.store.register(cmd)
 	mustRequire(cmd, "tenant", "key")
 	cmd.MarkFlagsMutuallyExclusive("complete", "release")
 	cmd.MarkFlagsOneRequired("complete", "release")
@@ -81,14 +93,17 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 	if !utf8.ValidString(o.outcome) {
 		return badInput(errors.New("--outcome is not valid UTF-8"))
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	if err := o.store.check(cmd); err != nil {
+		return err
+	}
+	ctx, cancel := g.withTimeout(cmd.Context())
+	defer cancel()
+	a, err := o.store.open(ctx, cmd, g, true)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	ctx, cancel := g.withTimeout(cmd.Context())
-	defer cancel()
-	rec, err := s.client.Resolve(ctx, req)
+	defer a.Close()
+	rec, err := a.Resolve(ctx, req)
 	if rec != nil {
 		if !g.json {
 			verb := "completed"
@@ -106,7 +121,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 		}
 	}
 	if err != nil {
-		return adminError(ctx, g, o.tenant, o.key, err)
+		return a.explain(ctx, o.tenant, o.key, err)
 	}
 	return nil
 }
