@@ -197,8 +197,8 @@ func field(out, name string) string {
 func errorsIsNotFound(err error) bool { return errors.Is(err, kvstore.ErrNotFound) }
 
 // TestDirectResolveWithoutNATS: with NATS out of reach a PostgreSQL or Redis
-// store is still resolved, and the command says plainly that no audit event
-// was stored (exit 1).
+// store is still resolved (and forgotten), and the command says plainly that no
+// audit event was stored (that the streams were not purged), with exit 1.
 func TestDirectResolveWithoutNATS(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -230,6 +230,19 @@ func TestDirectResolveWithoutNATS(t *testing.T) {
 			}
 			if rec, err := ds.store.Get(ctxT(t), tenant, key); err != nil || rec.State != kvstore.StateCompleted {
 				t.Fatalf("the store: %+v, %v; want the record completed", rec, err)
+			}
+
+			// forget: the records go; the streams could not be purged, and it says so.
+			stdout.Reset()
+			stderr.Reset()
+			code = run(ctxT(t), append([]string{"--server", dead, "forget", "--yes", "--tenant", tenant}, ds.flags...),
+				strings.NewReader(""), &stdout, &stderr)
+			if code != exitFailure || !strings.Contains(stderr.String(), "1 records erased, but purging") ||
+				!strings.Contains(stderr.String(), "NATS could not be reached") {
+				t.Fatalf("forget without NATS: exit %d, stderr %q", code, stderr.String())
+			}
+			if _, err := ds.store.Get(ctxT(t), tenant, key); !errorsIsNotFound(err) {
+				t.Fatalf("forget without NATS left the record: %v", err)
 			}
 		})
 	}
