@@ -54,6 +54,8 @@ type Violation struct {
 	Detail string
 }
 
+// String returns the violation on one line: its rule, call, key (shortened)
+// and detail.
 func (v Violation) String() string {
 	var b strings.Builder
 	b.WriteString(string(v.Rule))
