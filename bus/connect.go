@@ -96,6 +96,11 @@ func (cfg ConnectConfig) Options() ([]nats.Option, error) {
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(wait),
+		// No publishing into a buffer while disconnected: a write either reaches the
+		// server now or fails now. A buffered claim would land after its writer had
+		// given up on it (and answered store_unavailable), leaving the key claimed
+		// by a holder that never runs the tool.
+		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("NATS disconnected; reconnecting", "error", err)

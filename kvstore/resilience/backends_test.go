@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/internal/dbproc"
 	"github.com/tesserix/toolexec/internal/natstest"
@@ -145,8 +146,12 @@ func startJetStream(t *testing.T) *storeServer {
 		},
 		open: func(t *testing.T, addr string) kvstore.Store {
 			t.Helper()
-			nc, err := nats.Connect("nats://"+addr, nats.Name(t.Name()), nats.Timeout(opTimeout),
-				nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(false))
+			// The executor's connection options (bus.Connect), with a short reconnect wait.
+			opts, err := bus.ConnectConfig{Name: t.Name(), ReconnectWait: 50 * time.Millisecond, Logger: quietLog}.Options()
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc, err := nats.Connect("nats://"+addr, append(opts, nats.Timeout(opTimeout))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,6 +169,9 @@ func startJetStream(t *testing.T) *storeServer {
 		},
 	}
 }
+
+// quietLog discards the connection's notices.
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // ctxT returns a context that ends with the test or after two minutes.
 func ctxT(t *testing.T) context.Context {
