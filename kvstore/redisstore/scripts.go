@@ -94,13 +94,20 @@ local digest, ret, chan = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 `
 
 // claimScript creates the record if no live one exists; otherwise it returns the
-// existing one. It never publishes: waiters only wait on claims that exist.
+// existing one. It never publishes: waiters only wait on claims that exist. A
+// record that already holds this very claim (same holder and token: the client
+// retried the script after a timeout, and the first run had landed) is the
+// caller's own claim, answered as granted.
 //
 //	ARGV[4] tenant  ARGV[5] holder  ARGV[6] lease ms  ARGV[7] token
 //	ARGV[8] check digest  ARGV[9] tool  ARGV[10] run id  ARGV[11] call id
 var claimScript = redis.NewScript(prelude + `
 local now = now_ms()
 if redis.call('EXISTS', rec) == 1 then
+  local own = redis.call('HMGET', rec, 'state', 'holder', 'token')
+  if own[1] == 'claimed' and own[2] == ARGV[5] and own[3] == ARGV[7] then
+    return reply('ok', now, rec)
+  end
   return reply('exists', now, rec)
 end
 local lease = tonumber(ARGV[6])
