@@ -9,6 +9,9 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
+// subscribeTimeout bounds the wait for Redis to confirm a Wait's subscription.
+const subscribeTimeout = 5 * time.Second
+
 // Wait blocks until the record differs from seen — another revision, state or
 // holder — and returns it; until the record is gone (an error wrapping
 // kvstore.ErrNotFound); or, for a claimed record, until its lease has run out by
@@ -35,7 +38,12 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 
 	ps := s.client.Subscribe(ctx, s.channel(seen.Tenant, seen.Digest))
 	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil {
+	// Receive has no deadline of its own: bound the confirmation so that a
+	// connection black-holed just as it subscribes fails instead of hanging.
+	rctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
+	_, err := ps.ReceiveTimeout(rctx, subscribeTimeout)
+	cancel()
+	if err != nil {
 		return kvstore.Record{}, ctxOr(ctx, unavailable(op, fmt.Errorf("subscribe: %w", err)))
 	}
 	msgs := ps.Channel()
