@@ -44,6 +44,9 @@ const (
 	RuleOutcomeDisagreement Rule = "outcome_disagreement"
 	// RuleStrayEffect: the downstream saw a key that no published call derives.
 	RuleStrayEffect Rule = "stray_effect"
+	// RuleFalseNotEntered: an indeterminate answer says the body was not
+	// entered, but the downstream saw a request of that very call.
+	RuleFalseNotEntered Rule = "false_not_entered"
 )
 
 // Violation is one breach of a rule.
@@ -283,6 +286,15 @@ func (j *judge) checkAnswers() {
 			switch a.Kind {
 			case events.KindIndeterminate:
 				j.rep.Indeterminate[a.Reason]++
+				if !a.BodyEntered {
+					for _, e := range j.effects[call.Key] {
+						if e.CallID == call.CallID {
+							j.violate(RuleFalseNotEntered, call.Key, call.CallID, "%s says the body was not entered; %s sent it at %s",
+								a.Reason, e.Executor, e.At.Format("15:04:05.000"))
+							break
+						}
+					}
+				}
 				if a.Reason == events.ReasonHolderLost && call.Key != "" && len(j.effects[call.Key]) == 0 {
 					unrun[call.Key] = true
 				}

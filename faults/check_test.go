@@ -227,6 +227,16 @@ func TestCheckRules(t *testing.T) {
 			want: map[faults.Rule]int{faults.RuleUnexplainedIndeterminate: 1},
 		},
 		{
+			name: "store_unavailable for a call whose body the downstream saw",
+			h: faults.History{
+				Calls:   []faults.Call{e1},
+				Answers: []faults.StoredAnswer{hindeterminate(e1, events.ReasonStoreUnavailable, false, 1.5)},
+				Effects: []faults.Effect{heffect(e1, "x2", 1.2)},
+				Faults:  []faults.Fault{away},
+			},
+			want: map[faults.Rule]int{faults.RuleFalseNotEntered: 1},
+		},
+		{
 			name: "body_failed is never injected",
 			h: faults.History{
 				Calls:   []faults.Call{e1},
