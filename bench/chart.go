@@ -9,21 +9,22 @@ import (
 
 // shortLabels name the rows in the chart and the targets.
 var shortLabels = map[string]string{
-	"a":           "(a) JetStream work queue, fsync lazy",
-	"a-sync":      "(a) JetStream work queue, fsync always",
-	"b":           "(b) hand-rolled KV loop, fsync lazy",
-	"b-sync":      "(b) hand-rolled KV loop, fsync always",
-	"raw-kv-lazy": "raw KV Create+Update, fsync lazy",
-	"raw-kv-sync": "raw KV Create+Update, fsync always",
-	"raw-pg":      "raw PostgreSQL INSERT…ON CONFLICT+UPDATE",
-	"raw-redis":   "raw Redis SET NX+SET XX",
-	"mem":         "(c) toolexec, memory store",
-	"kv-sync":     "(c) toolexec, JetStream KV, fsync always",
-	"kv-lazy":     "(c) toolexec, JetStream KV, fsync lazy",
-	"kv-lazy-c1":  "(c) toolexec, JetStream KV, lazy, 1 in flight",
-	"pg":          "(c) toolexec, PostgreSQL store",
-	"redis":       "(c) toolexec, Redis store",
-	"river":       "(d) River unique jobs",
+	"a":             "(a) JetStream work queue, fsync lazy",
+	"a-sync":        "(a) JetStream work queue, fsync always",
+	"b":             "(b) hand-rolled KV loop, fsync lazy",
+	"b-sync":        "(b) hand-rolled KV loop, fsync always",
+	"raw-kv-lazy":   "raw KV Create+Update, fsync lazy",
+	"raw-kv-sync":   "raw KV Create+Update, fsync always",
+	"raw-pg":        "raw PostgreSQL INSERT…ON CONFLICT+UPDATE",
+	"raw-pg-notify": "raw PostgreSQL cycle, with pg_notify",
+	"raw-redis":     "raw Redis SET NX+SET XX",
+	"mem":           "(c) toolexec, memory store",
+	"kv-sync":       "(c) toolexec, JetStream KV, fsync always",
+	"kv-lazy":       "(c) toolexec, JetStream KV, fsync lazy",
+	"kv-lazy-c1":    "(c) toolexec, JetStream KV, lazy, 1 in flight",
+	"pg":            "(c) toolexec, PostgreSQL store",
+	"redis":         "(c) toolexec, Redis store",
+	"river":         "(d) River unique jobs",
 }
 
 func label(r Result) string {

@@ -138,7 +138,8 @@ func sequence(c config) []step {
 			return h.runKVCycles(ctx, "raw-kv-lazy", false, c.kvLazy)
 		})},
 		{[]string{"raw-kv-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runKVCycles(ctx, "raw-kv-sync", true, c.kvSync) })},
-		{[]string{"raw-pg"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx) })},
+		{[]string{"raw-pg"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
+		{[]string{"raw-pg-notify"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
 		{[]string{"raw-redis"}, one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
 		{[]string{"mem"}, func(ctx context.Context, h *harness) []Result {
 			return h.runToolexec(ctx, toolexecConfig{id: "mem", name: "memory store", store: "memory"})

@@ -233,7 +233,8 @@ const rowsExplained = `
 - **raw store cycles**: the claim cycle of each backend without toolexec around it, from 64
   goroutines, each cycle a new key: KV Create + Update; PostgreSQL INSERT … ON CONFLICT DO
   UPDATE … WHERE expired RETURNING, then UPDATE (each statement its own transaction); Redis
-  SET NX PX, then SET XX PX.
+  SET NX PX, then SET XX PX. The PostgreSQL cycle runs a second time with pg_notify in both
+  statements, as pgstore's writes have, to show what the notification costs.
 - **(c) toolexec**: the executor as cmd/executor wires it (embedded NATS server reached over
   TCP, the two streams, the store, the dispatcher serving the demo airline, a worker taking
   64 calls at once), in this program's process so that its CPU can be profiled and its own

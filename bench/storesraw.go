@@ -41,9 +41,13 @@ func pgSetting(ctx context.Context, pool *pgxpool.Pool, name string) string {
 // runPGCycles measures the raw PostgreSQL claim cycle: the one-statement claim
 // (INSERT … ON CONFLICT DO UPDATE … WHERE the old record expired, RETURNING)
 // of a new key, then the UPDATE that records the outcome, each committed on its
-// own, from conc goroutines over the pool.
-func (h *harness) runPGCycles(ctx context.Context) Result {
-	r := Result{ID: "raw-pg", Group: groupRawStore, Name: "PostgreSQL: INSERT … ON CONFLICT + UPDATE", Concurrency: h.cfg.concurrency}
+// own, from conc goroutines over the pool. With notify each statement also
+// calls pg_notify, as pgstore's writes do for its waiters.
+func (h *harness) runPGCycles(ctx context.Context, id string, notify bool) Result {
+	r := Result{ID: id, Group: groupRawStore, Name: "PostgreSQL: INSERT … ON CONFLICT + UPDATE", Concurrency: h.cfg.concurrency}
+	if notify {
+		r.Name += ", each with pg_notify"
+	}
 	pool, err := h.pgPool(ctx)
 	if err != nil {
 		return failed(r, err)
@@ -62,27 +66,30 @@ func (h *harness) runPGCycles(ctx context.Context) Result {
 		defer cancel()
 		_, _ = pool.Exec(cctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`)
 	}()
-	const claim = `INSERT INTO ` + schema + `.claims AS t (key, state, holder, lease_until, expires_at)
+	// Both statements return one value, so that the cycle is the same with and
+	// without the notification.
+	ret := "true"
+	if notify {
+		ret = "pg_notify('toolexec_bench_raw', key) IS NOT NULL"
+	}
+	claim := `INSERT INTO ` + schema + `.claims AS t (key, state, holder, lease_until, expires_at)
 		VALUES ($1, 'claimed', $2, now() + interval '15 seconds', now() + interval '24 hours')
 		ON CONFLICT (key) DO UPDATE SET state = 'claimed', holder = EXCLUDED.holder, outcome = NULL,
 			lease_until = EXCLUDED.lease_until, expires_at = EXCLUDED.expires_at, updated_at = now()
 		WHERE t.expires_at <= now()
-		RETURNING key`
-	const record = `UPDATE ` + schema + `.claims SET state = 'completed', outcome = $3, updated_at = now(),
-		expires_at = now() + interval '24 hours' WHERE key = $1 AND holder = $2 AND state = 'claimed'`
+		RETURNING ` + ret
+	record := `UPDATE ` + schema + `.claims SET state = 'completed', outcome = $3, updated_at = now(),
+		expires_at = now() + interval '24 hours' WHERE key = $1 AND holder = $2 AND state = 'claimed'
+		RETURNING ` + ret
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	return h.cycles(ctx, r, h.cfg.rawPG, func(ctx context.Context, i int) error {
 		key := run + "." + strconv.Itoa(i)
-		var got string
-		if err := pool.QueryRow(ctx, claim, key, "bench-worker").Scan(&got); err != nil {
+		var ok bool
+		if err := pool.QueryRow(ctx, claim, key, "bench-worker").Scan(&ok); err != nil {
 			return fmt.Errorf("claim %s: %w", key, err)
 		}
-		tag, err := pool.Exec(ctx, record, key, "bench-worker", "K7Q2ZD")
-		if err != nil {
+		if err := pool.QueryRow(ctx, record, key, "bench-worker", "K7Q2ZD").Scan(&ok); err != nil {
 			return fmt.Errorf("record %s: %w", key, err)
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("record %s: %d rows", key, tag.RowsAffected())
 		}
 		return nil
 	})
