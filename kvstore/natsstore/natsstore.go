@@ -39,6 +39,10 @@ const maxAttempts = 10
 // with a deadline (a read behind seen, an expiry the server has not yet run).
 const recheckAfter = 50 * time.Millisecond
 
+// safetyRecheck is the longest a Wait goes without asking the stream leader,
+// whatever its watch says or fails to say.
+const safetyRecheck = 2 * time.Second
+
 var bucketRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 var (

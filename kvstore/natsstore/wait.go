@@ -63,7 +63,10 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 		if timer != nil {
 			timer.Stop()
 		}
-		timer = time.NewTimer(d)
+		// Never longer than safetyRecheck: a watch that stalls (an ordered
+		// consumer reset under load, a notification lost) must not keep a waiter
+		// past a change the leader already has.
+		timer = time.NewTimer(min(d, safetyRecheck))
 		timerC = timer.C
 		armed = true
 	}
@@ -96,6 +99,8 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 		return kvstore.Record{}, false, armFrom(rec)
 	}
 
+	arm(safetyRecheck) // until the watch has said what it sees
+	armed = false
 	for {
 		select {
 		case <-ctx.Done():
