@@ -24,7 +24,8 @@ var shortLabels = map[string]string{
 	"kv-lazy-c1":    "(c) toolexec, JetStream KV, lazy, 1 in flight",
 	"pg":            "(c) toolexec, PostgreSQL store",
 	"redis":         "(c) toolexec, Redis store",
-	"river":         "(d) River unique jobs",
+	"river":         "(d) River unique jobs, 64 in flight",
+	"river-open":    "(d) River unique jobs, inserted without waiting",
 }
 
 func label(r Result) string {

@@ -125,40 +125,38 @@ func one(f func(ctx context.Context, h *harness) Result) func(ctx context.Contex
 	return func(ctx context.Context, h *harness) []Result { return []Result{f(ctx, h)} }
 }
 
-// sequence is every measurement, in the order they run.
+// sequence is every measurement, in the order they run: the rows a target
+// compares run next to each other, so that a machine whose load changes
+// during the run (a shared one) skews a comparison as little as it can.
 func sequence(c config) []step {
+	tx := func(cfg toolexecConfig) func(ctx context.Context, h *harness) []Result {
+		return func(ctx context.Context, h *harness) []Result { return h.runToolexec(ctx, cfg) }
+	}
 	return []step{
 		{[]string{"a"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
-		{[]string{"a-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
 		{[]string{"b"}, one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
-		{[]string{"b-sync"}, one(func(ctx context.Context, h *harness) Result {
-			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
-		})},
+		{[]string{"kv-lazy", "kv-lazy-c1"}, tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})},
+		{[]string{"mem"}, tx(toolexecConfig{id: "mem", name: "memory store", store: "memory"})},
 		{[]string{"raw-kv-lazy"}, one(func(ctx context.Context, h *harness) Result {
 			return h.runKVCycles(ctx, "raw-kv-lazy", false, c.kvLazy)
 		})},
 		{[]string{"raw-kv-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runKVCycles(ctx, "raw-kv-sync", true, c.kvSync) })},
-		{[]string{"raw-pg"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
-		{[]string{"raw-pg-notify"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
-		{[]string{"raw-redis"}, one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
-		{[]string{"mem"}, func(ctx context.Context, h *harness) []Result {
-			return h.runToolexec(ctx, toolexecConfig{id: "mem", name: "memory store", store: "memory"})
-		}},
 		{[]string{"kv-sync"}, func(ctx context.Context, h *harness) []Result {
 			return withCalls(h, c.syncCalls, func() []Result {
 				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
 			})
 		}},
-		{[]string{"kv-lazy", "kv-lazy-c1"}, func(ctx context.Context, h *harness) []Result {
-			return h.runToolexec(ctx, toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})
-		}},
-		{[]string{"pg"}, func(ctx context.Context, h *harness) []Result {
-			return h.runToolexec(ctx, toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})
-		}},
-		{[]string{"redis"}, func(ctx context.Context, h *harness) []Result {
-			return h.runToolexec(ctx, toolexecConfig{id: "redis", name: "Redis store", store: "redis"})
-		}},
-		{[]string{"river"}, one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx) })},
+		{[]string{"b-sync"}, one(func(ctx context.Context, h *harness) Result {
+			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
+		})},
+		{[]string{"a-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
+		{[]string{"raw-pg"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
+		{[]string{"raw-pg-notify"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
+		{[]string{"pg"}, tx(toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})},
+		{[]string{"river"}, one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river", false) })},
+		{[]string{"river-open"}, one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river-open", true) })},
+		{[]string{"raw-redis"}, one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
+		{[]string{"redis"}, tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
 	}
 }
 
@@ -206,8 +204,10 @@ func run(ctx context.Context, c config) error {
 			return ctx.Err()
 		}
 		t0 := time.Now()
-		fmt.Fprintf(os.Stderr, "==> %s ...\n", strings.Join(s.ids, ", "))
+		load := strings.Fields(loadAverage())[0]
+		fmt.Fprintf(os.Stderr, "==> %s (load %s) ...\n", strings.Join(s.ids, ", "), load)
 		for _, r := range s.fn(ctx, h) {
+			r.Load = load
 			h.results = append(h.results, r)
 			fmt.Fprintf(os.Stderr, "    %-12s %10.0f /s  p50 %7.2fms  p99 %7.2fms  %s%s\n", r.ID, r.PerSec, r.P50, r.P99, r.Check, errSuffix(r))
 		}
@@ -241,6 +241,7 @@ func run(ctx context.Context, c config) error {
 		s.Path = relPath(filepath.Dir(filepath.Dir(c.out)), p.path)
 		profs = append(profs, s)
 	}
+	sortForDisplay(h.results)
 	svg := renderChart(h.results)
 	if err := os.MkdirAll(filepath.Dir(c.chart), 0o755); err != nil {
 		return err

@@ -34,8 +34,22 @@ func keptNotes(old string) string {
 	return old[i+len(notesStart) : j]
 }
 
-// find returns the row with id.
+// bestRiver names the faster of the two River rows, the one "× River" and the
+// targets compare with: the comparison is then the hardest on toolexec.
+const bestRiver = "river*"
+
+// find returns the measured row with id (bestRiver: the faster River row).
 func find(rs []Result, id string) (Result, bool) {
+	if id == bestRiver {
+		a, okA := find(rs, "river")
+		b, okB := find(rs, "river-open")
+		switch {
+		case okA && okB && b.PerSec > a.PerSec, !okA && okB:
+			return b, true
+		default:
+			return a, okA
+		}
+	}
 	for _, r := range rs {
 		if r.ID == id && r.Err == "" && r.PerSec > 0 {
 			return r, true
@@ -61,7 +75,7 @@ func ratioTarget(rs []Result, what, a, b string, want float64) target {
 		return t
 	}
 	ratio := ra.PerSec / rb.PerSec
-	t.Measured = fmt.Sprintf("%s / %s = %.0f / %.0f = **%.2f×**", a, b, ra.PerSec, rb.PerSec, ratio)
+	t.Measured = fmt.Sprintf("%s / %s = %.0f / %.0f = **%.2f×**", ra.ID, rb.ID, ra.PerSec, rb.PerSec, ratio)
 	t.Verdict = verdictOf(ratio >= want)
 	return t
 }
@@ -77,10 +91,10 @@ func verdictOf(ok bool) string {
 func targets(rs []Result, gb []goBenchmark) []target {
 	ts := []target{
 		ratioTarget(rs, "JetStream KV store, lazy fsync: ≥ 0.8× the hand-rolled loop", "kv-lazy", "b", 0.8),
-		ratioTarget(rs, "JetStream KV store, lazy fsync: ≥ 10× River", "kv-lazy", "river", 10),
+		ratioTarget(rs, "JetStream KV store, lazy fsync: ≥ 10× River", "kv-lazy", bestRiver, 10),
 		ratioTarget(rs, "JetStream KV store, fsync always: ≥ 0.8× the raw sync-always KV claim cycle", "kv-sync", "raw-kv-sync", 0.8),
 		ratioTarget(rs, "PostgreSQL store: ≥ 0.8× the raw PostgreSQL claim cycle", "pg", "raw-pg", 0.8),
-		ratioTarget(rs, "PostgreSQL store: ≥ 2× River on the same server", "pg", "river", 2),
+		ratioTarget(rs, "PostgreSQL store: ≥ 2× River on the same server", "pg", bestRiver, 2),
 		ratioTarget(rs, "Redis store: ≥ 0.5× the raw Redis claim cycle", "redis", "raw-redis", 0.5),
 	}
 	kd := target{What: "Key derivation for a five-argument call: ≤ 2 µs and ≤ 10 allocations"}
@@ -132,14 +146,16 @@ func renderReport(in reportInput) string {
 		c.calls, c.syncCalls, int(c.duplicates*100+0.5))
 	w("%d in flight, after %d warm-up calls; latency is from publishing a call (inserting a job)\n", c.concurrency, c.warmup)
 	w("to receiving its answer (its completion). × (a) compares with the lazy-fsync work-queue\n")
-	w("ceiling, × River with River's unique jobs on the same PostgreSQL.\n\n")
+	w("ceiling, × River with the faster of River's two rows on the same PostgreSQL. The rows a\n")
+	w("target compares ran one after the other; *load* is the machine's 1-minute load average\n")
+	w("when a row started (above %d, something else was competing for the CPUs).\n\n", m.CPUs)
 	a, hasA := find(in.results, "a")
-	river, hasRiver := find(in.results, "river")
-	w("| configuration | durability | ops/s | p50 ms | p99 ms | × (a) | × River | check |\n")
-	w("|---|---|---:|---:|---:|---:|---:|---|\n")
+	river, hasRiver := find(in.results, bestRiver)
+	w("| configuration | durability | ops/s | p50 ms | p99 ms | × (a) | × River | load | check |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range in.results {
 		if r.Err != "" {
-			w("| %s | %s | — | — | — | — | — | not measured: %s |\n", label(r), r.Durability, escapeCell(r.Err))
+			w("| %s | %s | — | — | — | — | — | %s | not measured: %s |\n", label(r), r.Durability, r.Load, escapeCell(r.Err))
 			continue
 		}
 		xa, xr := "—", "—"
@@ -157,7 +173,7 @@ func renderReport(in reportInput) string {
 		if !r.CheckOK {
 			ok = "**FAILED**"
 		}
-		w("| %s | %s | %.0f | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, xa, xr, ok, escapeCell(r.Check))
+		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, xa, xr, r.Load, ok, escapeCell(r.Check))
 	}
 	w("\n![Throughput and p99 latency by configuration](%s)\n\n", in.chartPath)
 
@@ -241,10 +257,13 @@ const rowsExplained = `
   count of bodies entered (dispatch.Stats) read; emitter bench, a separate process, calls the
   demo tool book (effectful, key [flight]). The memory, PostgreSQL and Redis stores run on a
   NATS server with lazy fsync, so that the store is what differs between them.
-- **(d) River**: River v0.51.2 with riverpgxv5 on the same PostgreSQL, in its own schema: a
-  client keeps 64 inserts in flight, each ` + "`Insert`" + ` with ` + "`UniqueOpts{ByArgs: true}`" + `
-  and then waiting for the job's completion event; a no-op worker, ` + "`MaxWorkers: 64`" + `,
-  River's defaults otherwise (FetchCooldown 100 ms).
+- **(d) River**: River v0.51.2 with riverpgxv5 on the same PostgreSQL, in its own schema, a
+  no-op worker, ` + "`MaxWorkers: 64`" + `, River's defaults otherwise (FetchCooldown 100 ms); 64
+  inserters, each ` + "`Insert`" + ` (one job at a time: batched unique inserts fail on duplicates
+  within a batch and deadlock under overlap) with ` + "`UniqueOpts{ByArgs: true}`" + `. "64 in
+  flight": each inserter waits for its job's completion event before the next insert, as
+  toolexec's callers wait for answers. "inserted without waiting": the inserters do not wait,
+  and the run lasts until every job has completed — River's own best case.
 - **check**: every closed-loop row counts bodies entered (tool bodies, no-op bodies, River
   Work calls) against distinct keys and looks for a key entered twice; a toolexec row passes
   only if emitter bench's count from the answers and the executor's own count agree.

@@ -178,7 +178,8 @@ func sampleResults() []Result {
 		{ID: "kv-lazy-c1", Group: groupToolexec, PerSec: 700, P50: 1.2, P99: 2.5, CheckOK: true},
 		{ID: "pg", Group: groupToolexec, PerSec: 1000, P50: 50, P99: 120, CheckOK: false, Check: "1 | 2"},
 		{ID: "redis", Group: groupToolexec, Err: "Redis at x: refused"},
-		{ID: "river", Group: groupPeer, PerSec: 600, P50: 100, P99: 300, CheckOK: true},
+		{ID: "river", Group: groupPeer, PerSec: 250, P50: 250, P99: 500, CheckOK: true},
+		{ID: "river-open", Group: groupPeer, PerSec: 600, P50: 100, P99: 300, CheckOK: true},
 	}
 }
 
@@ -212,10 +213,10 @@ func TestRenderReport(t *testing.T) {
 		results: sampleResults(), chartPath: "benchmarks.svg", notes: "\nmy analysis\n",
 	})
 	for _, want := range []string{
-		"| (c) toolexec, JetStream KV, fsync lazy |  | 7000 | 8 | 20 | 0.14 | 11.7 | ok:  |",
-		"| (c) toolexec, PostgreSQL store |  | 1000 | 50 | 120 | 0.02 | 1.7 | **FAILED**: 1 \\| 2 |",
-		"| (c) toolexec, Redis store |  | — | — | — | — | — | not measured: Redis at x: refused |",
-		"| (a) JetStream work queue, fsync lazy |  | 50000 | — | — | 1.00 | 83.3 | ok:  |",
+		"| (c) toolexec, JetStream KV, fsync lazy |  | 7000 | 8 | 20 | 0.14 | 11.7 |  | ok:  |",
+		"| (c) toolexec, PostgreSQL store |  | 1000 | 50 | 120 | 0.02 | 1.7 |  | **FAILED**: 1 \\| 2 |",
+		"| (c) toolexec, Redis store |  | — | — | — | — | — |  | not measured: Redis at x: refused |",
+		"| (a) JetStream work queue, fsync lazy |  | 50000 | — | — | 1.00 | 83.3 |  | ok:  |",
 		"![Throughput and p99 latency by configuration](benchmarks.svg)",
 		notesStart + "\nmy analysis\n" + notesEnd,
 	} {
@@ -248,12 +249,12 @@ func TestRenderChartIsWellFormedSVG(t *testing.T) {
 			rects++
 		}
 	}
-	// Background, 9 measured rows (one has no p99: a ceiling, open loop) and 5
+	// Background, 10 measured rows (one has no p99: a ceiling, open loop) and 5
 	// legend swatches.
-	if want := 1 + 9 + 8 + 5; rects != want {
+	if want := 1 + 10 + 9 + 5; rects != want {
 		t.Errorf("%d rects, want %d", rects, want)
 	}
-	if !strings.Contains(svg, "(d) River unique jobs") || strings.Contains(svg, "Redis store") {
+	if !strings.Contains(svg, "(d) River unique jobs, inserted without waiting") || strings.Contains(svg, "Redis store") {
 		t.Error("the chart should show measured rows only")
 	}
 }
@@ -268,5 +269,28 @@ func TestLogAxis(t *testing.T) {
 	}
 	if len(a.ticks()) != 4 {
 		t.Errorf("ticks %v", a.ticks())
+	}
+}
+
+func TestSortForDisplay(t *testing.T) {
+	rs := []Result{{ID: "redis"}, {ID: "a"}, {ID: "unknown"}, {ID: "kv-lazy-c1"}, {ID: "b"}, {ID: "kv-lazy"}}
+	sortForDisplay(rs)
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.ID)
+	}
+	if want := "a b kv-lazy kv-lazy-c1 redis unknown"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+}
+
+func TestBestRiver(t *testing.T) {
+	r, ok := find(sampleResults(), bestRiver)
+	if !ok || r.ID != "river-open" {
+		t.Errorf("best River row = %v, %v; want river-open", r.ID, ok)
+	}
+	only := []Result{{ID: "river", PerSec: 10}}
+	if r, ok := find(only, bestRiver); !ok || r.ID != "river" {
+		t.Errorf("with one River row: %v, %v", r.ID, ok)
 	}
 }

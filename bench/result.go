@@ -33,6 +33,27 @@ type Result struct {
 	CheckOK bool   `json:"check_ok"`
 	// Err is set when the row could not be measured.
 	Err string `json:"error,omitempty"`
+	// Load is the machine's 1-minute load average when the row started.
+	Load string `json:"load"`
+}
+
+// displayOrder is the order of the rows in the table and the chart: ceiling,
+// hand-rolled loop, raw store cycles, toolexec, River.
+var displayOrder = []string{
+	"a", "a-sync", "b", "b-sync", "raw-kv-lazy", "raw-kv-sync", "raw-pg", "raw-pg-notify", "raw-redis",
+	"mem", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open",
+}
+
+// sortForDisplay puts rs in display order; rows it does not know go last, in
+// the order they came.
+func sortForDisplay(rs []Result) {
+	rank := func(id string) int {
+		if i := slices.Index(displayOrder, id); i >= 0 {
+			return i
+		}
+		return len(displayOrder)
+	}
+	slices.SortStableFunc(rs, func(a, b Result) int { return rank(a.ID) - rank(b.ID) })
 }
 
 // latencies collects durations from many goroutines.

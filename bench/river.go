@@ -75,13 +75,18 @@ func (c *completions) wait(id int64) <-chan time.Time {
 	return ch
 }
 
-// runRiver measures River's unique jobs on the same PostgreSQL: a client keeps
-// conc inserts in flight, each Insert with UniqueOpts{ByArgs: true} of a key
-// (duplicates repeat a key) and then waiting for the job's completion event;
-// a no-op worker, 64 at most at once, as River's defaults otherwise stand.
-func (h *harness) runRiver(ctx context.Context) Result {
+// runRiver measures River's unique jobs on the same PostgreSQL: conc
+// inserters, each Insert with UniqueOpts{ByArgs: true} of a key (duplicates
+// repeat a key), and a no-op worker, 64 at most at once, as River's defaults
+// otherwise stand. Closed loop, an inserter waits for its job's completion
+// event before the next insert (64 jobs in flight, as toolexec's rows have);
+// open, the inserters do not wait and the run lasts until every job completed.
+func (h *harness) runRiver(ctx context.Context, id string, open bool) Result {
 	n, conc := h.cfg.riverJobs, h.cfg.concurrency
-	r := Result{ID: "river", Group: groupPeer, Name: "River unique jobs (ByArgs), no-op worker", Concurrency: conc, Duplicates: h.cfg.duplicates}
+	r := Result{ID: id, Group: groupPeer, Name: "River unique jobs (ByArgs), no-op worker", Concurrency: conc, Duplicates: h.cfg.duplicates}
+	if open {
+		r.Name += ", inserted without waiting"
+	}
 	pool, err := h.pgPool(ctx)
 	if err != nil {
 		return failed(r, err)
@@ -151,11 +156,32 @@ func (h *harness) runRiver(ctx context.Context) Result {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	drive := func(tag string, jobs int, dup float64) (int, int, time.Duration, *latencies, error) {
+	// drive inserts jobs with conc inserters. Closed loop: each inserter waits
+	// for its job's completion before the next insert. Open loop: inserters do
+	// not wait; the run ends when every job has completed.
+	drive := func(tag string, jobs int, dup float64, open bool) (int, int, time.Duration, *latencies, error) {
 		plan, distinct := planKeys(jobs, dup, uint64(time.Now().UnixNano()))
 		var next, finished atomic.Int64
 		var firstErr atomic.Value
 		lat := &latencies{}
+		type inserted struct {
+			id int64
+			t0 time.Time
+		}
+		var mu sync.Mutex
+		var pending []inserted // open loop: jobs not waited for yet
+		await := func(id int64, t0 time.Time) bool {
+			select {
+			case at := <-comp.wait(id):
+				lat.add(max(at.Sub(t0), 0))
+				finished.Add(1)
+				return true
+			case <-time.After(2 * time.Minute):
+				firstErr.CompareAndSwap(nil, fmt.Errorf("job %d not completed within 2m", id))
+			case <-ctx.Done():
+			}
+			return false
+		}
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range min(conc, jobs) {
@@ -171,33 +197,37 @@ func (h *harness) runRiver(ctx context.Context) Result {
 						firstErr.CompareAndSwap(nil, err)
 						return
 					}
-					select {
-					case at := <-comp.wait(id):
-						lat.add(max(at.Sub(t0), 0))
-						finished.Add(1)
-					case <-time.After(2 * time.Minute):
-						firstErr.CompareAndSwap(nil, fmt.Errorf("job %d not completed within 2m", id))
-						return
-					case <-ctx.Done():
+					if open {
+						mu.Lock()
+						pending = append(pending, inserted{id, t0})
+						mu.Unlock()
+						continue
+					}
+					if !await(id, t0) {
 						return
 					}
 				}
 			})
 		}
 		wg.Wait()
+		for _, p := range pending {
+			if !await(p.id, p.t0) {
+				break
+			}
+		}
 		if err, ok := firstErr.Load().(error); ok {
 			return 0, distinct, 0, lat, err
 		}
 		return int(finished.Load()), distinct, time.Since(start), lat, ctx.Err()
 	}
-	if _, _, _, _, err := drive("warm", h.cfg.warmup, 0); err != nil {
+	if _, _, _, _, err := drive("warm", h.cfg.warmup, 0, false); err != nil {
 		return failed(r, fmt.Errorf("warm-up: %w", err))
 	}
 	before := worker.total.Load()
 	worker.mu.Lock()
 	clear(worker.entered)
 	worker.mu.Unlock()
-	done, distinct, elapsed, lat, err := drive("run", n, h.cfg.duplicates)
+	done, distinct, elapsed, lat, err := drive("run", n, h.cfg.duplicates, open)
 	if err != nil {
 		return failed(r, err)
 	}
