@@ -18,7 +18,8 @@
 //   - every indeterminate answer explained by an injected fault: holder_lost only
 //     for keys whose holder a fault took out (or while the store was away),
 //     store_unavailable only while a store was away, and with the body not
-//     entered;
+//     entered — and none saying the body was not entered for a call the
+//     witness saw;
 //   - no Effectful effect while the store was away;
 //   - every completed or deduplicated answer backed by an effect, and all of one
 //     key's outcomes the same.
