@@ -568,18 +568,28 @@ func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, attempt int) 
 	return out, err, timedOut, current
 }
 
-// record stores the outcome. A failure to record does not change the answer —
-// the body ran and its outcome is known — but leaves the claim to run out, after
-// which duplicates of an Effectful call are answered holder_lost, never re-run.
+// record stores the outcome, retrying transient failures for up to a lease. A
+// failure to record does not change the answer — the body ran and its outcome is
+// known — but leaves the claim to run out, after which duplicates of an
+// Effectful call are answered holder_lost, never re-run.
 func (r *run) record(ctx context.Context, lease kvstore.Lease, out string) {
 	ctx, span := r.span(context.WithoutCancel(ctx), SpanRecord)
 	var err error
 	defer func() { endStep(span, err) }()
-	for i := range 3 {
+	// Keep trying for as long as the lease lasts: the store is most likely away for
+	// a moment (a restart, a leader election), and until somebody takes the claim
+	// over the holder may still record. Giving up sooner leaves every duplicate to
+	// be answered holder_lost although the outcome is known.
+	start := r.d.clock.Now()
+	for i := 0; ; i++ {
 		if err = r.d.store.Record(ctx, lease, out); err == nil || errors.Is(err, kvstore.ErrNotHolder) || errors.Is(err, kvstore.ErrTooLarge) {
 			break
 		}
-		clock.Sleep(r.d.clock, time.Duration(50<<i)*time.Millisecond, nil)
+		pause := min(time.Duration(50<<min(i, 5))*time.Millisecond, time.Second)
+		if r.d.clock.Now().Add(pause).Sub(start) > r.d.lease {
+			break
+		}
+		clock.Sleep(r.d.clock, pause, nil)
 	}
 	if err != nil {
 		r.d.log.Error("recording the outcome failed", r.logAttrs("error", err)...)

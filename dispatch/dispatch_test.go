@@ -579,3 +579,41 @@ func TestNewRequiresToolsAndStore(t *testing.T) {
 		t.Fatal("New without tools or store succeeded")
 	}
 }
+
+// flakyRecordStore fails the first n Record calls as an unreachable store would.
+type flakyRecordStore struct {
+	kvstore.Store
+	mu    sync.Mutex // protects fails
+	fails int
+}
+
+func (f *flakyRecordStore) Record(ctx context.Context, l kvstore.Lease, out string) error {
+	f.mu.Lock()
+	if f.fails > 0 {
+		f.fails--
+		f.mu.Unlock()
+		return errDown
+	}
+	f.mu.Unlock()
+	return f.Store.Record(ctx, l, out)
+}
+
+// TestRecordRetriedWhileTheStoreIsAway: an outcome that cannot be recorded at
+// once (a store restarting) is retried, so duplicates are answered from it
+// rather than holder_lost once the lease runs out.
+func TestRecordRetriedWhileTheStoreIsAway(t *testing.T) {
+	b := &body{}
+	e := newEnv(t, newTool(t, "book", policy(tool.Effectful, "flight"), tool.Retry{}, b))
+	d := e.dispatcherOver(t, "w1", &flakyRecordStore{Store: e.store, fails: 4}, nil)
+	first := mustDispatch(t, d, call("book", "c1", `{"flight":"BA117"}`))
+	if first.Kind != events.KindCompleted {
+		t.Fatalf("first: %+v", first)
+	}
+	rec, err := e.store.Get(context.Background(), "acme", first.Key)
+	if err != nil || rec.State != kvstore.StateCompleted || rec.Outcome != "ok" {
+		t.Fatalf("record after 4 failed attempts = %+v, %v; want completed", rec, err)
+	}
+	if dup := mustDispatch(t, d, call("book", "c2", `{"flight":"BA117"}`)); dup.Kind != events.KindDeduplicated || b.entered.Load() != 1 {
+		t.Fatalf("duplicate: %+v, entries %d", dup, b.entered.Load())
+	}
+}
