@@ -215,9 +215,9 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		if nestsDeeper(data, maxDataNesting) {
+		if NestsDeeper(data, MaxNesting) {
 			return nil, &RejectError{Code: CodeTooDeep, Field: "data",
-				Msg: fmt.Sprintf("data nests arrays and objects more than %d deep", maxDataNesting), Err: err}
+				Msg: fmt.Sprintf("data nests arrays and objects more than %d deep", MaxNesting), Err: err}
 		}
 		return nil, &RejectError{Code: CodeBadData, Field: "data", Msg: "data is not JSON: " + err.Error(), Err: err}
 	}
@@ -251,13 +251,14 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	return members["arguments"], nil
 }
 
-// maxDataNesting is the depth of arrays and objects encoding/json reads: data
-// nesting deeper is refused as too deep rather than as not JSON.
-const maxDataNesting = 10000
+// MaxNesting is the depth of arrays and objects encoding/json reads: JSON
+// nesting deeper is refused as too deep rather than as not JSON. (The arguments
+// of a call are held to a far smaller depth when the key is derived.)
+const MaxNesting = 10000
 
-// nestsDeeper reports whether data, read as JSON, has more than limit arrays and
+// NestsDeeper reports whether data, read as JSON, has more than limit arrays and
 // objects open at once. Brackets inside strings do not count.
-func nestsDeeper(data []byte, limit int) bool {
+func NestsDeeper(data []byte, limit int) bool {
 	depth, inString, escaped := 0, false, false
 	for _, c := range data {
 		switch {

@@ -158,7 +158,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeInvalidUnicode, "", "the payload is not valid UTF-8")
 	}
 	if !json.Valid(data) {
-		if nestsDeeper(data, MaxNesting) {
+		if events.NestsDeeper(data, MaxNesting) {
 			return event.Event{}, events.Reject(events.CodeTooDeep, "", "the payload nests arrays and objects more than %d deep", MaxNesting)
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
@@ -488,37 +488,8 @@ func hex4(v []byte, i int) (rune, bool) {
 }
 
 // MaxNesting is how deeply a structured event may nest arrays and objects: the
-// limit of encoding/json, which reads it. (The arguments of a call are held to a
-// far smaller depth later, when the key is derived.)
-const MaxNesting = 10000
-
-// nestsDeeper reports whether data, read as JSON, has more than limit arrays and
-// objects open at once. Brackets inside strings do not count.
-func nestsDeeper(data []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			if depth++; depth > limit {
-				return true
-			}
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return false
-}
+// limit of encoding/json, which reads it.
+const MaxNesting = events.MaxNesting
 
 // maxShown bounds how much of a sender's value an error message repeats.
 const maxShown = 64

@@ -666,31 +666,7 @@ func leaseOf(e *entry) kvstore.Lease {
 }
 
 // validKey checks a tenant token and a digest.
-func validKey(tenant, digest string) error {
-	if err := validTenant(tenant); err != nil {
-		return err
-	}
-	if len(digest) != 64 {
-		return fmt.Errorf("digest %q is not 64 lower-case hex digits: %w", digest, kvstore.ErrInvalid)
-	}
-	for i := 0; i < len(digest); i++ {
-		if c := digest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return fmt.Errorf("digest %q is not 64 lower-case hex digits: %w", digest, kvstore.ErrInvalid)
-		}
-	}
-	return nil
-}
+func validKey(tenant, digest string) error { return kvstore.CheckKey(tenant, digest) }
 
 // validTenant checks that tenant matches [A-Za-z0-9_-]{1,128}.
-func validTenant(tenant string) error {
-	if len(tenant) == 0 || len(tenant) > 128 {
-		return fmt.Errorf("tenant %q must match [A-Za-z0-9_-]{1,128}: %w", tenant, kvstore.ErrInvalid)
-	}
-	for i := 0; i < len(tenant); i++ {
-		c := tenant[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("tenant %q must match [A-Za-z0-9_-]{1,128}: %w", tenant, kvstore.ErrInvalid)
-		}
-	}
-	return nil
-}
+func validTenant(tenant string) error { return kvstore.CheckTenant(tenant) }

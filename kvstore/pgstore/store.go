@@ -487,8 +487,8 @@ func (s *Store) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if !tenantRE.MatchString(tenant) {
-		return 0, s.fail("forget", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
+	if err := kvstore.CheckTenant(tenant); err != nil {
+		return 0, s.fail("forget", err)
 	}
 	if err := s.checkOpen(); err != nil {
 		return 0, s.fail("forget", err)
@@ -553,8 +553,8 @@ func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.
 func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if !tenantRE.MatchString(tenant) {
-		return nil, s.fail("list", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
+	if err := kvstore.CheckTenant(tenant); err != nil {
+		return nil, s.fail("list", err)
 	}
 	if !state.Valid() {
 		return nil, s.fail("list", fmt.Errorf("%w: state %q", kvstore.ErrInvalid, state))
@@ -585,8 +585,8 @@ func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, li
 func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if !tenantRE.MatchString(tenant) {
-		return nil, s.fail("dump", fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE))
+	if err := kvstore.CheckTenant(tenant); err != nil {
+		return nil, s.fail("dump", err)
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, s.fail("dump", err)

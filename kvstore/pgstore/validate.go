@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -10,21 +9,8 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
-var (
-	tenantRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	digestRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
-
 // checkKey refuses a malformed tenant or digest with kvstore.ErrInvalid.
-func checkKey(tenant, digest string) error {
-	if !tenantRE.MatchString(tenant) {
-		return fmt.Errorf("%w: tenant %q must match %s", kvstore.ErrInvalid, tenant, tenantRE)
-	}
-	if !digestRE.MatchString(digest) {
-		return fmt.Errorf("%w: digest %q must be 64 lower-case hex digits", kvstore.ErrInvalid, digest)
-	}
-	return nil
-}
+func checkKey(tenant, digest string) error { return kvstore.CheckKey(tenant, digest) }
 
 // checkText refuses a string PostgreSQL's text type cannot hold (invalid UTF-8 or
 // a NUL byte) with kvstore.ErrInvalid.

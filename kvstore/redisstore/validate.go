@@ -1,46 +1,25 @@
 package redisstore
 
 import (
+	"fmt"
+
 	"github.com/tesserix/toolexec/kvstore"
 )
-
-// maxToken is the longest tenant accepted: the wire's token rule.
-const maxToken = 128
 
 // validTenant checks tenant against the wire's token rule, [A-Za-z0-9_-]{1,128},
 // which also keeps it free of the braces that delimit the hash tag.
 func validTenant(op, tenant string) error {
-	if tenant == "" || len(tenant) > maxToken {
-		return errf(op, kvstore.ErrInvalid, "tenant %q must be 1 to %d characters", tenant, maxToken)
-	}
-	for i := 0; i < len(tenant); i++ {
-		c := tenant[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return errf(op, kvstore.ErrInvalid, "tenant %q: only A-Z a-z 0-9 _ - are allowed", tenant)
-		}
-	}
-	return nil
-}
-
-// validDigest checks that digest is 64 lower-case hex digits.
-func validDigest(op, digest string) error {
-	if len(digest) != 64 {
-		return errf(op, kvstore.ErrInvalid, "digest %q must be 64 lower-case hex digits", digest)
-	}
-	for i := 0; i < len(digest); i++ {
-		c := digest[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return errf(op, kvstore.ErrInvalid, "digest %q must be 64 lower-case hex digits", digest)
-		}
+	if err := kvstore.CheckTenant(tenant); err != nil {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	return nil
 }
 
 func validKey(op, tenant, digest string) error {
-	if err := validTenant(op, tenant); err != nil {
-		return err
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
-	return validDigest(op, digest)
+	return nil
 }
 
 func validClaim(op string, req kvstore.ClaimRequest) error {
