@@ -2,43 +2,13 @@ package memstore_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
-
-// benchSeq numbers the keys the benchmarks claim, so that every claim is of a
-// fresh key.
-var benchSeq atomic.Int64
-
-// benchClaim returns a claim request for a fresh key.
-func benchClaim() kvstore.ClaimRequest {
-	n := benchSeq.Add(1)
-	return kvstore.ClaimRequest{
-		Tenant: "bench", Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
-		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
-	}
-}
-
-// claimCycle is what the dispatcher does with the store for a call whose key is
-// new: claim it, then record the outcome.
-func claimCycle(ctx context.Context, s kvstore.Store) error {
-	res, err := s.Claim(ctx, benchClaim())
-	if err != nil {
-		return fmt.Errorf("Claim: %w", err)
-	}
-	if !res.Claimed {
-		return fmt.Errorf("Claim of a new key: not claimed, record %+v", res.Record)
-	}
-	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
-		return fmt.Errorf("Record: %w", err)
-	}
-	return nil
-}
 
 // rotatingStore hands out a store and replaces it with a fresh one every
 // rotateEvery cycles, so that a benchmark measures the claim cycle of a store
@@ -74,7 +44,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := claimCycle(ctx, r.next()); err != nil {
+		if err := kvstoretest.ClaimCycle(ctx, r.next(), "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -90,7 +60,7 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := claimCycle(ctx, r.next()); err != nil {
+			if err := kvstoretest.ClaimCycle(ctx, r.next(), "bench"); err != nil {
 				b.Error(err)
 				return
 			}
@@ -106,13 +76,13 @@ func BenchmarkClaimRecordHolding100k(b *testing.B) {
 	defer s.Close()
 	ctx := context.Background()
 	for range 100000 {
-		if err := claimCycle(ctx, s); err != nil {
+		if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := claimCycle(ctx, s); err != nil {
+		if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -124,7 +94,7 @@ func BenchmarkClaimDuplicate(b *testing.B) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	ctx := context.Background()
-	req := benchClaim()
+	req := kvstoretest.FreshClaim("bench")
 	res, err := s.Claim(ctx, req)
 	if err != nil || !res.Claimed {
 		b.Fatalf("Claim: %v", err)

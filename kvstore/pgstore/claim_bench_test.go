@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,36 +11,9 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testenv"
 	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 )
-
-// benchSeq numbers the keys the benchmarks claim, so that every claim is of a
-// fresh key.
-var benchSeq atomic.Int64
-
-func benchClaim() kvstore.ClaimRequest {
-	n := benchSeq.Add(1)
-	return kvstore.ClaimRequest{
-		Tenant: "bench", Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
-		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
-	}
-}
-
-// claimCycle is what the dispatcher does with the store for a call whose key is
-// new: claim it (one INSERT … ON CONFLICT), then record the outcome (one UPDATE).
-func claimCycle(ctx context.Context, s kvstore.Store) error {
-	res, err := s.Claim(ctx, benchClaim())
-	if err != nil {
-		return fmt.Errorf("Claim: %w", err)
-	}
-	if !res.Claimed {
-		return fmt.Errorf("Claim of a new key: not claimed, record %+v", res.Record)
-	}
-	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
-		return fmt.Errorf("Record: %w", err)
-	}
-	return nil
-}
 
 // benchPoolConns is the size of the benchmarks' connection pool.
 const benchPoolConns = 32
@@ -92,7 +63,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := claimCycle(ctx, s); err != nil {
+		if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -107,7 +78,7 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := claimCycle(ctx, s); err != nil {
+			if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
 				b.Error(err)
 				return
 			}
@@ -120,7 +91,7 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 func BenchmarkClaimDuplicate(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	req := benchClaim()
+	req := kvstoretest.FreshClaim("bench")
 	res, err := s.Claim(ctx, req)
 	if err != nil || !res.Claimed {
 		b.Fatalf("Claim: %v", err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,36 +11,9 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testenv"
 	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
-
-// benchSeq numbers the keys the benchmarks claim, so that every claim is of a
-// fresh key.
-var benchSeq atomic.Int64
-
-func benchClaim() kvstore.ClaimRequest {
-	n := benchSeq.Add(1)
-	return kvstore.ClaimRequest{
-		Tenant: "bench", Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
-		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
-	}
-}
-
-// claimCycle is what the dispatcher does with the store for a call whose key is
-// new: claim it, then record the outcome (a script that checks the holder).
-func claimCycle(ctx context.Context, s kvstore.Store) error {
-	res, err := s.Claim(ctx, benchClaim())
-	if err != nil {
-		return fmt.Errorf("Claim: %w", err)
-	}
-	if !res.Claimed {
-		return fmt.Errorf("Claim of a new key: not claimed, record %+v", res.Record)
-	}
-	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
-		return fmt.Errorf("Record: %w", err)
-	}
-	return nil
-}
 
 // benchStore returns a store under a prefix of its own on the test Redis
 // (TEST_REDIS_URL), with a pool of 64 connections; every key under the prefix is
@@ -87,7 +58,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := claimCycle(ctx, s); err != nil {
+		if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -102,7 +73,7 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := claimCycle(ctx, s); err != nil {
+			if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
 				b.Error(err)
 				return
 			}
@@ -115,7 +86,7 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 func BenchmarkClaimDuplicate(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	req := benchClaim()
+	req := kvstoretest.FreshClaim("bench")
 	res, err := s.Claim(ctx, req)
 	if err != nil || !res.Claimed {
 		b.Fatalf("Claim: %v", err)
