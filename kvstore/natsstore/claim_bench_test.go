@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/internal/natstest"
-	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )
@@ -42,16 +41,7 @@ func benchStore(b *testing.B, opts []natstest.Option) *natsstore.Store {
 // create and an update, each acknowledged by the server.
 func BenchmarkClaimRecord(b *testing.B) {
 	for _, m := range syncModes {
-		b.Run(m.name, func(b *testing.B) {
-			s := benchStore(b, m.opts)
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(m.name, func(b *testing.B) { kvstoretest.BenchClaimCycles(b, benchStore(b, m.opts)) })
 	}
 }
 
@@ -59,20 +49,7 @@ func BenchmarkClaimRecord(b *testing.B) {
 // CPU on two CPUs), as an executor with 64 calls in flight does.
 func BenchmarkClaimRecordParallel(b *testing.B) {
 	for _, m := range syncModes {
-		b.Run(m.name, func(b *testing.B) {
-			s := benchStore(b, m.opts)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.SetParallelism(32)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
+		b.Run(m.name, func(b *testing.B) { kvstoretest.BenchClaimCyclesParallel(b, benchStore(b, m.opts)) })
 	}
 }
 
@@ -80,21 +57,5 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 // refused create and the read of the winner's record, as for every duplicate
 // call.
 func BenchmarkClaimDuplicate(b *testing.B) {
-	s := benchStore(b, nil)
-	ctx := context.Background()
-	req := kvstoretest.FreshClaim("bench")
-	res, err := s.Claim(ctx, req)
-	if err != nil || !res.Claimed {
-		b.Fatalf("Claim: %v", err)
-	}
-	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := s.Claim(ctx, req)
-		if err != nil || res.Claimed || res.Record.State != kvstore.StateCompleted {
-			b.Fatalf("Claim of a completed key: %v, %+v", err, res)
-		}
-	}
+	kvstoretest.BenchClaimDuplicate(b, benchStore(b, nil))
 }

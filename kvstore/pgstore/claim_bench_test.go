@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tesserix/toolexec/internal/testenv"
-	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 )
@@ -59,51 +58,17 @@ func benchStore(b *testing.B) *pgstore.Store {
 // BenchmarkClaimRecord measures one claim cycle at a time: two statements,
 // each committed (synchronous_commit as the server has it).
 func BenchmarkClaimRecord(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	kvstoretest.BenchClaimCycles(b, benchStore(b))
 }
 
 // BenchmarkClaimRecordParallel runs claim cycles from 64 goroutines (32 per
 // CPU on two CPUs) over a pool of 32 connections.
 func BenchmarkClaimRecordParallel(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.SetParallelism(32)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	kvstoretest.BenchClaimCyclesParallel(b, benchStore(b))
 }
 
 // BenchmarkClaimDuplicate measures the claim of a key already completed: the
 // statement that finds the key held, and the read of the record.
 func BenchmarkClaimDuplicate(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	req := kvstoretest.FreshClaim("bench")
-	res, err := s.Claim(ctx, req)
-	if err != nil || !res.Claimed {
-		b.Fatalf("Claim: %v", err)
-	}
-	if err := s.Record(ctx, res.Lease, "K7Q2ZD"); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := s.Claim(ctx, req)
-		if err != nil || res.Claimed || res.Record.State != kvstore.StateCompleted {
-			b.Fatalf("Claim of a completed key: %v, %+v", err, res)
-		}
-	}
+	kvstoretest.BenchClaimDuplicate(b, benchStore(b))
 }
