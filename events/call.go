@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/extensions"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tesserix/toolexec/internal/jsonobj"
 	"github.com/tesserix/toolexec/schemas"
 )
 
@@ -223,7 +223,7 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	}
 	// The top level is read a second time, member by member, to see duplicates
 	// (which a decoded map hides) and to keep the arguments' bytes as sent.
-	members, dup, isObject := topMembers(data)
+	members, dup, isObject := jsonobj.Members(data)
 	if dup != "" {
 		return nil, Reject(CodeDuplicateMember, "data", "member %s appears twice", quote(dup))
 	}
@@ -282,37 +282,6 @@ func NestsDeeper(data []byte, limit int) bool {
 		}
 	}
 	return false
-}
-
-// topMembers reads data, known to be one valid JSON value, and returns the raw
-// values of its top-level members when it is an object, the first member name that
-// appears twice, and whether it is an object at all.
-func topMembers(data []byte) (members map[string]json.RawMessage, dup string, isObject bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, "", false
-	}
-	members = make(map[string]json.RawMessage, 1)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "", false
-		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, "", false
-		}
-		if _, seen := members[name]; seen {
-			return nil, name, true
-		}
-		members[name] = raw
-	}
-	if _, err := dec.Token(); err != nil && err != io.EOF {
-		return nil, "", false
-	}
-	return members, "", true
 }
 
 // checkJSONContentType accepts an absent datacontenttype, application/json,

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/jsonobj"
 )
 
 // Header names and media types of the NATS binding.
@@ -163,7 +164,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
 	}
-	top, dup, isObject := members(data)
+	top, dup, isObject := jsonobj.Members(data)
 	switch {
 	case !isObject:
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "", "the payload is JSON but not an object")
@@ -281,7 +282,7 @@ func Peek(h nats.Header, data []byte) Address {
 		}
 		return a
 	}
-	top, _, isObject := members(data)
+	top, _, isObject := jsonobj.Members(data)
 	if !isObject {
 		return Address{}
 	}
@@ -352,72 +353,6 @@ func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
 		return nil, err
 	}
 	return &nats.Msg{Subject: subject, Header: h, Data: data}, nil
-}
-
-// members reads data and, when it is a JSON object, returns its top-level members,
-// the first name that appears twice, and true. A payload that is not an object (or
-// not JSON) yields false.
-func members(data []byte) (map[string]json.RawMessage, string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // a number too large for a float64 is still a token
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, "", false
-	}
-	top := make(map[string]json.RawMessage, 10)
-	dup := ""
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "", false
-		}
-		name, _ := tok.(string)
-		// The value is skipped token by token rather than decoded, so that a
-		// member nested too deep for encoding/json (the data of a hostile call)
-		// does not hide the id and runid beside it.
-		start := dec.InputOffset()
-		if err := skipValue(dec); err != nil {
-			return nil, "", false
-		}
-		raw := json.RawMessage(valueAfterColon(data[start:dec.InputOffset()]))
-		if _, seen := top[name]; seen && dup == "" {
-			dup = name
-			continue
-		}
-		top[name] = raw
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, "", false
-	}
-	return top, dup, true
-}
-
-// skipValue reads the next value from dec, token by token.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
-}
-
-// valueAfterColon returns the value in b, the bytes between a member's name and
-// the end of its value: whitespace, a colon, whitespace, the value.
-func valueAfterColon(b []byte) []byte {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	b = bytes.TrimPrefix(b, []byte(":"))
-	return bytes.TrimLeft(b, " \t\r\n")
 }
 
 // loneSurrogateIn returns the name of an attribute (any top-level member but
