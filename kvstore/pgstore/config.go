@@ -35,8 +35,9 @@ type Config struct {
 	// again. Default 24h. Must not be negative.
 	Retention time.Duration
 
-	// Channel is the LISTEN/NOTIFY channel every write notifies, with the record's
-	// digest as the payload. Default Schema + "_records". Same rules as Schema, but
+	// Channel is the LISTEN/NOTIFY channel on which a write to a record that a
+	// waiter watches notifies, with the record's digest as the payload. Default
+	// Schema + "_records". Same rules as Schema, but
 	// upper-case letters are allowed (the name is always quoted). Every store that
 	// shares a schema must use the same channel, or waiters miss notifications
 	// (they still wake at the lease deadline and every RecheckInterval).

@@ -22,14 +22,27 @@
 //
 // # Waiting
 //
-// Every write notifies the channel [Config.Channel] (pg_notify in the writing
-// statement, delivered at commit; the payload is the digest only). [Store.Wait]
-// listens on a dedicated connection taken from the pool. Because a notification can
-// be lost (the listening connection can drop), a waiter also re-reads the record at
-// the lease deadline the database reported, at the record's expiry, every
-// [Config.RecheckInterval], and whenever the listener reconnects. LISTEN needs a
-// session: behind PgBouncer in transaction mode, point the pool at PostgreSQL
-// itself (or a session-mode pool), or waiters fall back on those re-reads alone.
+// [Store.Wait] listens on the channel [Config.Channel] on a dedicated connection
+// taken from the pool, and before it blocks it marks the record's row watched
+// (a column of its own, set by an UPDATE that the row lock orders against every
+// write). A write to a watched row calls pg_notify in the writing statement
+// (delivered at commit; the payload is the digest only); a write to a row nobody
+// watches does not. This matters for throughput: PostgreSQL serialises the
+// commits of transactions that notify, so notifying on every write would stop
+// concurrent commits from sharing a WAL flush. The mark stays until the row goes
+// (or a claim replaces it after it expired).
+//
+// Because a notification can be lost (the listening connection can drop), a
+// waiter also re-reads the record at the lease deadline the database reported, at
+// the record's expiry, every [Config.RecheckInterval], and whenever the listener
+// reconnects. LISTEN needs a session: behind PgBouncer in transaction mode, point
+// the pool at PostgreSQL itself (or a session-mode pool), or waiters fall back on
+// those re-reads alone.
+//
+// Schema version 3 added the mark. Waiters of a release older than that do not
+// set it, so while such processes still run against a migrated schema, their
+// waits rely on those re-reads; run [Store.EnsureSchema] before starting this
+// release (its statements need the column).
 //
 // # Expiry
 //

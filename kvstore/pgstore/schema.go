@@ -10,7 +10,7 @@ import (
 
 // SchemaVersion is the schema version this release creates and expects: the
 // number of migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[i] takes the schema from version i to version i+1. {s} stands for the
 // quoted schema name. Appending is the only allowed change.
@@ -50,6 +50,14 @@ COMMENT ON TABLE {s}.records IS
 	`
 CREATE INDEX records_indeterminate ON {s}.records (tenant, updated_at, digest)
 	WHERE state = 'indeterminate';
+`,
+	// 3: writes notify only records a waiter has marked as watched. Adding a
+	// column with a constant default rewrites no rows.
+	`
+ALTER TABLE {s}.records ADD COLUMN watched boolean NOT NULL DEFAULT false;
+
+COMMENT ON COLUMN {s}.records.watched IS
+	'set by a waiting pgstore before it blocks; writes call pg_notify only when it is true';
 `,
 }
 

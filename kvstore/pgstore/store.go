@@ -120,6 +120,7 @@ type statements struct {
 	record, release, markIndeterminate, renew  string
 	takeOver, forget, resolveDone, resolveDrop string
 	sweep, dump, list                          string
+	waitGet, watch                             string
 }
 
 // recordCols is the select list every statement that reads a record returns; see
@@ -133,6 +134,16 @@ const recordCols = `tenant, digest, state, outcome, reason, body_entered, check_
 	extract(epoch FROM lease_until - now())::float8,
 	extract(epoch FROM expires_at - now())::float8`
 
+// notifyIfWatched is the RETURNING (or WHERE) expression of a write that a
+// waiter may be waiting for: it calls pg_notify with the digest on channel, a
+// parameter such as "$5", only when the row is marked watched, and is true
+// either way. CASE fixes the order of evaluation, so an unwatched row never
+// notifies: PostgreSQL serialises the commits of notifying transactions, so a
+// write without a waiter must not notify.
+func notifyIfWatched(channel string) string {
+	return `CASE WHEN watched THEN pg_notify(` + channel + `, digest) IS NOT NULL ELSE true END`
+}
+
 // holderWhere fences every holder-only transition: $1 tenant, $2 digest, $3 token.
 const holderWhere = `WHERE tenant = $1 AND digest = $2 AND token = $3
 	AND state = 'claimed' AND expires_at > now()`
@@ -141,7 +152,9 @@ func buildStatements(schema string) statements {
 	r := strings.NewReplacer("{t}", schema+".records", "{seq}", schema+".revisions")
 	return statements{
 		// $1 tenant $2 digest $3 check_digest $4 tool $5 run_id $6 call_id $7 holder
-		// $8 token $9 lease $10 retention $11 channel.
+		// $8 token $9 lease $10 retention. It notifies nobody: nobody waits on a
+		// row that is absent or expired (a waiter on an expired record wakes at the
+		// expiry it read), and the overwritten row's watched mark goes with it.
 		claim: r.Replace(`
 INSERT INTO {t} AS r (tenant, digest, state, check_digest, tool, run_id, call_id, holder,
 	token, lease, lease_until, revision, created_at, updated_at, expires_at)
@@ -153,9 +166,9 @@ ON CONFLICT (tenant, digest) DO UPDATE SET
 	call_id = excluded.call_id, holder = excluded.holder, token = excluded.token,
 	lease = excluded.lease, lease_until = excluded.lease_until, revision = excluded.revision,
 	created_at = excluded.created_at, updated_at = excluded.updated_at,
-	expires_at = excluded.expires_at
+	expires_at = excluded.expires_at, watched = false
 WHERE r.expires_at <= now()
-RETURNING ` + recordCols + `, pg_notify($11, digest) IS NOT NULL`),
+RETURNING ` + recordCols),
 
 		get: r.Replace(`SELECT ` + recordCols + ` FROM {t}
 WHERE tenant = $1 AND digest = $2 AND expires_at > now()`),
@@ -164,24 +177,24 @@ WHERE tenant = $1 AND digest = $2 AND expires_at > now()`),
 		record: r.Replace(`UPDATE {t} SET state = 'completed', outcome = $6,
 	revision = nextval('{seq}'), updated_at = now(), expires_at = now() + $4::interval
 ` + holderWhere + `
-RETURNING pg_notify($5, digest) IS NOT NULL`),
+RETURNING ` + notifyIfWatched("$5")),
 
 		// $4 channel
 		release: r.Replace(`DELETE FROM {t} ` + holderWhere + `
-RETURNING pg_notify($4, digest) IS NOT NULL`),
+RETURNING ` + notifyIfWatched("$4")),
 
 		// $4 retention $5 channel $6 reason $7 body_entered
 		markIndeterminate: r.Replace(`UPDATE {t} SET state = 'indeterminate', reason = $6,
 	body_entered = $7, revision = nextval('{seq}'), updated_at = now(),
 	expires_at = now() + $4::interval
 ` + holderWhere + `
-RETURNING pg_notify($5, digest) IS NOT NULL`),
+RETURNING ` + notifyIfWatched("$5")),
 
 		// $4 retention $5 channel $6 lease
 		renew: r.Replace(`UPDATE {t} SET lease = $6::interval, lease_until = now() + $6::interval,
 	revision = nextval('{seq}'), updated_at = now(), expires_at = now() + $4::interval
 ` + holderWhere + `
-RETURNING pg_notify($5, digest) IS NOT NULL`),
+RETURNING ` + notifyIfWatched("$5")),
 
 		// $1 tenant $2 digest $3 seen revision $4 seen holder $5 retention $6 channel
 		// $7 holder $8 token $9 lease $10 check_digest $11 tool $12 run_id $13 call_id
@@ -191,25 +204,35 @@ RETURNING pg_notify($5, digest) IS NOT NULL`),
 	expires_at = now() + $5::interval
 WHERE tenant = $1 AND digest = $2 AND revision = $3 AND holder = $4
 	AND state = 'claimed' AND lease_until <= now() AND expires_at > now()
-RETURNING pg_notify($6, digest) IS NOT NULL`),
+RETURNING ` + notifyIfWatched("$6")),
 
 		// $1 tenant $2 channel. Counts the live rows it removed; expired ones go too.
 		forget: r.Replace(`WITH gone AS (
-	DELETE FROM {t} WHERE tenant = $1 RETURNING digest, expires_at > now() AS live
+	DELETE FROM {t} WHERE tenant = $1 RETURNING digest, watched, expires_at > now() AS live
 )
-SELECT count(*) FILTER (WHERE live) FROM gone WHERE pg_notify($2, digest) IS NOT NULL`),
+SELECT count(*) FILTER (WHERE live) FROM gone WHERE ` + notifyIfWatched("$2")),
 
 		// $1 tenant $2 digest $3 retention $4 channel $5 outcome
 		resolveDone: r.Replace(`UPDATE {t} SET state = 'completed', outcome = $5, reason = '',
 	body_entered = false, revision = nextval('{seq}'), updated_at = now(),
 	expires_at = now() + $3::interval
 WHERE tenant = $1 AND digest = $2 AND state = 'indeterminate' AND expires_at > now()
-RETURNING ` + recordCols + `, pg_notify($4, digest) IS NOT NULL`),
+RETURNING ` + recordCols + `, ` + notifyIfWatched("$4")),
 
 		// $1 tenant $2 digest $3 channel
 		resolveDrop: r.Replace(`DELETE FROM {t}
 WHERE tenant = $1 AND digest = $2 AND state = 'indeterminate' AND expires_at > now()
-RETURNING ` + recordCols + `, pg_notify($3, digest) IS NOT NULL`),
+RETURNING ` + recordCols + `, ` + notifyIfWatched("$3")),
+
+		// $1 tenant $2 digest: a waiter's read, with the row's watched mark.
+		waitGet: r.Replace(`SELECT ` + recordCols + `, watched FROM {t}
+WHERE tenant = $1 AND digest = $2 AND expires_at > now()`),
+
+		// $1 tenant $2 digest: a waiter marks the row watched before it blocks (see
+		// Store.watch). Only the mark changes: not the revision, not the times.
+		watch: r.Replace(`UPDATE {t} SET watched = true
+WHERE tenant = $1 AND digest = $2 AND expires_at > now()
+RETURNING ` + recordCols),
 
 		// $1 batch size
 		sweep: r.Replace(`DELETE FROM {t} WHERE ctid IN (
@@ -320,10 +343,9 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	}
 	lease := micros(req.Lease)
 	for range claimAttempts {
-		var notified bool
 		r, err := scanRecord(s.pool.QueryRow(ctx, s.sql.claim,
 			req.Tenant, req.Digest, req.CheckDigest, req.Tool, req.RunID, req.CallID,
-			req.Holder, token, lease, s.retention(), s.cfg.Channel), &notified)
+			req.Holder, token, lease, s.retention()))
 		if err == nil {
 			return kvstore.ClaimResult{
 				Claimed: true,
@@ -523,15 +545,15 @@ func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.
 		return kvstore.Record{}, err
 	}
 	var (
-		q        pgx.Row
-		notified bool
+		q       pgx.Row
+		applied bool
 	)
 	if res.Release {
 		q = s.pool.QueryRow(ctx, s.sql.resolveDrop, tenant, digest, s.cfg.Channel)
 	} else {
 		q = s.pool.QueryRow(ctx, s.sql.resolveDone, tenant, digest, s.retention(), s.cfg.Channel, []byte(res.Outcome))
 	}
-	r, err := scanRecord(q, &notified)
+	r, err := scanRecord(q, &applied)
 	if err == nil {
 		return r.rec, nil
 	}

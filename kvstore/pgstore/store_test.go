@@ -702,7 +702,7 @@ func TestDumpRawShowsRowsAsStored(t *testing.T) {
 	}
 	// Exactly the table's columns: nothing that could hold arguments.
 	want := []string{"body_entered", "call_id", "check_digest", "created_at", "digest", "expires_at", "holder",
-		"lease", "lease_until", "outcome", "reason", "revision", "run_id", "state", "tenant", "token", "tool", "updated_at"}
+		"lease", "lease_until", "outcome", "reason", "revision", "run_id", "state", "tenant", "token", "tool", "updated_at", "watched"}
 	if len(row) != len(want) {
 		t.Fatalf("dump has columns %v, want exactly %v", keys(row), want)
 	}

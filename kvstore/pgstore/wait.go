@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -162,11 +163,13 @@ func (l *listener) session(ctx context.Context) (bool, error) {
 // the database clock (the returned record has LeaseExpired set). It returns
 // ctx.Err() when ctx ends first.
 //
-// Wait registers for notifications of the digest before it reads the record, and
-// re-reads on every notification. A notification can be lost, so it also re-reads
-// at the lease deadline and at the expiry the database reported on the last read,
-// every Config.RecheckInterval, and whenever the listener reconnects. An error
-// reading the record is returned (wrapping kvstore.ErrUnavailable).
+// Writes notify only records marked watched (see [Store.watch]), so Wait
+// registers with the listener, then reads the record and, before it blocks,
+// marks it watched; it re-reads on every notification. A notification can be
+// lost, so it also re-reads at the lease deadline and at the expiry the database
+// reported on the last read, every Config.RecheckInterval, and whenever the
+// listener reconnects. An error reading the record is returned (wrapping
+// kvstore.ErrUnavailable).
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
 	if err := checkKey(seen.Tenant, seen.Digest); err != nil {
 		return kvstore.Record{}, s.fail("wait", err)
@@ -177,14 +180,14 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 	w := s.lis.register(seen.Digest)
 	defer s.lis.unregister(seen.Digest, w)
 	for {
-		r, err := s.get(ctx, seen.Tenant, seen.Digest)
+		r, err := s.watch(ctx, seen)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return kvstore.Record{}, ctxErr
 		}
 		if err != nil {
 			return kvstore.Record{}, s.fail("wait", err)
 		}
-		if r.rec.Revision != seen.Revision || r.rec.State != seen.State || r.rec.LeaseExpired {
+		if differs(r, seen) {
 			return r.rec, nil
 		}
 		next := s.cfg.RecheckInterval
@@ -205,4 +208,47 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 		}
 		t.Stop()
 	}
+}
+
+// differs reports whether Wait returns r: another revision or state than seen,
+// or a lease run out.
+func differs(r row, seen kvstore.Record) bool {
+	return r.rec.Revision != seen.Revision || r.rec.State != seen.State || r.rec.LeaseExpired
+}
+
+// watch reads the record for a waiter that is already registered with the
+// listener and, unless the record already differs from seen, makes sure that the
+// row is marked watched, so that every later write to it notifies.
+//
+// No wake-up is lost. A mark seen by the read stays on the row for the record's
+// life: only a delete or a claim overwriting the expired row drops it, and both
+// change what Wait sees (the overwrite can only come after the expiry the waiter
+// re-reads at). So any write committed after the read notifies. Without a mark,
+// the waiter sets it with an UPDATE of the row that returns the row as it then
+// is, and the row lock orders that UPDATE against every write: a write that
+// commits first is in what the UPDATE returns (the UPDATE waits for it and
+// re-reads the row); a write that comes later finds the mark and notifies at its
+// commit. That notification reaches this waiter, registered with the listener
+// beforehand, or, if it was sent before the listener's LISTEN took effect, the
+// listener wakes every waiter once it listens.
+//
+// Nothing clears the mark while the record lives: once its waiters are gone, the
+// record's later writes (a renewal, the outcome) still notify, which costs only
+// those notifications. Every read checks the mark, so a row that lost it by any
+// other path (a write behind the store's back) is marked again.
+func (s *Store) watch(ctx context.Context, seen kvstore.Record) (row, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.checkOpen(); err != nil {
+		return row{}, err
+	}
+	var watched bool
+	r, err := scanRecord(s.pool.QueryRow(ctx, s.sql.waitGet, seen.Tenant, seen.Digest), &watched)
+	if err == nil && !watched && !differs(r, seen) {
+		r, err = scanRecord(s.pool.QueryRow(ctx, s.sql.watch, seen.Tenant, seen.Digest))
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row{}, kvstore.ErrNotFound
+	}
+	return r, err
 }
