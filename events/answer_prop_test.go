@@ -1,0 +1,73 @@
+package events_test
+
+import (
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// TestAnswerEventDataMeetsSchema: for every kind but resolved, Event does not
+// run the schema over the data it writes; this holds it to the promise that
+// whatever answer Event accepts has data the kind's schema accepts.
+func TestAnswerEventDataMeetsSchema(t *testing.T) {
+	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
+	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, valid,
+		rapid.StringMatching(`[A-Za-z0-9_-]{127,129}`), rapid.Just(""), rapid.String())
+	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringN(500, 600, -1))
+	var codes []events.Code
+	codes = append(codes, events.RejectionCodes()...)
+	codes = append(codes, events.FailureCodes()...)
+	codes = append(codes, "", "oops")
+	reasons := append(events.Reasons(), "", "oops")
+	kinds := []events.Kind{events.KindCompleted, events.KindDeduplicated, events.KindIndeterminate,
+		events.KindFailed, events.KindRejected}
+	accepted := map[events.Kind]int{}
+	rapid.Check(t, func(t *rapid.T) {
+		a := events.Answer{
+			Kind:   rapid.SampledFrom(kinds).Draw(t, "kind"),
+			Tenant: rapid.SampledFrom([]string{"acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
+			Tool:   token.Draw(t, "tool"),
+			RunID:  token.Draw(t, "run"),
+			CallID: token.Draw(t, "call"),
+			Key:    rapid.SampledFrom([]string{"", strings.Repeat("ab", 32), "nothex"}).Draw(t, "key"),
+		}
+		// The fields each kind carries, and now and then one it does not.
+		switch a.Kind {
+		case events.KindCompleted, events.KindDeduplicated:
+			a.Outcome = text.Draw(t, "outcome")
+		case events.KindIndeterminate:
+			a.Reason = rapid.SampledFrom(reasons).Draw(t, "reason")
+			a.BodyEntered = rapid.Bool().Draw(t, "entered")
+			a.Error = text.Draw(t, "error")
+		case events.KindFailed, events.KindRejected:
+			a.Error = text.Draw(t, "error")
+			own := events.FailureCodes()
+			if a.Kind == events.KindRejected {
+				own = events.RejectionCodes()
+			}
+			a.Code = rapid.OneOf(rapid.SampledFrom(own), rapid.SampledFrom(codes)).Draw(t, "code")
+			if a.Kind == events.KindRejected {
+				a.Field = rapid.OneOf(rapid.Just(""), rapid.StringN(0, 20, -1), rapid.StringN(505, 600, -1)).Draw(t, "field")
+			}
+		}
+		if rapid.IntRange(0, 9).Draw(t, "stray") == 0 {
+			a.Outcome, a.Code = text.Draw(t, "stray outcome"), rapid.SampledFrom(codes).Draw(t, "stray code")
+		}
+		e, err := a.Event(source)
+		if err != nil {
+			return
+		}
+		accepted[a.Kind]++
+		if err := events.Validate(a.Kind, e.Data()); err != nil {
+			t.Fatalf("Event accepted %+v but its data %s fails the %s schema: %v", a, e.Data(), a.Kind, err)
+		}
+	})
+	for _, k := range kinds {
+		if accepted[k] == 0 {
+			t.Errorf("no %s answer was accepted: the generator does not reach that kind", k)
+		}
+	}
+}
