@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/kvstore"
 )
 
 // TestClaimScriptRetried: go-redis runs a script again after a network timeout.
@@ -30,29 +31,29 @@ func TestClaimScriptRetried(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	digest := "ab" + fmt.Sprintf("%062x", time.Now().UnixNano())
-	claim := func(holder, token string) string {
+	claim := func(holder, token string) bool {
 		t.Helper()
-		v, err := s.run(ctx, claimScript, "acme", digest, "acme", holder, int64(30000), token, "", "book", "run_1", "call_1")
+		req := kvstore.ClaimRequest{Tenant: "acme", Digest: digest, Holder: holder, Lease: 30 * time.Second, Tool: "book", RunID: "run_1", CallID: "call_1"}
+		res, err := s.claim(ctx, req, token)
 		if err != nil {
 			t.Fatal(err)
 		}
-		status, _, err := parseReply(v)
-		if err != nil {
-			t.Fatal(err)
+		if res.Claimed && (res.Lease.Token != token || res.Record.Holder != holder || res.Record.State != kvstore.StateClaimed) {
+			t.Fatalf("claim by %s with %s: lease %+v, record %+v", holder, token, res.Lease, res.Record)
 		}
-		return string(status)
+		return res.Claimed
 	}
-	if got := claim("w1", "tok-1"); got != string(statusOK) {
-		t.Fatalf("first run: %s", got)
+	if !claim("w1", "tok-1") {
+		t.Fatal("first run: not claimed")
 	}
-	if got := claim("w1", "tok-1"); got != string(statusOK) {
-		t.Fatalf("the same script again: %s, want the claim recognised as granted", got)
+	if !claim("w1", "tok-1") {
+		t.Fatal("the same script again: not claimed, want the claim recognised as granted")
 	}
-	if got := claim("w1", "tok-2"); got != string(statusExists) {
-		t.Fatalf("another claim by the same holder: %s, want exists", got)
+	if claim("w1", "tok-2") {
+		t.Fatal("another claim by the same holder: claimed, want the existing record")
 	}
-	if got := claim("w2", "tok-1"); got != string(statusExists) {
-		t.Fatalf("another holder with the same token: %s, want exists", got)
+	if claim("w2", "tok-1") {
+		t.Fatal("another holder with the same token: claimed, want the existing record")
 	}
 	client.Del(ctx, s.recKey("acme", digest))
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,3 +165,50 @@ func redisNow(t testing.TB, c redis.UniversalClient) time.Time {
 	}
 	return now
 }
+
+// storedRecord is a record value split as the store lays it out: the flags
+// ("2", waiter, state, body entered), the numbers (revision, top reserved
+// revision, lease ms, lease deadline, created, updated, expires, indexed until,
+// identity length), and the identity and tail after them.
+type storedRecord struct {
+	flags   string
+	numbers []string
+	rest    string
+}
+
+// readStored reads key's value behind the store's back.
+func readStored(t testing.TB, c redis.UniversalClient, key string) storedRecord {
+	t.Helper()
+	v, err := c.Get(ctx(t), key).Result()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	head, rest, ok := strings.Cut(v, "\n")
+	fields := strings.Fields(head)
+	if !ok || len(fields) != 10 || len(fields[0]) != 4 || fields[0][0] != '2' {
+		t.Fatalf("value of %s is not in the store's layout: %q", key, v)
+	}
+	return storedRecord{flags: fields[0], numbers: fields[1:], rest: rest}
+}
+
+// writeStored writes r as key's value behind the store's back, keeping its TTL.
+func writeStored(t testing.TB, c redis.UniversalClient, key string, r storedRecord) {
+	t.Helper()
+	v := r.flags + " " + strings.Join(r.numbers, " ") + "\n" + r.rest
+	if err := c.Set(ctx(t), key, v, redis.KeepTTL).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+}
+
+// The positions of storedRecord.numbers.
+const (
+	numRev = iota
+	numTop
+	numLeaseMS
+	numLeaseUntil
+	numCreated
+	numUpdated
+	numExpires
+	numIndexedUntil
+	numIdentityLen
+)

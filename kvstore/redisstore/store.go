@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,13 +21,23 @@ import (
 type Store struct {
 	client redis.UniversalClient
 	cfg    Config
-	retMS  string // cfg.Retention in milliseconds, as scripts take it
+	// The scripts' common leading arguments, boxed once: the retention and the
+	// index slack (indexSlack, at most the retention) in milliseconds.
+	retMS, slackMS any
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close; wakes blocked Waits
 }
 
 var _ kvstore.Store = (*Store)(nil)
+
+// indexSlack is how far past a write's retention the tenant index entry of the
+// record reaches (at most the retention itself). Later writes that fall within
+// it — the record that completes a claim, typically — leave the index alone; the
+// price is that an entry may outlive its record by as much before a claim prunes
+// it. The index's and the revision counter's TTLs are pushed a slack beyond
+// that reach, once a slack rather than on every claim.
+const indexSlack = time.Hour
 
 // New returns a Store that keeps its records in client, configured by cfg (zero
 // fields take their defaults; see [Config]). It does no I/O: an unreachable Redis
@@ -41,11 +52,13 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	ret := durMS(cfg.Retention)
 	return &Store{
-		client: client,
-		cfg:    cfg,
-		retMS:  strconv.FormatInt(durMS(cfg.Retention), 10),
-		done:   make(chan struct{}),
+		client:  client,
+		cfg:     cfg,
+		retMS:   strconv.FormatInt(ret, 10),
+		slackMS: strconv.FormatInt(min(ret, durMS(indexSlack)), 10),
+		done:    make(chan struct{}),
 	}, nil
 }
 
@@ -70,25 +83,39 @@ func (s *Store) closed(op string) error {
 
 // Key names; see the package documentation for the layout.
 
-func (s *Store) tag(tenant string) string { return s.cfg.Prefix + ":{" + tenant + "}:" }
 func (s *Store) recKey(tenant, digest string) string {
-	return s.tag(tenant) + digest
+	return s.cfg.Prefix + ":{" + tenant + "}:" + digest
 }
-func (s *Store) idxKey(tenant string) string { return s.tag(tenant) + "idx" }
-func (s *Store) revKey(tenant string) string { return s.tag(tenant) + "rev" }
+func (s *Store) idxKey(tenant string) string { return s.cfg.Prefix + ":{" + tenant + "}:idx" }
 
-// channel is the Pub/Sub channel on which every change to the record is announced.
-// forgetScript derives the same name from the record key.
+// keys returns the keys every record script takes: the record, the tenant's
+// index and its revision counter, cut from one string.
+func (s *Store) keys(tenant, digest string) []string {
+	tag := len(s.cfg.Prefix) + len(tenant) + 4 // <prefix>:{<tenant>}:
+	var b strings.Builder
+	b.Grow(3*tag + len(digest) + 6)
+	for _, name := range [...]string{digest, "idx", "rev"} {
+		b.WriteString(s.cfg.Prefix)
+		b.WriteString(":{")
+		b.WriteString(tenant)
+		b.WriteString("}:")
+		b.WriteString(name)
+	}
+	all := b.String()
+	rec := tag + len(digest)
+	return []string{all[:rec], all[rec : rec+tag+3], all[rec+tag+3:]}
+}
+
+// channel is the Pub/Sub channel on which changes to the record are announced;
+// the scripts derive the same name from the record key.
 func (s *Store) channel(tenant, digest string) string {
 	return s.recKey(tenant, digest) + ":chg"
 }
 
-// run executes one of the writing scripts on the record for tenant/digest with
-// the common leading arguments and args after them.
+// run executes one of the record scripts on tenant/digest; args start with the
+// common leading arguments (retention and index slack).
 func (s *Store) run(ctx context.Context, sc *redis.Script, tenant, digest string, args ...any) (any, error) {
-	keys := []string{s.recKey(tenant, digest), s.idxKey(tenant), s.revKey(tenant)}
-	argv := append([]any{digest, s.retMS, s.channel(tenant, digest)}, args...)
-	return sc.Run(ctx, s.client, keys, argv...).Result()
+	return sc.Run(ctx, s.client, s.keys(tenant, digest), args...).Result()
 }
 
 // Claim creates the record in StateClaimed unless a live record exists, in one
@@ -109,34 +136,54 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	if err != nil {
 		return kvstore.ClaimResult{}, unavailable(op, err)
 	}
-	v, err := s.run(ctx, claimScript, req.Tenant, req.Digest,
-		req.Tenant, req.Holder, durMS(req.Lease), token,
-		req.CheckDigest, req.Tool, req.RunID, req.CallID)
+	res, err := s.claim(ctx, req, token)
 	if err != nil {
 		return kvstore.ClaimResult{}, unavailable(op, err)
 	}
-	status, snap, err := parseReply(v)
+	return res, nil
+}
+
+// claim runs the claim script for req with the fencing token token. The
+// script's answer for an existing record that holds this very claim (the client
+// ran the script again after a timeout, and the first run had landed) is the
+// caller's own claim, answered as granted.
+func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest, token string) (kvstore.ClaimResult, error) {
+	lease := durMS(req.Lease)
+	v, err := s.run(ctx, claimScript, req.Tenant, req.Digest, s.retMS, s.slackMS, lease, encodeIdentity(req, token))
 	if err != nil {
-		return kvstore.ClaimResult{}, unavailable(op, err)
+		return kvstore.ClaimResult{}, err
 	}
-	if status != statusOK && status != statusExists {
-		return kvstore.ClaimResult{}, statusErr(op, status)
-	}
-	if !snap.found {
-		return kvstore.ClaimResult{}, unavailable(op, fmt.Errorf("script returned no record"))
-	}
-	rec, err := snap.record()
+	status, now, rest, err := splitReply(v)
 	if err != nil {
-		return kvstore.ClaimResult{}, unavailable(op, err)
+		return kvstore.ClaimResult{}, err
 	}
-	if status == statusExists {
+	granted := kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token}
+	switch status {
+	case statusOK:
+		rev, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil {
+			return kvstore.ClaimResult{}, fmt.Errorf("unexpected revision %q", rest)
+		}
+		at := msTime(now)
+		return kvstore.ClaimResult{Claimed: true, Lease: granted, Record: kvstore.Record{
+			Tenant: req.Tenant, Digest: req.Digest, State: kvstore.StateClaimed,
+			CheckDigest: req.CheckDigest, Tool: req.Tool, RunID: req.RunID, CallID: req.CallID,
+			Holder: req.Holder, Lease: time.Duration(lease) * time.Millisecond,
+			LeaseUntil: msTime(now + lease), Revision: rev,
+			CreatedAt: at, UpdatedAt: at, ExpiresAt: msTime(now + durMS(s.cfg.Retention)),
+		}}, nil
+	case statusExists:
+		rec, stored, err := decode(req.Tenant, req.Digest, rest, now)
+		if err != nil {
+			return kvstore.ClaimResult{}, err
+		}
+		if rec.State == kvstore.StateClaimed && rec.Holder == req.Holder && stored == token {
+			return kvstore.ClaimResult{Claimed: true, Lease: granted, Record: rec}, nil
+		}
 		return kvstore.ClaimResult{Record: rec}, nil
+	default:
+		return kvstore.ClaimResult{}, fmt.Errorf("unexpected script status %q", status)
 	}
-	return kvstore.ClaimResult{
-		Claimed: true,
-		Lease:   kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token},
-		Record:  rec,
-	}, nil
 }
 
 // Get returns the live record, with LeaseExpired judged by Redis's clock, or an
@@ -149,59 +196,73 @@ func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record,
 	if err := validKey(op, tenant, digest); err != nil {
 		return kvstore.Record{}, err
 	}
-	snap, err := s.read(ctx, op, tenant, digest)
-	if err != nil {
-		return kvstore.Record{}, err
-	}
-	if !snap.found {
-		return kvstore.Record{}, fmt.Errorf("redisstore: %s: %w", op, kvstore.ErrNotFound)
-	}
-	rec, err := snap.record()
-	if err != nil {
-		return kvstore.Record{}, unavailable(op, err)
-	}
-	return rec, nil
+	rec, _, err := s.read(ctx, op, readScript, tenant, digest)
+	return rec, err
 }
 
-// read fetches the record together with Redis's time.
-func (s *Store) read(ctx context.Context, op, tenant, digest string) (snapshot, error) {
-	v, err := readScript.Run(ctx, s.client, []string{s.recKey(tenant, digest)}).Result()
+// read runs readScript or watchScript (with args) on the record and returns it
+// with Redis's time at the read (ms), or an error wrapping kvstore.ErrNotFound.
+func (s *Store) read(ctx context.Context, op string, sc *redis.Script, tenant, digest string, args ...any) (kvstore.Record, int64, error) {
+	found, now, v, err := s.readValue(ctx, sc, tenant, digest, args...)
 	if err != nil {
-		return snapshot{}, unavailable(op, err)
+		return kvstore.Record{}, 0, unavailable(op, err)
 	}
-	status, snap, err := parseReply(v)
+	if !found {
+		return kvstore.Record{}, now, fmt.Errorf("redisstore: %s: %w", op, kvstore.ErrNotFound)
+	}
+	rec, _, err := decode(tenant, digest, v, now)
 	if err != nil {
-		return snapshot{}, unavailable(op, err)
+		return kvstore.Record{}, 0, unavailable(op, err)
 	}
-	if status != statusOK && status != statusGone {
-		return snapshot{}, statusErr(op, status)
-	}
-	return snap, nil
+	return rec, now, nil
 }
 
-// holderOp runs a holder-only script and translates its status.
-func (s *Store) holderOp(ctx context.Context, op string, sc *redis.Script, lease kvstore.Lease, args ...any) (snapshot, error) {
+// readValue runs readScript or watchScript (with args) on the record and
+// returns whether it exists, Redis's time at the read (ms) and the value in this
+// version's layout.
+func (s *Store) readValue(ctx context.Context, sc *redis.Script, tenant, digest string, args ...any) (bool, int64, string, error) {
+	v, err := sc.Run(ctx, s.client, []string{s.recKey(tenant, digest)}, args...).Result()
+	if err != nil {
+		return false, 0, "", err
+	}
+	status, now, rest, err := splitReply(v)
+	switch {
+	case err != nil:
+		return false, 0, "", err
+	case status == statusOK:
+		return true, now, rest, nil
+	case status == statusGone:
+		return false, now, "", nil
+	default:
+		return false, 0, "", fmt.Errorf("unexpected script status %q", status)
+	}
+}
+
+// holderOp runs a holder-only script for lease; args follow the lease.
+func (s *Store) holderOp(ctx context.Context, op string, sc *redis.Script, lease kvstore.Lease, args ...any) error {
 	if err := s.closed(op); err != nil {
-		return snapshot{}, err
+		return err
 	}
 	if err := validLease(op, lease); err != nil {
-		return snapshot{}, err
+		return err
 	}
-	v, err := s.run(ctx, sc, lease.Tenant, lease.Digest, append([]any{lease.Holder, lease.Token}, args...)...)
+	argv := make([]any, 3, 3+len(args))
+	argv[0], argv[1], argv[2] = s.retMS, s.slackMS, encodeLeaseID(lease.Holder, lease.Token)
+	v, err := s.run(ctx, sc, lease.Tenant, lease.Digest, append(argv, args...)...)
 	if err != nil {
-		return snapshot{}, unavailable(op, err)
+		return unavailable(op, err)
 	}
-	status, snap, err := parseReply(v)
+	status, _, _, err := splitReply(v)
 	if err != nil {
-		return snapshot{}, unavailable(op, err)
+		return unavailable(op, err)
 	}
 	switch status {
 	case statusOK:
-		return snap, nil
+		return nil
 	case statusGone:
-		return snapshot{}, holderGone(op)
+		return holderGone(op)
 	default:
-		return snapshot{}, statusErr(op, status)
+		return statusErr(op, status)
 	}
 }
 
@@ -214,15 +275,13 @@ func (s *Store) Record(ctx context.Context, lease kvstore.Lease, outcome string)
 	if len(outcome) > s.cfg.MaxValueSize {
 		return errf(op, kvstore.ErrTooLarge, "outcome of %d bytes exceeds %d", len(outcome), s.cfg.MaxValueSize)
 	}
-	_, err := s.holderOp(ctx, op, recordScript, lease, outcome)
-	return err
+	return s.holderOp(ctx, op, recordScript, lease, outcome)
 }
 
 // Release drops the claim so that the key is free again. It returns an error
 // wrapping kvstore.ErrNotHolder if lease is no longer current.
 func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
-	_, err := s.holderOp(ctx, "release", releaseScript, lease)
-	return err
+	return s.holderOp(ctx, "release", releaseScript, lease)
 }
 
 // MarkIndeterminate parks the claim in StateIndeterminate with reason. It returns
@@ -237,8 +296,7 @@ func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reas
 	if bodyEntered {
 		be = "1"
 	}
-	_, err := s.holderOp(ctx, op, indeterminateScript, lease, reason, be)
-	return err
+	return s.holderOp(ctx, op, indeterminateScript, lease, reason, be)
 }
 
 // Renew sets the lease deadline to Redis's now plus d and returns the lease to use
@@ -250,7 +308,7 @@ func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration)
 	if d <= 0 {
 		return kvstore.Lease{}, errf(op, kvstore.ErrInvalid, "lease %v must be positive", d)
 	}
-	if _, err := s.holderOp(ctx, op, renewScript, lease, durMS(d)); err != nil {
+	if err := s.holderOp(ctx, op, renewScript, lease, durMS(d)); err != nil {
 		return kvstore.Lease{}, err
 	}
 	return lease, nil
@@ -283,13 +341,12 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	if err != nil {
 		return kvstore.Lease{}, unavailable(op, err)
 	}
-	v, err := s.run(ctx, takeOverScript, req.Tenant, req.Digest,
-		strconv.FormatUint(seen.Revision, 10), seen.Holder, req.Holder, durMS(req.Lease), token,
-		req.CheckDigest, req.Tool, req.RunID, req.CallID)
+	v, err := s.run(ctx, takeOverScript, req.Tenant, req.Digest, s.retMS, s.slackMS,
+		encodeHolder(seen.Holder), strconv.FormatUint(seen.Revision, 10), durMS(req.Lease), encodeIdentity(req, token))
 	if err != nil {
 		return kvstore.Lease{}, unavailable(op, err)
 	}
-	status, _, err := parseReply(v)
+	status, _, _, err := splitReply(v)
 	if err != nil {
 		return kvstore.Lease{}, unavailable(op, err)
 	}
@@ -319,18 +376,18 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 	if res.Release {
 		rel = "1"
 	}
-	v, err := s.run(ctx, resolveScript, tenant, digest, rel, res.Outcome)
+	v, err := s.run(ctx, resolveScript, tenant, digest, s.retMS, s.slackMS, rel, res.Outcome)
 	if err != nil {
 		return kvstore.Record{}, unavailable(op, err)
 	}
-	status, snap, err := parseReply(v)
+	status, now, rest, err := splitReply(v)
 	if err != nil {
 		return kvstore.Record{}, unavailable(op, err)
 	}
 	if status != statusOK {
 		return kvstore.Record{}, statusErr(op, status)
 	}
-	rec, err := snap.record()
+	rec, _, err := decode(tenant, digest, rest, now)
 	if err != nil {
 		return kvstore.Record{}, unavailable(op, err)
 	}
@@ -381,7 +438,9 @@ func newToken() (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(b[:]), nil
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:]), nil
 }
 
 // durMS converts d to whole milliseconds, rounding up so that a positive duration

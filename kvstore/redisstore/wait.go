@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tesserix/toolexec/kvstore"
@@ -21,7 +22,9 @@ const subscribeTimeout = 5 * time.Second
 //
 // Wait subscribes to the record's channel and, once Redis has confirmed the
 // subscription, re-reads the record, so a change made between seen and the
-// subscription is not missed. It re-reads on every message, at the lease deadline
+// subscription is not missed. A read that finds the record as seen also flags it
+// as waited on, so that the next write publishes on the channel (writes to a
+// record nobody waits on publish nothing). It re-reads on every message, at the lease deadline
 // (measured locally from the remaining time Redis's clock reported) and every
 // Config.WaitRecheck. The subscription is closed before Wait returns.
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
@@ -54,17 +57,14 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 	deadline.Stop()
 	defer deadline.Stop()
 
+	seenRev := strconv.FormatUint(seen.Revision, 10)
 	for {
-		snap, err := s.read(ctx, op, seen.Tenant, seen.Digest)
+		cur, now, err := s.read(ctx, op, watchScript, seen.Tenant, seen.Digest, seenRev)
+		if errors.Is(err, kvstore.ErrNotFound) {
+			return kvstore.Record{}, err
+		}
 		if err != nil {
 			return kvstore.Record{}, ctxOr(ctx, err)
-		}
-		if !snap.found {
-			return kvstore.Record{}, fmt.Errorf("redisstore: %s: %w", op, kvstore.ErrNotFound)
-		}
-		cur, err := snap.record()
-		if err != nil {
-			return kvstore.Record{}, unavailable(op, err)
 		}
 		if cur.Revision != seen.Revision || cur.State != seen.State || cur.Holder != seen.Holder || cur.LeaseExpired {
 			return cur, nil
@@ -73,7 +73,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 			// Wake when Redis's clock should have passed the deadline; the
 			// re-read then confirms it. A millisecond of slack covers TIME's
 			// rounding to whole milliseconds.
-			deadline.Reset(snap.leaseLeft() + time.Millisecond)
+			deadline.Reset(time.Duration(cur.LeaseUntil.UnixMilli()-now)*time.Millisecond + time.Millisecond)
 		}
 
 		select {

@@ -171,9 +171,10 @@ func TestWaitSafetyNet(t *testing.T) {
 	ch := waitInBackground(ctx(t), s, res.Record)
 	subscribed(t, s, "acme", "silent", 1)
 	key := s.Config().Prefix + ":{acme}:" + digest("silent")
-	if err := c.HSet(ctx(t), key, "state", "completed", "outcome", "quiet").Err(); err != nil {
-		t.Fatal(err)
-	}
+	r := readStored(t, c, key)
+	r.flags = r.flags[:1] + "-d" + r.flags[3:] // completed, with no waiter flag: the write publishes nothing
+	r.rest += "quiet"
+	writeStored(t, c, key, r)
 	got := receive(t, ch)
 	if got.err != nil || got.rec.State != kvstore.StateCompleted || got.rec.Outcome != "quiet" {
 		t.Fatalf("Wait: %+v, %v", got.rec, got.err)
