@@ -12,10 +12,9 @@ import (
 
 // rotatingStore hands out a store and replaces it with a fresh one every
 // rotateEvery cycles, so that a benchmark measures the claim cycle of a store
-// holding at most that many records, whatever b.N is: memstore sweeps every
-// record it holds every 1024 writes, and a store that only grows would make
-// the figure depend on how long the benchmark ran (see
-// BenchmarkClaimRecordHolding100k for that cost).
+// holding at most that many records, whatever b.N is (a store that only grows
+// would make the figure depend on how long the benchmark ran; see
+// BenchmarkClaimRecordHolding100k for a large store).
 type rotatingStore struct {
 	cur atomic.Pointer[memstore.Store]
 	n   atomic.Int64
@@ -70,7 +69,8 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 
 // BenchmarkClaimRecordHolding100k measures the claim cycle of a store that
 // already holds 100,000 live records (a day's retention of a busy executor
-// holds many more): every 1024th write sweeps them all.
+// holds many more). Expiry is incremental, so the figure should be close to
+// BenchmarkClaimRecord's.
 func BenchmarkClaimRecordHolding100k(b *testing.B) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()

@@ -18,8 +18,11 @@ import (
 // [Config.Retention] is zero.
 const DefaultRetention = 24 * time.Hour
 
-// sweepEvery is how many writes pass between two sweeps of expired records.
-const sweepEvery = 1024
+// sweepBatch bounds how many expired records one write removes. A write adds
+// at most one record to the expiry list and removes up to this many, so a
+// backlog (the clock moved a long way at once) drains within a few writes
+// without any one write paying for all of it.
+const sweepBatch = 16
 
 // timerSlack bounds how late a Wait's timer may fire because the clock moved while
 // the timer was being armed (a [clock.Fake] advanced by another goroutine). A timer
@@ -55,7 +58,8 @@ type Store struct {
 	tenants map[string]map[string]*entry // tenant → digest → live or expired record
 	signals map[key]*signal              // keys someone is waiting on
 	rev     uint64                       // the last revision handed out
-	writes  int                          // writes since the last sweep
+	oldest  *entry                       // the expiry list: every entry, by last write
+	newest  *entry
 	closed  bool
 }
 
@@ -74,6 +78,13 @@ type key struct{ tenant, digest string }
 type entry struct {
 	rec   kvstore.Record
 	token uint64 // revision of the write that granted the current claim
+
+	// The entry's neighbours in the expiry list, which holds every entry of the
+	// store ordered by last write, oldest first. Every record has the same
+	// retention, so that is also the order of their ExpiresAt (the clock
+	// never goes back; if a custom one did, an entry would be removed late,
+	// never early: liveness is judged on every read).
+	older, newer *entry
 }
 
 // signal is closed on the next change of a key. waiters counts the Waits holding
@@ -277,6 +288,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 		ExpiresAt:   now.Add(s.retention),
 	}
 	e.token = rev
+	s.stamped(e, now)
 	s.notify(k)
 	return leaseOf(e), nil
 }
@@ -356,6 +368,7 @@ func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
 		if s.live(e, now) {
 			n++
 		}
+		s.unlink(e)
 		s.notify(key{tenant, digest})
 	}
 	delete(s.tenants, tenant)
@@ -571,7 +584,7 @@ func (s *Store) touch(e *entry, now time.Time) {
 	e.rec.Revision = s.nextRev()
 	e.rec.UpdatedAt = now
 	e.rec.ExpiresAt = now.Add(s.retention)
-	s.wrote(now)
+	s.stamped(e, now)
 }
 
 // put stores a new entry and wakes the key's waiters. Callers hold s.mu.
@@ -583,12 +596,15 @@ func (s *Store) put(k key, e *entry) {
 	}
 	m[k.digest] = e
 	s.notify(k)
-	s.wrote(e.rec.UpdatedAt)
+	s.stamped(e, e.rec.UpdatedAt)
 }
 
 // remove deletes k's entry and wakes its waiters. Callers hold s.mu.
 func (s *Store) remove(k key) {
 	m := s.tenants[k.tenant]
+	if e := m[k.digest]; e != nil {
+		s.unlink(e)
+	}
 	delete(m, k.digest)
 	if len(m) == 0 {
 		delete(s.tenants, k.tenant)
@@ -596,21 +612,41 @@ func (s *Store) remove(k key) {
 	s.notify(k)
 }
 
-// wrote counts a write and, every sweepEvery writes, drops expired records so that
-// keys nobody reads again do not pile up. Callers hold s.mu.
-func (s *Store) wrote(now time.Time) {
-	s.writes++
-	if s.writes < sweepEvery {
-		return
+// stamped moves e, just written at now, to the newest end of the expiry list,
+// and removes up to sweepBatch expired records from its oldest end, so that
+// keys nobody reads again do not pile up. The work is bounded whatever the
+// number of records. Callers hold s.mu.
+func (s *Store) stamped(e *entry, now time.Time) {
+	s.unlink(e)
+	e.older = s.newest
+	if s.newest != nil {
+		s.newest.newer = e
+	} else {
+		s.oldest = e
 	}
-	s.writes = 0
-	for tenant, m := range s.tenants {
-		for digest, e := range m {
-			if !s.live(e, now) {
-				s.remove(key{tenant, digest})
-			}
+	s.newest = e
+	for range sweepBatch {
+		old := s.oldest
+		if old == nil || s.live(old, now) {
+			return
 		}
+		s.remove(key{old.rec.Tenant, old.rec.Digest})
 	}
+}
+
+// unlink takes e out of the expiry list, if it is in it. Callers hold s.mu.
+func (s *Store) unlink(e *entry) {
+	if e.older != nil {
+		e.older.newer = e.newer
+	} else if s.oldest == e {
+		s.oldest = e.newer
+	}
+	if e.newer != nil {
+		e.newer.older = e.older
+	} else if s.newest == e {
+		s.newest = e.older
+	}
+	e.older, e.newer = nil, nil
 }
 
 // subscribe returns the signal that the next change of k closes. Callers hold s.mu.

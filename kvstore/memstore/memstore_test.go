@@ -22,7 +22,10 @@ func TestConformanceFakeClock(t *testing.T) {
 	kvstoretest.Run(t, func(t *testing.T, opts kvstoretest.Options) kvstoretest.Harness {
 		fc := clock.NewFake(start)
 		s := memstore.New(memstore.Config{Clock: fc, Retention: opts.Retention})
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() {
+			memstore.Held(s) // checks the expiry list
+			s.Close()
+		})
 		return kvstoretest.Harness{Store: s, Advance: fc.Advance}
 	})
 }
@@ -446,4 +449,82 @@ func Example() {
 	// claimed: true
 	// second claim: false claimed worker-1
 	// completed {"seat":"14C"}
+}
+
+// TestExpiredRecordsLeaveWithLaterWrites: records nobody reads again are
+// removed by later writes, a few per write, oldest write first; a record
+// rewritten since (renewed, recorded, taken over, resolved) stays for the
+// retention after its last write.
+func TestExpiredRecordsLeaveWithLaterWrites(t *testing.T) {
+	ctx := context.Background()
+	fc := clock.NewFake(start)
+	s := memstore.New(memstore.Config{Clock: fc, Retention: time.Hour})
+	defer s.Close()
+	claim := func(i int) kvstore.Lease {
+		t.Helper()
+		return mustClaim(t, s, kvstore.ClaimRequest{Tenant: tenant, Digest: fmt.Sprintf("%064x", i), Holder: "w", Lease: time.Minute})
+	}
+	const old = 100
+	leases := make([]kvstore.Lease, old)
+	for i := range old {
+		leases[i] = claim(i)
+	}
+	// Rewrite a few of them half an hour later, each in another way.
+	fc.Advance(30 * time.Minute)
+	if err := s.Record(ctx, leases[0], "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Renew(ctx, leases[1], time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := s.Get(ctx, tenant, leases[2].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeOver(ctx, seen, kvstore.ClaimRequest{Holder: "v", Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkIndeterminate(ctx, leases[3], "body_failed", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resolve(ctx, tenant, leases[3].Digest, kvstore.Resolution{Outcome: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, leases[4]); err != nil {
+		t.Fatal(err)
+	}
+	if got := memstore.Held(s); got != old-1 {
+		t.Fatalf("held %d records, want %d", got, old-1)
+	}
+
+	// An hour after the first writes, the 95 not rewritten have expired.
+	fc.Advance(30 * time.Minute)
+	writes := 0
+	for memstore.Held(s) > 4+writes {
+		if writes == old {
+			t.Fatalf("after %d writes the store still holds %d records", writes, memstore.Held(s))
+		}
+		claim(old + writes)
+		writes++
+	}
+	if max := (old-5)/16 + 1; writes > max {
+		t.Errorf("%d writes removed the expired records, want at most %d", writes, max)
+	}
+	for i := range 4 {
+		if _, err := s.Get(ctx, tenant, leases[i].Digest); err != nil {
+			t.Errorf("record %d, rewritten half an hour ago: %v", i, err)
+		}
+	}
+	// Half an hour later they expire too, and leave with the next writes.
+	fc.Advance(30 * time.Minute)
+	claim(2 * old)
+	if got := memstore.Held(s); got != writes+1 {
+		t.Errorf("held %d records, want the %d written since", got, writes+1)
+	}
+	if _, err := s.Forget(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	if got := memstore.Held(s); got != 0 {
+		t.Errorf("held %d records after Forget", got)
+	}
 }
