@@ -48,9 +48,15 @@ type WorkerConfig struct {
 	// Durable names the shared consumer; default DefaultDurable.
 	Durable string
 	// Concurrency bounds the calls this worker runs at once; default
-	// DefaultConcurrency. The worker never holds a delivered call it has not
-	// started: it asks JetStream for as many calls as it has free slots.
+	// DefaultConcurrency.
 	Concurrency int
+	// Prefetch bounds the calls delivered to this worker that it has not
+	// started yet: a standing pull keeps up to Prefetch of them at hand, so
+	// that a call finishing is followed at once by the next. Default
+	// Concurrency; lower it when tools are slow and other executors idle (a
+	// call waiting here counts towards AckWait, with no in-progress signal
+	// until it starts), raise it for many short calls.
+	Prefetch int
 	// AckWait and MaxDeliver configure the shared consumer (see ConsumerConfig);
 	// defaults DefaultAckWait and DefaultMaxDeliver.
 	AckWait    time.Duration
@@ -89,6 +95,9 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Prefetch <= 0 {
+		cfg.Prefetch = cfg.Concurrency
 	}
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = DefaultAckWait
@@ -161,7 +170,6 @@ type Worker struct {
 	log *slog.Logger
 	obs WorkerObserver
 
-	slots chan struct{} // one token per call in flight
 	stats WorkerStats
 
 	mu         sync.Mutex // protects the fields below
@@ -184,7 +192,6 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	cfg = cfg.withDefaults()
 	return &Worker{
 		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
-		slots: make(chan struct{}, cfg.Concurrency),
 		done:  make(chan struct{}),
 	}, nil
 }
@@ -235,9 +242,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	var inflight sync.WaitGroup
-	err = w.pull(pctx, hctx, cons, cc, &inflight)
-	inflight.Wait()
+	err = w.consume(pctx, hctx, cons, cc)
+	// Acks and hand-backs are not waited for: send what is buffered before the
+	// caller closes the connection.
+	if ferr := w.js.Conn().FlushTimeout(ackTimeout); ferr != nil && err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+		w.log.Warn("flushing the last acknowledgements failed; their calls will be redelivered and answered from their records", "error", ferr)
+	}
 	return err
 }
 
@@ -267,39 +277,27 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// pull asks for as many calls as there are free slots, until pctx ends.
-func (w *Worker) pull(pctx, hctx context.Context, cons jetstream.Consumer, cc ConsumerConfig, inflight *sync.WaitGroup) error {
-	release := func(n int) {
-		for range n {
-			<-w.slots
-		}
+// consume runs Concurrency long-lived goroutines that each take one call at a
+// time, and feeds them from a standing pull on the consumer until pctx ends.
+// A call is taken from the pull only when a goroutine is free to start it, so
+// at most Prefetch delivered calls wait in the client, unstarted.
+func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc ConsumerConfig) error {
+	work := make(chan jetstream.Msg)
+	var running sync.WaitGroup
+	for range w.cfg.Concurrency {
+		running.Go(func() {
+			for m := range work {
+				w.handle(hctx, m)
+			}
+		})
 	}
-	failures := 0
-	for {
-		select {
-		case w.slots <- struct{}{}:
-		case <-pctx.Done():
-			return nil
-		}
-		n := 1
-	fill:
-		for n < w.cfg.Concurrency {
-			select {
-			case w.slots <- struct{}{}:
-				n++
-			default:
-				break fill
-			}
-		}
+	defer running.Wait()
+	defer close(work)
 
-		fctx, cancel := context.WithTimeout(pctx, w.cfg.PullWait)
-		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
+	failures := 0
+	for pctx.Err() == nil {
+		it, err := cons.Messages(jetstream.PullMaxMessages(w.cfg.Prefetch), jetstream.PullExpiry(w.cfg.PullWait))
 		if err != nil {
-			cancel()
-			release(n)
-			if pctx.Err() != nil {
-				return nil
-			}
 			if errors.Is(err, nats.ErrConnectionClosed) {
 				return fmt.Errorf("bus: worker: %w", err)
 			}
@@ -307,33 +305,59 @@ func (w *Worker) pull(pctx, hctx context.Context, cons jetstream.Consumer, cc Co
 			w.pullFailed(pctx, err, failures, &cons, cc)
 			continue
 		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			if pctx.Err() != nil {
-				w.handBack(m, "the worker is stopping")
-				release(1)
-				continue
-			}
-			inflight.Add(1)
-			go func() {
-				defer inflight.Done()
-				defer release(1)
-				w.handle(hctx, m)
-			}()
+		err = w.feed(pctx, it, work, &failures)
+		if pctx.Err() != nil {
+			w.handBackBuffered(it)
+			return nil
 		}
-		cancel()
-		release(n - got)
-		err = batch.Error()
-		switch {
-		case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			failures = 0
-		case errors.Is(err, nats.ErrConnectionClosed):
+		it.Stop()
+		if errors.Is(err, nats.ErrConnectionClosed) {
 			return fmt.Errorf("bus: worker: %w", err)
-		default:
-			failures++
-			w.pullFailed(pctx, err, failures, &cons, cc)
 		}
+		failures++
+		w.pullFailed(pctx, err, failures, &cons, cc)
+	}
+	return nil
+}
+
+// feed hands the calls it pulls from it to the goroutines reading work, until
+// pctx ends (nil) or the pull fails in a way that needs a new one (the error).
+// Errors the pull recovers from by itself are logged and waited out.
+func (w *Worker) feed(pctx context.Context, it jetstream.MessagesContext, work chan<- jetstream.Msg, failures *int) error {
+	for {
+		m, err := it.Next(jetstream.NextContext(pctx))
+		if err != nil {
+			switch {
+			case pctx.Err() != nil:
+				return nil
+			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, nats.ErrConnectionClosed), consumerGone(err):
+				return err
+			}
+			*failures++
+			w.log.Warn("pulling calls failed; retrying", "error", err, "failures", *failures)
+			sleep(pctx, backoff(*failures))
+			continue
+		}
+		*failures = 0
+		select {
+		case work <- m:
+		case <-pctx.Done():
+			w.handBack(m, "the worker is stopping")
+			return nil
+		}
+	}
+}
+
+// handBackBuffered stops it and hands back the calls it had already delivered
+// to the client but this worker had not started.
+func (w *Worker) handBackBuffered(it jetstream.MessagesContext) {
+	it.Drain()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return
+		}
+		w.handBack(m, "the worker is stopping")
 	}
 }
 
@@ -427,25 +451,15 @@ func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
 		}
 		return
 	}
-	w.ack(ctx, m, a)
+	w.ack(m, a)
 }
 
-// ack acknowledges m and waits for the server to confirm, trying a few times. A
-// lost ack only means a redelivery, which the record answers (and whose answer
-// JetStream drops as a duplicate).
-func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
-	actx := context.WithoutCancel(ctx)
-	var err error
-	for attempt := 1; attempt <= 3; attempt++ {
-		c, cancel := context.WithTimeout(actx, ackTimeout)
-		err = m.DoubleAck(c)
-		cancel()
-		if err == nil || errors.Is(err, nats.ErrConnectionClosed) {
-			break
-		}
-		sleep(ctx, backoff(attempt))
-	}
-	if err != nil {
+// ack acknowledges m. The ack is not confirmed: a lost one only means a
+// redelivery, which the record answers (and whose answer JetStream drops as a
+// duplicate), and waiting for the server's reply would hold the call's
+// goroutine for a round trip on every call.
+func (w *Worker) ack(m jetstream.Msg, a events.Answer) {
+	if err := m.Ack(); err != nil {
 		w.log.Warn("acknowledging an answered call failed; it will be redelivered and answered from its record",
 			"tenant", a.Tenant, "call_id", a.CallID, "error", err)
 	}
@@ -484,29 +498,32 @@ func (w *Worker) handBack(m jetstream.Msg, why string) {
 }
 
 // keepInProgress tells JetStream every InProgressEvery that m is being worked on,
-// until the returned function is called.
+// until the returned function is called; no signal is sent after it returns.
+// A timer, not a goroutine, waits between signals.
 func (w *Worker) keepInProgress(m jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(w.cfg.InProgressEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := m.InProgress(); err != nil {
-					w.log.Debug("in-progress signal failed", "subject", m.Subject(), "error", err)
-				}
-			}
+	var (
+		mu      sync.Mutex // held while a signal is sent, and by stop
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(w.cfg.InProgressEvery, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
+		if err := m.InProgress(); err != nil {
+			w.log.Debug("in-progress signal failed", "subject", m.Subject(), "error", err)
+		}
+		t.Reset(w.cfg.InProgressEvery)
+	})
 	return func() {
-		close(done)
-		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 
