@@ -192,7 +192,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	cfg = cfg.withDefaults()
 	return &Worker{
 		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
-		done:  make(chan struct{}),
+		done: make(chan struct{}),
 	}, nil
 }
 
