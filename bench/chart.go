@@ -26,6 +26,10 @@ var shortLabels = map[string]string{
 	"redis":         "(c) toolexec, Redis store",
 	"river":         "(d) River unique jobs, 64 in flight",
 	"river-open":    "(d) River unique jobs, inserted without waiting",
+	"scale-1":       "toolexec, 1 executor process",
+	"scale-2":       "toolexec, 2 executor processes",
+	"scale-4":       "toolexec, 4 executor processes",
+	"rss":           "toolexec executor process, memory",
 }
 
 func label(r Result) string {
@@ -89,7 +93,7 @@ func (a logAxis) ticks() []float64 {
 func renderChart(results []Result) string {
 	var rows []Result
 	for _, r := range results {
-		if r.Err == "" && r.PerSec > 0 {
+		if inComparison(r) && r.Err == "" && r.PerSec > 0 {
 			rows = append(rows, r)
 		}
 	}

@@ -2,8 +2,10 @@
 // the raw JetStream work-queue ceiling, a hand-rolled JetStream KV loop, the
 // raw claim cycle of each store, toolexec with each store (driven by emitter
 // bench against an executor wired as cmd/executor wires it) and River's unique
-// jobs on the same PostgreSQL, and writes docs/BENCHMARKS.md with a table, the
-// issue's targets, a chart, the Go benchmarks and a CPU profile summary.
+// jobs on the same PostgreSQL, then the executor binary's scale-out with 1, 2
+// and 4 processes and its memory over a long run, and writes
+// docs/BENCHMARKS.md with a table, the targets, a chart, the Go
+// benchmarks and a CPU profile summary.
 //
 // It lives in a module of its own so that toolexec does not depend on River.
 // Its NATS servers listen on a port range of their own (from -port, default
@@ -27,10 +29,10 @@ import (
 
 // config is what the flags say.
 type config struct {
-	out, chart, work, emitter, goBench string
-	portBase                           int
-	pgURL, redisURL                    string
-	pgConns                            int
+	out, chart, work, emitter, executor, goBench string
+	portBase                                     int
+	pgURL, redisURL                              string
+	pgConns                                      int
 
 	calls, syncCalls, latencyCalls, warmup, concurrency int
 	duplicates                                          float64
@@ -38,6 +40,7 @@ type config struct {
 	kvLazy, kvSync, rawPG, rawRedis                     int
 	rawCap                                              time.Duration
 	riverJobs                                           int
+	rssCalls                                            int
 	only                                                string
 	waitLoad                                            float64
 	waitMax                                             time.Duration
@@ -50,6 +53,9 @@ const (
 	groupRawStore = "raw store cycle"
 	groupToolexec = "(c) toolexec"
 	groupPeer     = "(d) peer"
+	// Rows with a table of their own, neither in the comparison nor the chart.
+	groupScale  = "scale-out"
+	groupMemory = "memory"
 )
 
 // harness runs the benchmarks and keeps what they measured.
@@ -83,6 +89,7 @@ func main() {
 	flag.StringVar(&c.chart, "chart", "../docs/benchmarks.svg", "chart to write (SVG)")
 	flag.StringVar(&c.work, "work", "../bin/bench", "directory for profiles and raw results")
 	flag.StringVar(&c.emitter, "emitter", "../bin/bench/emitter", "the emitter binary (make bench builds it)")
+	flag.StringVar(&c.executor, "executor", "../bin/bench/executor", "the executor binary, for the scale-out and RSS rows (make bench builds it)")
 	flag.StringVar(&c.goBench, "gobench", "", "output of go test -bench to include (optional)")
 	flag.IntVar(&c.portBase, "port", 14222, "first port of the range the NATS servers listen on")
 	flag.StringVar(&c.pgURL, "postgres", envOr("TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL")
@@ -102,6 +109,7 @@ func main() {
 	flag.IntVar(&c.rawRedis, "raw-redis", 50000, "raw Redis cycles")
 	flag.DurationVar(&c.rawCap, "raw-cap", 20*time.Second, "time cap of each raw store run")
 	flag.IntVar(&c.riverJobs, "river-jobs", 20000, "River jobs")
+	flag.IntVar(&c.rssCalls, "rss-calls", 1000000, "calls of the RSS run (the target compares the RSS after all of them with that after a tenth)")
 	flag.Float64Var(&c.waitLoad, "wait-load", 0, "first wait (up to -wait-max) until the 1-minute load average is at most this; 0: do not wait")
 	flag.DurationVar(&c.waitMax, "wait-max", 10*time.Minute, "longest wait for -wait-load")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
@@ -132,7 +140,7 @@ func sequence(c config) []step {
 	tx := func(cfg toolexecConfig) func(ctx context.Context, h *harness) []Result {
 		return func(ctx context.Context, h *harness) []Result { return h.runToolexec(ctx, cfg) }
 	}
-	return []step{
+	steps := []step{
 		{[]string{"a"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
 		{[]string{"b"}, one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
 		{[]string{"kv-lazy", "kv-lazy-c1"}, tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})},
@@ -158,6 +166,10 @@ func sequence(c config) []step {
 		{[]string{"raw-redis"}, one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
 		{[]string{"redis"}, tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
 	}
+	for _, n := range scaleExecutors {
+		steps = append(steps, step{[]string{scaleID(n)}, one(func(ctx context.Context, h *harness) Result { return h.runScale(ctx, n) })})
+	}
+	return append(steps, step{[]string{"rss"}, one(func(ctx context.Context, h *harness) Result { return h.runRSS(ctx) })})
 }
 
 // withCalls runs f with the call count set to n.
@@ -177,6 +189,9 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	c.emitter = abs
+	if abs, err := filepath.Abs(c.executor); err == nil {
+		c.executor = abs // its absence fails the rows that need it
+	}
 	if err := os.MkdirAll(c.work, 0o755); err != nil {
 		return err
 	}

@@ -12,7 +12,8 @@ type Result struct {
 	// ID names the row for the targets ("a", "b", "kv-lazy", "river", ...).
 	ID string `json:"id"`
 	// Group is the row's part of the comparison: (a) ceiling, (b) hand-rolled,
-	// raw store cycle, (c) toolexec, (d) peer.
+	// raw store cycle, (c) toolexec, (d) peer; scale-out and memory rows have
+	// tables of their own.
 	Group string `json:"group"`
 	Name  string `json:"name"`
 	// Durability says how writes reach the disk: NATS fsync, synchronous_commit,
@@ -35,6 +36,8 @@ type Result struct {
 	Err string `json:"error,omitempty"`
 	// Load is the machine's 1-minute load average when the row started.
 	Load string `json:"load"`
+	// RSS is the RSS run's configuration and samples (row "rss" only).
+	RSS *rssRun `json:"rss,omitempty"`
 }
 
 // displayOrder is the order of the rows in the table and the chart: ceiling,
@@ -42,6 +45,7 @@ type Result struct {
 var displayOrder = []string{
 	"a", "a-sync", "b", "b-sync", "raw-kv-lazy", "raw-kv-sync", "raw-pg", "raw-pg-notify", "raw-redis",
 	"mem", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open",
+	"scale-1", "scale-2", "scale-4", "rss",
 }
 
 // sortForDisplay puts rs in display order; rows it does not know go last, in

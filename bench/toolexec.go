@@ -26,6 +26,10 @@ import (
 	"github.com/tesserix/toolexec/tool"
 )
 
+// benchTool is the demo tool the toolexec rows call: book, effectful, keyed
+// by the flight.
+const benchTool = "book"
+
 // quiet discards the logs of the executor the benchmarks run.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -190,9 +194,10 @@ type emitterReport struct {
 	} `json:"check"`
 }
 
-// emit runs emitter bench against url and returns its report.
-func (h *harness) emit(ctx context.Context, url string, calls, concurrency int, dup float64) (*emitterReport, error) {
-	args := []string{"-s", url, "--json", "--timeout", "60s", "bench", "--tool", "book",
+// emit runs emitter bench against url, calling the tool toolName, and returns
+// its report.
+func (h *harness) emit(ctx context.Context, url, toolName string, calls, concurrency int, dup float64) (*emitterReport, error) {
+	args := []string{"-s", url, "--json", "--timeout", "60s", "bench", "--tool", toolName,
 		"--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(concurrency),
 		"--duplicates", strconv.FormatFloat(dup, 'f', -1, 64), "--warmup", "0"}
 	cmd := exec.CommandContext(ctx, h.cfg.emitter, args...)
@@ -218,7 +223,7 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 	defer ex.close()
 	r.Durability = durability
 	if h.cfg.warmup > 0 {
-		if _, err := h.emit(ctx, ex.env.url, h.cfg.warmup, h.cfg.concurrency, 0); err != nil {
+		if _, err := h.emit(ctx, ex.env.url, benchTool, h.cfg.warmup, h.cfg.concurrency, 0); err != nil {
 			return []Result{failed(r, fmt.Errorf("warm-up: %w", err))}
 		}
 	}
@@ -245,7 +250,7 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 // entered against the dispatcher's own.
 func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, calls, conc int) Result {
 	before := ex.d.Stats().BodiesEntered.Load()
-	rep, err := h.emit(ctx, ex.env.url, calls, conc, h.cfg.duplicates)
+	rep, err := h.emit(ctx, ex.env.url, benchTool, calls, conc, h.cfg.duplicates)
 	if err != nil {
 		return failed(r, err)
 	}
