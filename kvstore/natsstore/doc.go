@@ -16,26 +16,30 @@
 //
 // # Operations
 //
-// Claim is kv.Create, which the server applies only if the key has no live value
-// (a delete marker counts as none). Reads go to the stream's leader (the
-// message-get API), not to kv.Get's direct get, which any replica may answer:
-// a follower can miss an acknowledged write, and replicas expire old records
-// each by its own timer. Every conflict shape counts as "someone else
-// holds it": ErrKeyExists, ErrKeyRevisionMismatch and the raw API errors 10071
-// and 10164 that replicated buckets return. The loser reads the winner's record.
-// A create whose answer was lost is recognised on the read by its random claim
-// id.
+// Claim is a write the server applies only if the key has no live value: it
+// expects the key's last revision to be 0 or, after a release, the delete
+// marker's (what kv.Create does, without kv.Create's extra read when it is
+// refused). Reads go to the stream's leader (the message-get API), not to
+// kv.Get's direct get, which any replica may answer: a follower can miss an
+// acknowledged write, and replicas expire old records each by its own timer.
+// Every conflict shape counts as "someone else holds it": ErrKeyExists,
+// ErrKeyRevisionMismatch and the raw API errors 10071 and 10164 that
+// replicated buckets return. The loser reads the winner's record: a duplicate
+// claim costs two round trips. A claim whose answer was lost is recognised on
+// the read by its random claim id.
 //
 // Every transition is a compare-and-set on the entry's revision: kv.Update for
 // Record, MarkIndeterminate, Renew, TakeOver and Resolve, kv.Delete with
-// LastRevision for Release (a delete marker: watchers see it, and a later Create
-// succeeds over it). The Lease's token carries the revision and the claim as it
-// was written, so a holder's write needs no read first. Fencing is by claim: if the revision moved on and the record is
-// still the same claim (the holder renewed), the write is retried at the current
-// revision; a take-over, a release, a new claim of the key or any other
-// transition ends the claim and every copy of its lease. Each write carries a
-// random write id, so that a write whose answer was lost is recognised rather
-// than reported as a conflict with itself.
+// LastRevision for Release (a delete marker: watchers see it, and a later claim
+// writes over it). The Lease's token carries the revision and what the holder's
+// next write keeps of the claim (its id, holder, lease, creation time and the
+// call's identifiers), so that write needs no read first. Fencing is by claim:
+// if the revision moved on and the record is still the same claim (the holder
+// renewed), the write is retried at the current revision; a take-over, a
+// release, a new claim of the key or any other transition ends the claim and
+// every copy of its lease. Each write carries a random write id, so that a
+// write whose answer was lost is recognised rather than reported as a conflict
+// with itself.
 //
 // # Time
 //

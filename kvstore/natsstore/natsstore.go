@@ -81,7 +81,7 @@ type Store struct {
 	kv         jetstream.KeyValue
 	stream     jetstream.Stream
 	nc         *nats.Conn
-	apiPrefix  string        // of JetStream API requests
+	msgGet     string        // the subject of the stream's message-get API
 	apiTimeout time.Duration // for requests whose context has no deadline
 	bucket     string
 	retention  time.Duration
@@ -147,7 +147,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 		kv:         kv,
 		stream:     stream,
 		nc:         js.Conn(),
-		apiPrefix:  apiPrefixOf(js),
+		msgGet:     apiPrefixOf(js) + "STREAM.MSG.GET.KV_" + cfg.Bucket,
 		apiTimeout: js.Options().DefaultTimeout,
 		bucket:     cfg.Bucket,
 		retention:  cfg.Retention,
@@ -172,14 +172,20 @@ func setupError(op string, err error) error {
 // Bucket returns the name of the store's KV bucket.
 func (s *Store) Bucket() string { return s.bucket }
 
-// Claim creates the record with kv.Create, which the server applies only if the
-// key has no live value. If someone else holds the key it returns their record
-// (LeaseExpired is never set here: that needs the server's time; see Wait and
-// TakeOver). A Create whose answer was lost (a timeout during a leader change)
-// may still have written: Claim reads the key back and recognises its own claim.
-// It returns kvstore.ErrInvalid for a malformed request and an error wrapping
-// kvstore.ErrUnavailable when the server cannot be reached; never a claim it is
-// unsure of.
+// Claim creates the record with a write the server applies only if the key has
+// no live value: one conditional on the key's last revision being 0 (never
+// written, or gone with its retention or a Forget) or, after a release, the
+// delete marker's (as kv.Create does). If someone else holds the key it returns
+// their record as the stream's leader has it (LeaseExpired is never set here:
+// that needs the server's time; see Wait and TakeOver). A write whose answer was
+// lost (a timeout during a leader change) may still have landed: Claim reads the
+// key back and recognises its own claim by its id. It returns kvstore.ErrInvalid
+// for a malformed request and an error wrapping kvstore.ErrUnavailable when the
+// server cannot be reached; never a claim it is unsure of.
+//
+// A claim of a free key is one round trip; of a held key two (the refused write,
+// then the read of the holder's record); of a released key, whose delete marker
+// the first write does not expect, three.
 //
 // The returned Record of a won claim is built from what Claim wrote: its
 // UpdatedAt, LeaseUntil and ExpiresAt are the claimer's estimates; the records
@@ -196,25 +202,29 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		return kvstore.ClaimResult{}, err
 	}
 	v := newClaim(req, time.Now())
-	b, err := v.encode()
-	if err != nil {
-		return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: %w", op, err)
-	}
+	buf := v.encode()
+	defer putBuf(buf)
+	b := *buf
 	if len(b) > s.maxValue {
 		return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w: %w",
 			op, len(b), s.maxValue, kvstore.ErrInvalid, kvstore.ErrTooLarge)
 	}
 	key := keyOf(req.Tenant, req.Digest)
+	var (
+		over  uint64 // the revision the write expects: 0, or a delete marker's
+		waits int    // reads that found the key gone after a refused write
+	)
 	for attempt := 0; ; attempt++ {
 		if attempt >= maxAttempts {
-			return kvstore.ClaimResult{}, unavailable(op, errors.New("the key kept vanishing between a refused create and the read"))
+			return kvstore.ClaimResult{}, unavailable(op, errors.New("the key kept changing between a refused create and the read"))
 		}
-		if err := pause(ctx, attempt); err != nil {
+		if err := pause(ctx, waits); err != nil {
 			return kvstore.ClaimResult{}, unavailable(op, err)
 		}
-		actx, cancel := s.bounded(ctx)
-		rev, err := s.kv.Create(actx, key, b)
-		cancel()
+		// kv.Update at revision 0 is kv.Create's write without the read
+		// kv.Create makes when it is refused (from any replica): the read below
+		// goes to the leader and does for both.
+		rev, err := s.kv.Update(ctx, key, b, over)
 		if err == nil {
 			return s.won(req, v, rev), nil
 		}
@@ -225,24 +235,29 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 			if notWritten(err) || ctx.Err() != nil {
 				return kvstore.ClaimResult{}, unavailable(op, err)
 			}
-			// The create may have been written although its answer was lost:
-			// read the key to find out.
+			// The write may have landed although its answer was lost: read
+			// the key to find out.
 		}
-		e, err := s.get(ctx, key)
+		e, err := s.latest(ctx, key)
 		switch {
-		case err == nil:
-			cur, err := decodeValue(e.Value())
+		case err == nil && !e.deleted:
+			cur, err := decodeValue(e.value)
 			if err != nil {
 				return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: key %s: %w", op, key, err)
 			}
 			if cur.Claim == v.Claim {
-				// Our own create, whose answer was lost.
-				return s.won(req, v, e.Revision()), nil
+				// Our own write, whose answer was lost.
+				return s.won(req, v, e.revision), nil
 			}
 			return kvstore.ClaimResult{Record: s.recordOf(req.Tenant, req.Digest, cur, e)}, nil
+		case err == nil:
+			// Released: write over the delete marker, at once.
+			over = e.revision
 		case errors.Is(err, jetstream.ErrKeyNotFound):
-			// Released, expired or forgotten between the create and the read:
-			// try again.
+			// Expired or forgotten between the write and the read: try
+			// again, after a pause.
+			over = 0
+			waits++
 		default:
 			return kvstore.ClaimResult{}, unavailable(op, err)
 		}
@@ -372,10 +387,9 @@ func (s *Store) holderWrite(ctx context.Context, op string, lease kvstore.Lease,
 		return 0, value{}, err
 	}
 	v := build(tok.Value)
-	b, err := v.encode()
-	if err != nil {
-		return 0, value{}, fmt.Errorf("natsstore: %s: %w", op, err)
-	}
+	buf := v.encode()
+	defer putBuf(buf)
+	b := *buf
 	if len(b) > s.maxValue {
 		return 0, value{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w", op, len(b), s.maxValue, kvstore.ErrTooLarge)
 	}
@@ -462,9 +476,7 @@ func (s *Store) cas(ctx context.Context, key string, b []byte, writeID string, r
 		if err := pause(ctx, attempt); err != nil {
 			return 0, err
 		}
-		actx, cancel := s.bounded(ctx)
-		nrev, err := s.kv.Update(actx, key, b, rev)
-		cancel()
+		nrev, err := s.kv.Update(ctx, key, b, rev)
 		if err == nil {
 			return nrev, nil
 		}
@@ -501,6 +513,17 @@ func (s *Store) cas(ctx context.Context, key string, b []byte, writeID string, r
 	return 0, fmt.Errorf("no answer after %d attempts: %w", maxAttempts, lastErr)
 }
 
+// casValue writes v to key with cas, unless its encoding exceeds the value
+// limit (kvstore.ErrTooLarge; nothing is written).
+func (s *Store) casValue(ctx context.Context, key string, v *value, rev uint64) (uint64, error) {
+	buf := v.encode()
+	defer putBuf(buf)
+	if len(*buf) > s.maxValue {
+		return 0, fmt.Errorf("record of %d bytes, limit %d: %w", len(*buf), s.maxValue, kvstore.ErrTooLarge)
+	}
+	return s.cas(ctx, key, *buf, v.Write, rev)
+}
+
 // casDelete deletes key if it is at revision rev. It returns errConflict if the
 // key is at another revision; a key already gone after a lost answer counts as
 // deleted.
@@ -511,9 +534,7 @@ func (s *Store) casDelete(ctx context.Context, key string, rev uint64) error {
 		if err := pause(ctx, attempt); err != nil {
 			return err
 		}
-		actx, cancel := s.bounded(ctx)
-		err := s.kv.Delete(actx, key, jetstream.LastRevision(rev))
-		cancel()
+		err := s.kv.Delete(ctx, key, jetstream.LastRevision(rev))
 		if err == nil {
 			return nil
 		}
@@ -600,10 +621,9 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	}
 	req.Tenant, req.Digest = seen.Tenant, seen.Digest
 	v := newClaim(req, time.Unix(0, cur.Created))
-	b, err := v.encode()
-	if err != nil {
-		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: %w", op, err)
-	}
+	buf := v.encode()
+	defer putBuf(buf)
+	b := *buf
 	if len(b) > s.maxValue {
 		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w: %w",
 			op, len(b), s.maxValue, kvstore.ErrInvalid, kvstore.ErrTooLarge)
@@ -664,14 +684,7 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 		v.State = string(kvstore.StateCompleted)
 		v.Outcome = text(res.Outcome)
 		v.Write = newID()
-		b, err := v.encode()
-		if err != nil {
-			return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, err)
-		}
-		if len(b) > s.maxValue {
-			return kvstore.Record{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w", op, len(b), s.maxValue, kvstore.ErrTooLarge)
-		}
-		rev, err := s.cas(ctx, key, b, v.Write, e.Revision())
+		rev, err := s.casValue(ctx, key, &v, e.Revision())
 		switch {
 		case errors.Is(err, errConflict):
 			continue
@@ -775,9 +788,7 @@ func (s *Store) usable(op string) error {
 // read is behind the probe (a leader just elected), it returns an earlier time
 // of the server's, which only makes a lease look longer, never shorter.
 func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
-	actx, cancel := s.bounded(ctx)
-	rev, err := s.kv.Put(actx, clockKey, nil)
-	cancel()
+	rev, err := s.kv.Put(ctx, clockKey, nil)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("clock probe: %w", err)
 	}

@@ -1,6 +1,7 @@
 package natsstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,11 +29,11 @@ const (
 	markerReason      = jetstream.MarkerReasonHeader
 )
 
-// msgGetResponse is the answer of $JS.API.STREAM.MSG.GET.
+// msgGetResponse is the answer of $JS.API.STREAM.MSG.GET, with the fields the
+// store reads.
 type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
 	Message *struct {
-		Subject  string    `json:"subject"`
 		Sequence uint64    `json:"seq"`
 		Header   []byte    `json:"hdrs,omitempty"`
 		Data     []byte    `json:"data,omitempty"`
@@ -41,10 +42,10 @@ type msgGetResponse struct {
 }
 
 // bounded returns ctx, limited to the JetStream context's default API timeout
-// when ctx has no deadline of its own, for one request to the server. nats.go
-// bounds its API requests that way but not its publishes (KV writes are
-// publishes): without this, a write to a server that stopped answering would
-// wait for as long as the caller's context allows, which may be forever.
+// when ctx has no deadline of its own, for one request to the server: a
+// request to a server that stopped answering would otherwise wait for as long
+// as the caller's context allows, which may be forever. (KV writes need no
+// such bound: nats.go's publish applies the same timeout itself.)
 func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
@@ -55,14 +56,29 @@ func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFun
 // get returns the key's latest entry as the stream's leader has it, or
 // jetstream.ErrKeyNotFound when the key has no value (never written, deleted,
 // purged or expired).
-func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	req, err := json.Marshal(map[string]string{"last_by_subj": s.subjectOf(key)})
-	if err != nil {
-		return nil, err
+func (s *Store) get(ctx context.Context, key string) (*entry, error) {
+	e, err := s.latest(ctx, key)
+	if err == nil && e.deleted {
+		return nil, jetstream.ErrKeyNotFound
 	}
+	return e, err
+}
+
+// latest returns the key's latest message as the stream's leader has it: a
+// value, or a delete or purge marker (deleted set), or jetstream.ErrKeyNotFound
+// when there is none (never written, expired, or purged by a Forget).
+func (s *Store) latest(ctx context.Context, key string) (*entry, error) {
+	// {"last_by_subj":"<subject>"}: subjects of keys need no escaping (the
+	// bucket's and the keys' characters are all JSON-safe).
+	req := make([]byte, 0, 64+len(s.bucket)+len(key))
+	req = append(req, `{"last_by_subj":"$KV.`...)
+	req = append(req, s.bucket...)
+	req = append(req, '.')
+	req = append(req, key...)
+	req = append(req, `"}`...)
 	ctx, cancel := s.bounded(ctx)
 	defer cancel()
-	msg, err := s.nc.RequestWithContext(ctx, s.apiPrefix+"STREAM.MSG.GET.KV_"+s.bucket, req)
+	msg, err := s.nc.RequestWithContext(ctx, s.msgGet, req)
 	if err != nil {
 		return nil, err
 	}
@@ -81,20 +97,17 @@ func (s *Store) get(ctx context.Context, key string) (jetstream.KeyValueEntry, e
 		return nil, jetstream.ErrInvalidJetStreamResponse
 	}
 	e := &entry{bucket: s.bucket, key: key, value: m.Data, revision: m.Sequence, created: m.Time}
-	if len(m.Header) > 0 {
+	// Header keys are matched exactly (nats.go keeps their case): a header
+	// block that names neither key needs no decoding.
+	if bytes.Contains(m.Header, []byte(kvOperationHeader)) || bytes.Contains(m.Header, []byte(markerReason)) {
 		hdr, err := nats.DecodeHeadersMsg(m.Header)
 		if err != nil {
 			return nil, fmt.Errorf("message get: headers: %w", err)
 		}
-		if hdr.Get(kvOperationHeader) != "" || hdr.Get(markerReason) != "" {
-			return nil, jetstream.ErrKeyNotFound // a delete, purge or expiry marker
-		}
+		e.deleted = hdr.Get(kvOperationHeader) != "" || hdr.Get(markerReason) != ""
 	}
 	return e, nil
 }
-
-// subjectOf is the stream subject a key's values are stored under.
-func (s *Store) subjectOf(key string) string { return "$KV." + s.bucket + "." + key }
 
 // apiPrefixOf returns the subject prefix of js's API requests: the domain's,
 // the configured prefix, or the default $JS.API.
@@ -119,14 +132,23 @@ type entry struct {
 	value       []byte
 	revision    uint64
 	created     time.Time
+	deleted     bool // a delete, purge or expiry marker
 }
 
 var _ jetstream.KeyValueEntry = (*entry)(nil)
 
-func (e *entry) Bucket() string                  { return e.bucket }
-func (e *entry) Key() string                     { return e.key }
-func (e *entry) Value() []byte                   { return e.value }
-func (e *entry) Revision() uint64                { return e.revision }
-func (e *entry) Created() time.Time              { return e.created }
-func (e *entry) Delta() uint64                   { return 0 }
-func (e *entry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
+func (e *entry) Bucket() string     { return e.bucket }
+func (e *entry) Key() string        { return e.key }
+func (e *entry) Value() []byte      { return e.value }
+func (e *entry) Revision() uint64   { return e.revision }
+func (e *entry) Created() time.Time { return e.created }
+func (e *entry) Delta() uint64      { return 0 }
+
+// Operation reports a marker as a delete (a purge marker too: the store does
+// not tell them apart).
+func (e *entry) Operation() jetstream.KeyValueOp {
+	if e.deleted {
+		return jetstream.KeyValueDelete
+	}
+	return jetstream.KeyValuePut
+}

@@ -222,16 +222,15 @@ func TestStoreClose(t *testing.T) {
 
 // faultKV wraps a bucket to lose answers: a write that lands but whose
 // acknowledgement is replaced by a timeout (as during a leader change), or a
-// write that times out without landing. It also records every error Create
-// returned.
+// write that times out without landing. It also records every error Update
+// (the store's every write of a value, Claim's included) returned.
 type faultKV struct {
 	jetstream.KeyValue
 	mu             sync.Mutex
-	loseCreateAcks int
 	loseUpdateAcks int
 	failUpdates    int
 	loseDeleteAcks int
-	createErrs     []error
+	updateErrs     []error
 }
 
 func (f *faultKV) take(n *int) bool {
@@ -244,29 +243,21 @@ func (f *faultKV) take(n *int) bool {
 	return false
 }
 
-func (f *faultKV) Create(ctx context.Context, key string, v []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	rev, err := f.KeyValue.Create(ctx, key, v, opts...)
-	if err != nil {
-		f.mu.Lock()
-		f.createErrs = append(f.createErrs, err)
-		f.mu.Unlock()
-		return rev, err
-	}
-	if f.take(&f.loseCreateAcks) {
-		return 0, nats.ErrTimeout
-	}
-	return rev, nil
-}
-
 func (f *faultKV) Update(ctx context.Context, key string, v []byte, last uint64) (uint64, error) {
 	if f.take(&f.failUpdates) {
 		return 0, nats.ErrTimeout
 	}
 	rev, err := f.KeyValue.Update(ctx, key, v, last)
-	if err == nil && f.take(&f.loseUpdateAcks) {
+	if err != nil {
+		f.mu.Lock()
+		f.updateErrs = append(f.updateErrs, err)
+		f.mu.Unlock()
+		return rev, err
+	}
+	if f.take(&f.loseUpdateAcks) {
 		return 0, nats.ErrTimeout
 	}
-	return rev, err
+	return rev, nil
 }
 
 func (f *faultKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
@@ -283,18 +274,29 @@ func withFaults(s *Store) *faultKV {
 	return f
 }
 
-// TestLostCreateAck: a Create that landed but whose answer was lost is
-// recognised as the caller's own claim; the lease it returns works.
+// TestLostCreateAck: a claim's write that landed but whose answer was lost is
+// recognised as the caller's own claim; the lease it returns works. So is one
+// over a delete marker.
 func TestLostCreateAck(t *testing.T) {
 	s, _ := newTestStore(t, []*server.Server{single}, Config{})
 	f := withFaults(s)
-	f.loseCreateAcks = 1
-	tenant, d := newTenant(), digestOf("lost-create")
+	tenant := newTenant()
+	released := digestOf("released")
+	if err := s.Release(testCtx(t), mustClaim(t, s, claimReq(tenant, released, "a", time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	f.loseUpdateAcks = 1
+	if res, err := s.Claim(testCtx(t), claimReq(tenant, released, "a", time.Minute)); err != nil || !res.Claimed {
+		t.Fatalf("Claim over a delete marker whose ack was lost = %+v, %v; want claimed", res, err)
+	}
+
+	d := digestOf("lost-create")
+	f.loseUpdateAcks = 1
 	res, err := s.Claim(testCtx(t), claimReq(tenant, d, "a", time.Minute))
 	if err != nil || !res.Claimed {
 		t.Fatalf("Claim whose create ack was lost = %+v, %v; want claimed", res, err)
 	}
-	if f.loseCreateAcks != 0 {
+	if f.loseUpdateAcks != 0 {
 		t.Fatal("the fault was not triggered")
 	}
 	if err := s.Record(testCtx(t), res.Lease, "ok"); err != nil {
@@ -672,10 +674,119 @@ func TestReadsGoToLeader(t *testing.T) {
 			t.Fatalf("leader message get %d of 4: %v", i+1, err)
 		}
 	}
-	// One direct get is kv.Create's own: after its conditional write was refused
-	// it looks for a delete marker to retry over. Claim does not rely on it: it
-	// treats every answer of that look as a conflict and reads the leader.
-	if n, _, _ := direct.Pending(); n > 1 {
-		t.Errorf("%d direct gets, want at most kv.Create's one: reads must go to the leader", n)
+	if n, _, _ := direct.Pending(); n > 0 {
+		t.Errorf("%d direct gets: reads must go to the leader", n)
+	}
+}
+
+// TestClaimRoundTrips counts what Claim sends the server: one write for a free
+// key; the refused write and one read of the leader for a held one; for a
+// released one, the write the delete marker refuses, the read that finds the
+// marker and the write over it.
+func TestClaimRoundTrips(t *testing.T) {
+	s, _ := newTestStore(t, []*server.Server{single}, Config{})
+	spy := natstest.Connect(t, single)
+	subscribe := func(subjects ...string) []*nats.Subscription {
+		var subs []*nats.Subscription
+		for _, subject := range subjects {
+			sub, err := spy.SubscribeSync(subject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subs = append(subs, sub)
+		}
+		return subs
+	}
+	writes := subscribe("$KV." + s.Bucket() + ".>")
+	reads := subscribe("$JS.API.STREAM.MSG.GET.KV_" + s.Bucket())
+	direct := subscribe("$JS.API.DIRECT.GET.KV_"+s.Bucket(), "$JS.API.DIRECT.GET.KV_"+s.Bucket()+".>")
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// taken returns how many messages subs received, and drops them.
+	taken := func(subs []*nats.Subscription) int {
+		n := 0
+		for _, sub := range subs {
+			for {
+				if _, err := sub.NextMsg(0); err != nil {
+					break
+				}
+				n++
+			}
+		}
+		return n
+	}
+	count := func(what string, wantWrites, wantReads int) {
+		t.Helper()
+		// Messages are queued on their subscriptions before the server's answer
+		// to the flush comes back: the spy has seen all the store sent.
+		if err := spy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		w, r, d := taken(writes), taken(reads), taken(direct)
+		if w != wantWrites || r != wantReads || d != 0 {
+			t.Errorf("%s: %d writes, %d leader reads, %d direct gets; want %d, %d, 0", what, w, r, d, wantWrites, wantReads)
+		}
+	}
+	tenant, d := newTenant(), digestOf("round-trips")
+	l := mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
+	count("claim of a free key", 1, 0)
+	if res, err := s.Claim(testCtx(t), claimReq(tenant, d, "b", time.Minute)); err != nil || res.Claimed || res.Record.Holder != "a" {
+		t.Fatalf("Claim of a held key = %+v, %v", res, err)
+	}
+	count("claim of a held key", 1, 1)
+	if err := s.Release(testCtx(t), l); err != nil {
+		t.Fatal(err)
+	}
+	count("release", 1, 0)
+	mustClaim(t, s, claimReq(tenant, d, "c", time.Minute))
+	count("claim of a released key", 2, 1)
+}
+
+// TestWriteWithoutDeadlineEnds: a write whose context has no deadline, to a
+// bucket that no longer answers (its stream deleted, a silent subscriber in
+// its place), ends with ErrUnavailable after the JetStream context's default
+// timeout: the store leaves that bound to nats.go's publish.
+func TestWriteWithoutDeadlineEnds(t *testing.T) {
+	nc := natstest.Connect(t, single)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := uniqueBucket()
+	s, err := New(testCtx(t), js, Config{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := newTenant()
+	l := mustClaim(t, s, claimReq(tenant, digestOf("held"), "a", time.Minute))
+	if err := js.DeleteKeyValue(testCtx(t), bucket); err != nil {
+		t.Fatal(err)
+	}
+	silent := natstest.Connect(t, single)
+	if _, err := silent.Subscribe("$KV."+bucket+".>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := silent.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		res, err := s.Claim(context.Background(), claimReq(tenant, digestOf("new"), "b", time.Minute))
+		if res.Claimed {
+			err = errors.New("granted")
+		}
+		done <- err
+	}()
+	go func() { done <- s.Record(context.Background(), l, "x") }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, kvstore.ErrUnavailable) {
+				t.Errorf("write to a silent bucket = %v, want ErrUnavailable", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a write without a deadline did not end")
+		}
 	}
 }

@@ -81,10 +81,7 @@ func TestValueRoundTrip(t *testing.T) {
 	}
 	v := newClaim(req, created).next(kvstore.StateCompleted)
 	v.Outcome = text("binary \x00\x01\xc3\x28 and <html> & \"quotes\"")
-	b, err := v.encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := *v.encode()
 	if strings.Contains(string(b), `\u003c`) {
 		t.Errorf("encoding escapes HTML, wasting space: %s", b)
 	}
@@ -116,22 +113,44 @@ func TestDecodeValueRefusesForeignData(t *testing.T) {
 }
 
 func TestTokenRoundTrip(t *testing.T) {
-	v := newClaim(kvstore.ClaimRequest{Holder: "h", Lease: time.Second, Tool: "x"}, time.Now())
-	tok := token{Rev: 42, Value: v}
-	got, err := parseToken(tok.String())
-	if err != nil {
-		t.Fatal(err)
+	for _, holder := range []string{"h", "", "\xff\x00 worker", strings.Repeat("w", 300)} {
+		v := newClaim(kvstore.ClaimRequest{
+			Holder: holder, Lease: time.Second, CheckDigest: strings.Repeat("c", 64), Tool: "x", RunID: "r", CallID: "c",
+		}, time.Unix(-5, 0))
+		tok := token{Rev: 1<<64 - 1, Value: v}
+		got, err := parseToken(tok.String())
+		if err != nil {
+			t.Fatalf("parseToken(String()) of holder %q: %v", holder, err)
+		}
+		// The write id is not carried: every write draws its own.
+		tok.Value.Write = ""
+		if got != tok {
+			t.Errorf("parseToken(String()) = %+v, want %+v", got, tok)
+		}
 	}
-	if got != tok {
-		t.Errorf("parseToken(String()) = %+v, want %+v", got, tok)
+}
+
+// TestTokenIsCompact: the token carries no more of the claim than a holder's
+// next write keeps.
+func TestTokenIsCompact(t *testing.T) {
+	v := newClaim(kvstore.ClaimRequest{Holder: "h", Lease: time.Second, Tool: "x"}, time.Now())
+	s := token{Rev: 3, Value: v}.String()
+	if strings.Contains(s, v.Write) || len(s) > 100 {
+		t.Errorf("token %q (%d bytes) carries more than the claim's id, holder, lease and times", s, len(s))
 	}
 }
 
 func TestParseTokenRefusesForeignTokens(t *testing.T) {
-	good := token{Rev: 3, Value: newClaim(kvstore.ClaimRequest{Holder: "h", Lease: time.Second}, time.Now())}.String()
-	completed := token{Rev: 3, Value: newClaim(kvstore.ClaimRequest{Holder: "h", Lease: time.Second}, time.Now()).next(kvstore.StateCompleted)}.String()
+	v := newClaim(kvstore.ClaimRequest{Holder: "h", Lease: time.Second}, time.Now())
+	good := token{Rev: 3, Value: v}.String()
+	body := strings.TrimPrefix(good, tokenPrefix)
+	noRev := token{Rev: 0, Value: v}.String()
+	v.Lease = 0
+	noLease := token{Rev: 3, Value: v}.String()
+	old := "n1.3.eyJ2IjoxLCJzIjoiY2xhaW1lZCJ9" // the first layout's
 	for _, give := range []string{
-		"", "1", "n1.", "n1.3", "n1.x.abc", "n1.0." + strings.SplitN(good, ".", 3)[2], "n1.3.!!!", "n2" + good[2:], completed,
+		"", "1", tokenPrefix, "n1." + body, "n3." + body, good[:len(good)-2], good + "AA", tokenPrefix + "!!!",
+		noRev, noLease, old,
 	} {
 		if _, err := parseToken(give); !errors.Is(err, kvstore.ErrNotHolder) {
 			t.Errorf("parseToken(%q) = %v, want ErrNotHolder", give, err)

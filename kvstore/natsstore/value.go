@@ -1,16 +1,12 @@
 package natsstore
 
 import (
-	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -22,6 +18,10 @@ const formatVersion = 1
 // value is a record as stored in the bucket: compact JSON with short names. It
 // holds no timestamps of the server's (those come from the entry) and never a
 // call's arguments.
+//
+// The JSON is written by appendJSON and read by parseValue (json.go), which
+// produce and accept what encoding/json does with the tags below; the tags
+// serve unmarshalValue, the reader of last resort.
 type value struct {
 	Version int    `json:"v"`
 	State   string `json:"s"`           // kvstore.State
@@ -39,14 +39,20 @@ type value struct {
 	CallID  text   `json:"call,omitempty"`
 }
 
+// text is a string that survives JSON whatever its bytes: valid UTF-8 is
+// written as a JSON string, anything else as {"b64": base64}. encoding/json alone
+// would replace invalid bytes with U+FFFD.
+type text string
+
 // newClaim returns the value of a fresh claim for req.
 func newClaim(req kvstore.ClaimRequest, created time.Time) value {
+	claim, write := newIDPair()
 	return value{
 		Version: formatVersion,
 		State:   string(kvstore.StateClaimed),
 		Holder:  text(req.Holder),
-		Claim:   newID(),
-		Write:   newID(),
+		Claim:   claim,
+		Write:   write,
 		Lease:   int64(req.Lease),
 		Created: created.UnixNano(),
 		Check:   text(req.CheckDigest),
@@ -65,20 +71,43 @@ func (v value) next(state kvstore.State) value {
 	return v
 }
 
-func (v value) encode() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+// maxPooled is the capacity above which a buffer is not put back into bufPool:
+// one large outcome should not keep its buffer alive for every later write.
+const maxPooled = 64 << 10
+
+// bufPool holds the buffers values are encoded into.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, 1024)
+	return &b
+}}
+
+// encode writes v's JSON into a buffer taken from bufPool. The caller gives it
+// back with putBuf once nothing refers to it any more: a publish copies the
+// bytes it sends before it returns.
+func (v *value) encode() *[]byte {
+	p := bufPool.Get().(*[]byte)
+	*p = v.appendJSON((*p)[:0])
+	return p
 }
 
+// putBuf returns a buffer from encode to bufPool.
+func putBuf(p *[]byte) {
+	if cap(*p) <= maxPooled {
+		bufPool.Put(p)
+	}
+}
+
+// decodeValue reads a stored value: with parseValue, or, for JSON that parser
+// does not take (another writer's spelling of the same document), with
+// encoding/json. It returns ErrCorrupt for anything that is not a record of
+// this format.
 func decodeValue(b []byte) (value, error) {
-	var v value
-	if err := json.Unmarshal(b, &v); err != nil {
-		return value{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	v, ok := parseValue(b)
+	if !ok {
+		var err error
+		if v, err = unmarshalValue(b); err != nil {
+			return value{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
 	}
 	if v.Version != formatVersion {
 		return value{}, fmt.Errorf("%w: format version %d", ErrCorrupt, v.Version)
@@ -89,6 +118,34 @@ func decodeValue(b []byte) (value, error) {
 		return value{}, fmt.Errorf("%w: state %q", ErrCorrupt, v.State)
 	}
 	return v, nil
+}
+
+// unmarshalValue reads b with encoding/json, as every version of this package
+// did before parseValue: the reference parseValue is held to.
+func unmarshalValue(b []byte) (value, error) {
+	var v value
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
+// UnmarshalJSON reads a text written as a JSON string or as {"b64": base64}.
+func (t *text) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		var raw struct {
+			B64 []byte `json:"b64"`
+		}
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return err
+		}
+		*t = text(raw.B64)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*t = text(s)
+	return nil
 }
 
 // record turns a stored value into the contract's record. updated is the
@@ -119,91 +176,21 @@ func (v value) record(tenant, digest string, rev uint64, updated time.Time, rete
 	return r
 }
 
-// text is a string that survives JSON whatever its bytes: valid UTF-8 is
-// written as a JSON string, anything else as {"b64": base64}. encoding/json alone
-// would replace invalid bytes with U+FFFD.
-type text string
-
-func (t text) MarshalJSON() ([]byte, error) {
-	if utf8.ValidString(string(t)) {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(string(t)); err != nil {
-			return nil, err
-		}
-		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-	}
-	return json.Marshal(struct {
-		B64 []byte `json:"b64"`
-	}{[]byte(t)})
-}
-
-func (t *text) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '{' {
-		var raw struct {
-			B64 []byte `json:"b64"`
-		}
-		if err := json.Unmarshal(b, &raw); err != nil {
-			return err
-		}
-		*t = text(raw.B64)
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*t = text(s)
-	return nil
-}
-
-// token is what a Lease's Token carries: the revision the claim was last
-// written at, and the claim's value as then written, so that a holder's next
-// write needs no read (reads may be served stale by followers).
-type token struct {
-	Rev   uint64
-	Value value
-}
-
-const tokenPrefix = "n1."
-
-func (t token) String() string {
-	b, err := t.Value.encode()
-	if err != nil {
-		// value holds only strings, numbers and bools: it always encodes.
-		panic(fmt.Sprintf("natsstore: encoding a lease token: %v", err))
-	}
-	return tokenPrefix + strconv.FormatUint(t.Rev, 10) + "." + base64.RawURLEncoding.EncodeToString(b)
-}
-
-func parseToken(s string) (token, error) {
-	rest, ok := strings.CutPrefix(s, tokenPrefix)
-	if !ok {
-		return token{}, fmt.Errorf("token is not one of this store's: %w", kvstore.ErrNotHolder)
-	}
-	revStr, enc, ok := strings.Cut(rest, ".")
-	if !ok {
-		return token{}, fmt.Errorf("malformed token: %w", kvstore.ErrNotHolder)
-	}
-	rev, err := strconv.ParseUint(revStr, 10, 64)
-	if err != nil || rev == 0 {
-		return token{}, fmt.Errorf("malformed token revision: %w", kvstore.ErrNotHolder)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil {
-		return token{}, fmt.Errorf("malformed token: %w", kvstore.ErrNotHolder)
-	}
-	v, err := decodeValue(b)
-	if err != nil || kvstore.State(v.State) != kvstore.StateClaimed {
-		return token{}, fmt.Errorf("malformed token value: %w", kvstore.ErrNotHolder)
-	}
-	return token{Rev: rev, Value: v}, nil
-}
-
 // newID returns 16 random bytes in hex.
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:])
+}
+
+// newIDPair returns two ids as newID does, from one read and one allocation.
+func newIDPair() (string, string) {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	var h [64]byte
+	hex.Encode(h[:], b[:])
+	s := string(h[:])
+	return s[:32], s[32:]
 }
