@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -185,8 +184,10 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	if sv != event.CloudEventsVersionV1 {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)
 	}
+	// The SDK's reader, without encoding/json's pass over the whole payload
+	// before it (format.JSON.Unmarshal): the payload is known to be valid JSON.
 	var e event.Event
-	if err := format.JSON.Unmarshal(data, &e); err != nil {
+	if err := e.UnmarshalJSON(data); err != nil {
 		return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Msg: oneLine(err.Error()), Err: err}
 	}
 	return e, nil
