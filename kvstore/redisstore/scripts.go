@@ -31,30 +31,23 @@ const (
 	statusNotIndet  = "notindet"  // resolve: the record is not indeterminate
 )
 
-// readPrelude holds the helpers every record script uses; the record is
-// KEYS[1]. Numbers are written with string.format('%d') so that Redis stores
-// plain decimal integers.
-const readPrelude = `
+// The record scripts are assembled from the Lua snippets below, pasted in rather
+// than defined as Lua functions: Redis runs a script's body afresh on every call,
+// so every function a script defines is a new closure each time, and a dozen of
+// them cost Redis more than two commands do. Each snippet says which locals it
+// reads and which it sets.
+
+// luaLoad sets rec (KEYS[1]), fmt (string.format), HEAD (the header's format,
+// see record.go) and v: the record's value, or false when there is none. A
+// record the previous version stored, as a hash, is rendered in this layout
+// without being written; its waiter flag is set, since that version's waiters
+// never flag a record, so that every write to it publishes.
+const luaLoad = `
 local rec = KEYS[1]
-
+local fmt = string.format
 local HEAD = '2%s%s%s %d %d %d %d %d %d %d %d %d\n'
-local PARSE = '^2(.)(.)(.) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)\n()'
-
-local function num(n) return string.format('%d', n) end
-
--- now_ms returns Redis's time in ms, and its microseconds within the second.
-local function now_ms()
-  local t = redis.call('TIME')
-  local us = tonumber(t[2])
-  return tonumber(t[1]) * 1000 + math.floor(us / 1000), us
-end
-
-local function lp(s) return #s .. ':' .. s end
-
--- from_hash renders a record stored by the previous version (a hash) in this
--- version's layout, without writing it. Its waiter flag is set: that version's
--- waiters never register, so every write to such a record is announced.
-local function from_hash()
+local v = redis.pcall('GET', rec)
+if type(v) == 'table' then -- WRONGTYPE: the previous layout
   local h = redis.call('HGETALL', rec)
   local f = {}
   for i = 1, #h, 2 do f[h[i]] = h[i + 1] end
@@ -62,94 +55,94 @@ local function from_hash()
   if not st then error('redisstore: record ' .. rec .. ' in unknown state') end
   local tail = ''
   if st == 'd' then tail = f.outcome or '' elseif st == 'i' then tail = f.reason or '' end
-  local id = lp(f.holder or '') .. lp(f.token or '') .. lp(f.check_digest or '') ..
-    lp(f.tool or '') .. lp(f.run_id or '') .. lp(f.call_id or '')
-  return string.format(HEAD, 'w', st, f.body_entered or '0', f.rev, f.rev,
-    f.lease_ms or 0, f.lease_until or 0, f.created or 0, f.updated or 0,
-    f.expires or 0, f.expires or 0, #id) .. id .. tail
+  local id = ''
+  for _, k in ipairs({'holder', 'token', 'check_digest', 'tool', 'run_id', 'call_id'}) do
+    local s = f[k] or ''
+    id = id .. #s .. ':' .. s
+  end
+  v = fmt(HEAD, 'w', st, f.body_entered or '0', f.rev, f.rev, f.lease_ms or 0,
+    f.lease_until or 0, f.created or 0, f.updated or 0, f.expires or 0, f.expires or 0, #id) .. id .. tail
 end
-
--- load returns the record's value, or false when there is none.
-local function load()
-  local v = redis.pcall('GET', rec)
-  if type(v) == 'table' then return from_hash() end -- WRONGTYPE: the previous layout
-  return v
-end
-
 `
 
-// prelude adds the helpers of the writing scripts to readPrelude.
-const prelude = readPrelude + `
+// luaNow sets now, Redis's time in ms, and us, its microseconds within the
+// second.
+const luaNow = `
+local t = redis.call('TIME')
+local us = tonumber(t[2])
+local now = tonumber(t[1]) * 1000 + math.floor(us / 1000)
+`
+
+// luaWriter sets what the writing scripts share: idx and ctr (KEYS[2], KEYS[3]),
+// ret and slack (ARGV[1], ARGV[2]), and keep, how far past a write its index
+// entry reaches.
+const luaWriter = `
 local idx, ctr = KEYS[2], KEYS[3]
 local ret, slack = tonumber(ARGV[1]), tonumber(ARGV[2])
-local keep = ret + slack -- how far past a write its index entry reaches
+local keep = ret + slack
+`
 
--- parse splits a value: waiter flag, state, body entered, revision, top reserved
--- revision, lease ms, lease deadline, created, updated, expires, indexed until,
--- identity length, and the identity's position.
-local function parse(v)
-  local w, st, be, rev, top, lms, lu, cr, up, ex, iu, n, pos = string.match(v, PARSE)
-  if not w then error('redisstore: malformed record ' .. rec) end
-  return w, st, be, tonumber(rev), tonumber(top), lms, lu, cr, up, ex, tonumber(iu), tonumber(n), pos
-end
+// luaParse splits v: it sets w (waiter flag), st (state), be (body entered),
+// rev, top (highest reserved revision), lms (lease ms), lu (lease deadline), cr
+// (created), iu (indexed until), n (identity length) and pos (where the
+// identity starts).
+const luaParse = `
+local w, st, be, rev, top, lms, lu, cr, _, _, iu, n, pos = string.match(v,
+  '^2(.)(.)(.) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)\n()')
+if not w then error('redisstore: malformed record ' .. rec) end
+rev, top, iu, n = tonumber(rev), tonumber(top), tonumber(iu), tonumber(n)
+`
 
--- starts reports whether v holds prefix at position pos.
-local function starts(v, pos, prefix)
-  return string.sub(v, pos, pos + #prefix - 1) == prefix
-end
-
--- cover makes the index and the counter live at least keep ms from now. When
--- the index's TTL has fallen below that (or it was just made, with none), both
--- are pushed a slack further, so that this happens once a slack, not once a
--- claim; a longer TTL (stores sharing a prefix may be configured with different
--- retentions) is never shortened. The counter, which may have been made since,
--- always outlives the index.
-local function cover()
-  if redis.call('PTTL', idx) < keep then
-    redis.call('PEXPIRE', idx, num(keep + slack))
-    redis.call('PEXPIRE', ctr, num(keep + slack), 'GT')
-  end
-end
-
--- next_rev returns the revision for a write to a record whose revision is old
--- and whose reserved revisions run up to top, and the new top. Revisions come
--- from the tenant's counter two at a time: one for the write that takes them,
--- one kept for the record's next write (the record that completes a claim). A
--- counter that is gone (expired, or never made) restarts at the server's time
--- in ms times 1000, so that revisions keep growing across its loss.
-local function next_rev(old, top, now)
-  if old < top then return old + 1, top end
+// luaNextRev moves rev and top on to the revision of this write, reading now,
+// ctr, keep and slack. Revisions come from the tenant's counter two at a time:
+// one for the write that takes them, one kept (top) for the record's next write
+// (the record that completes a claim). A counter that is gone (expired, or never
+// made) restarts at the server's time in ms times 1000, so that revisions keep
+// growing across its loss.
+const luaNextRev = `
+if rev < top then
+  rev = rev + 1
+else
   local r = redis.call('INCRBY', ctr, 2)
   if r == 2 then
-    r = math.max(now * 1000, old + 1) + 1
-    redis.call('SET', ctr, num(r), 'PX', num(keep + slack))
-  elseif r <= old + 1 then -- behind this record: never the case for counters this store keeps
-    r = old + 2
-    redis.call('SET', ctr, num(r), 'KEEPTTL')
+    r = math.max(now * 1000, rev + 1) + 1
+    redis.call('SET', ctr, fmt('%d', r), 'PX', fmt('%d', keep + slack))
+  elseif r <= rev + 1 then -- behind this record: never the case for counters this store keeps
+    r = rev + 2
+    redis.call('SET', ctr, fmt('%d', r), 'KEEPTTL')
   end
-  return r - 1, r
+  rev, top = r - 1, r
 end
+`
 
--- write stores the record, with retention counted from now. The index entry's
--- score, and the index's and counter's TTLs, cover the record until iu; only a
--- write that outlives iu (or a claim, with iu 0) moves them, to now plus keep.
--- It returns the stored value.
-local function write(st, be, rev, top, lms, lu, cr, now, iu, id, tail)
-  local exp = now + ret
-  if exp > iu then
-    iu = now + keep
-    redis.call('ZADD', idx, num(iu), string.sub(rec, -64))
-    cover()
+// luaWrite stores the record — st, be, rev, top, lms, lu, cr, now, iu, id (the
+// identity) and tail (outcome or reason) — with retention counted from now, and
+// sets out to the stored value. The index entry's score, and the index's and
+// counter's TTLs, cover the record until iu; only a write that would outlive iu
+// (or a claim, with iu 0) moves the entry, to now plus keep. The TTLs are checked
+// then, with one PTTL, and when the index's has fallen below keep (or it was
+// just made, with none) both are pushed a slack further: once a slack, not once
+// a claim. A longer TTL (stores sharing a prefix may be configured with different
+// retentions) is never shortened, and the counter, which may have been made
+// since, outlives the index.
+const luaWrite = `
+local exp = now + ret
+if exp > iu then
+  iu = now + keep
+  redis.call('ZADD', idx, fmt('%d', iu), string.sub(rec, -64))
+  if redis.call('PTTL', idx) < keep then
+    redis.call('PEXPIRE', idx, fmt('%d', keep + slack))
+    redis.call('PEXPIRE', ctr, fmt('%d', keep + slack), 'GT')
   end
-  local v = string.format(HEAD, '-', st, be, rev, top, lms, lu, cr, now, exp, iu, #id) .. id .. tail
-  redis.call('SET', rec, v, 'PX', ARGV[1])
-  return v
 end
+local out = fmt(HEAD, '-', st, be, rev, top, lms, lu, cr, now, exp, iu, #id) .. id .. tail
+redis.call('SET', rec, out, 'PX', ARGV[1])
+`
 
--- notify announces a write on the record's channel if a waiter flagged it (w).
-local function notify(w, msg)
-  if w == 'w' then redis.call('PUBLISH', rec .. ':chg', msg) end
-end
+// luaNotify announces the write of revision rev on the record's channel if a
+// waiter flagged the record (w).
+const luaNotify = `
+if w == 'w' then redis.call('PUBLISH', rec .. ':chg', fmt('%d', rev)) end
 `
 
 // claimScript creates the record if no live one exists and answers
@@ -160,24 +153,23 @@ end
 // cover a record (with 1 s of slack), so that pruning costs the others nothing.
 //
 //	ARGV[3] lease ms  ARGV[4] identity (see encodeIdentity)
-var claimScript = redis.NewScript(prelude + `
-local v = load()
-local now, us = now_ms()
-if v then return 'exists ' .. num(now) .. ' ' .. v end
-local rev, top = next_rev(0, 0, now)
+var claimScript = redis.NewScript(luaLoad + luaNow + `
+if v then return 'exists ' .. fmt('%d', now) .. ' ' .. v end
+` + luaWriter + `
+local rev, top, iu = 0, 0, 0
+` + luaNextRev + `
 local lease = tonumber(ARGV[3])
-write('c', '0', rev, top, lease, now + lease, now, now, 0, ARGV[4], '')
-if us % 16 == 0 then redis.call('ZREMRANGEBYSCORE', idx, '-inf', num(now - 1000)) end
-return 'ok ' .. num(now) .. ' ' .. num(rev)
+local st, be, lms, lu, cr, id, tail = 'c', '0', lease, now + lease, now, ARGV[4], ''
+` + luaWrite + `
+if us % 16 == 0 then redis.call('ZREMRANGEBYSCORE', idx, '-inf', fmt('%d', now - 1000)) end
+return 'ok ' .. fmt('%d', now) .. ' ' .. fmt('%d', rev)
 `)
 
 // readScript answers "ok <now> <value>", or "gone <now>", so that a caller can
 // judge the lease by Redis's clock. It writes nothing.
-var readScript = redis.NewScript(readPrelude + `
-local v = load()
-local now = now_ms()
-if not v then return 'gone ' .. num(now) end
-return 'ok ' .. num(now) .. ' ' .. v
+var readScript = redis.NewScript(luaLoad + luaNow + `
+if not v then return 'gone ' .. fmt('%d', now) end
+return 'ok ' .. fmt('%d', now) .. ' ' .. v
 `)
 
 // watchScript is readScript for a waiter that saw the record at revision
@@ -186,66 +178,60 @@ return 'ok ' .. num(now) .. ' ' .. v
 // so that the next write publishes on the record's channel. The waiter
 // subscribes before it runs this, and Redis runs scripts one at a time, so a
 // write either came before this read or sees the flag.
-var watchScript = redis.NewScript(readPrelude + `
-local v = load()
-local now = now_ms()
-if not v then return 'gone ' .. num(now) end
+var watchScript = redis.NewScript(luaLoad + luaNow + `
+if not v then return 'gone ' .. fmt('%d', now) end
 local w, rev = string.match(v, '^2(.).. (%d+) ')
 if w ~= 'w' and rev == ARGV[1] then redis.call('SETRANGE', rec, 1, 'w') end
-return 'ok ' .. num(now) .. ' ' .. v
+return 'ok ' .. fmt('%d', now) .. ' ' .. v
 `)
 
-// holderPrelude loads the record and checks that the lease (ARGV[3], its
-// holder and token as encodeLeaseID writes them) holds its claim, returning a
-// status word otherwise.
-const holderPrelude = prelude + `
-local v = load()
+// luaHolder starts the holder-only scripts: it loads and parses the record and
+// checks that the lease (ARGV[3], its holder and token as encodeLeaseID writes
+// them) holds its claim, answering a status word otherwise.
+const luaHolder = luaLoad + luaWriter + `
 if not v then return 'gone' end
-local w, st, be, rev, top, lms, lu, cr, _, _, iu, n, pos = parse(v)
-if st ~= 'c' or not starts(v, pos, ARGV[3]) then return 'notholder' end
+` + luaParse + `
+if st ~= 'c' or string.sub(v, pos, pos + #ARGV[3] - 1) ~= ARGV[3] then return 'notholder' end
 `
 
 // recordScript completes the claim with an outcome.
 //
 //	ARGV[3] lease  ARGV[4] outcome
-var recordScript = redis.NewScript(holderPrelude + `
-local now = now_ms()
-rev, top = next_rev(rev, top, now)
-write('d', '0', rev, top, lms, lu, cr, now, iu, string.sub(v, pos, pos + n - 1), ARGV[4])
-notify(w, num(rev))
+var recordScript = redis.NewScript(luaHolder + luaNow + luaNextRev + `
+st, be = 'd', '0'
+local id, tail = string.sub(v, pos, pos + n - 1), ARGV[4]
+` + luaWrite + luaNotify + `
 return 'ok'
 `)
 
 // indeterminateScript parks the claim as indeterminate.
 //
 //	ARGV[3] lease  ARGV[4] reason  ARGV[5] body entered ("1"/"0")
-var indeterminateScript = redis.NewScript(holderPrelude + `
-local now = now_ms()
-rev, top = next_rev(rev, top, now)
-write('i', ARGV[5], rev, top, lms, lu, cr, now, iu, string.sub(v, pos, pos + n - 1), ARGV[4])
-notify(w, num(rev))
+var indeterminateScript = redis.NewScript(luaHolder + luaNow + luaNextRev + `
+st, be = 'i', ARGV[5]
+local id, tail = string.sub(v, pos, pos + n - 1), ARGV[4]
+` + luaWrite + luaNotify + `
 return 'ok'
 `)
 
 // renewScript moves the lease deadline to the server's now plus ARGV[4] ms.
 //
 //	ARGV[3] lease  ARGV[4] lease ms
-var renewScript = redis.NewScript(holderPrelude + `
-local now = now_ms()
-local lease = tonumber(ARGV[4])
-rev, top = next_rev(rev, top, now)
-write('c', be, rev, top, lease, now + lease, cr, now, iu, string.sub(v, pos, pos + n - 1), '')
-notify(w, num(rev))
+var renewScript = redis.NewScript(luaHolder + luaNow + luaNextRev + `
+lms = tonumber(ARGV[4])
+lu = now + lms
+local id, tail = string.sub(v, pos, pos + n - 1), ''
+` + luaWrite + luaNotify + `
 return 'ok'
 `)
 
 // releaseScript drops the claim.
 //
 //	ARGV[3] lease
-var releaseScript = redis.NewScript(holderPrelude + `
+var releaseScript = redis.NewScript(luaHolder + `
 redis.call('UNLINK', rec)
 redis.call('ZREM', idx, string.sub(rec, -64))
-notify(w, 'gone')
+if w == 'w' then redis.call('PUBLISH', rec .. ':chg', 'gone') end
 return 'ok'
 `)
 
@@ -255,41 +241,41 @@ return 'ok'
 //
 //	ARGV[3] seen holder (length-prefixed, as in the identity)  ARGV[4] seen revision
 //	ARGV[5] lease ms  ARGV[6] the new claim's identity
-var takeOverScript = redis.NewScript(prelude + `
-local v = load()
+var takeOverScript = redis.NewScript(luaLoad + luaWriter + `
 if not v then return 'gone' end
-local w, st, be, rev, top, lms, lu, cr, _, _, iu, n, pos = parse(v)
-if st ~= 'c' or rev ~= tonumber(ARGV[4]) or not starts(v, pos, ARGV[3]) then
+` + luaParse + `
+if st ~= 'c' or rev ~= tonumber(ARGV[4]) or string.sub(v, pos, pos + #ARGV[3] - 1) ~= ARGV[3] then
   return 'changed'
 end
-local now = now_ms()
+` + luaNow + `
 if now < tonumber(lu) then return 'held' end
-local lease = tonumber(ARGV[5])
-rev, top = next_rev(rev, top, now)
-write('c', '0', rev, top, lease, now + lease, cr, now, iu, ARGV[6], '')
-notify(w, num(rev))
+` + luaNextRev + `
+be, lms = '0', tonumber(ARGV[5])
+lu = now + lms
+local id, tail = ARGV[6], ''
+` + luaWrite + luaNotify + `
 return 'ok'
 `)
 
 // resolveScript applies an operator's decision to an indeterminate record:
 // release (ARGV[3] = "1") or complete with outcome ARGV[4]. It answers
 // "ok <now> <value>" with the record as it now is, or as it was for a release.
-var resolveScript = redis.NewScript(prelude + `
-local v = load()
+var resolveScript = redis.NewScript(luaLoad + luaWriter + `
 if not v then return 'gone' end
-local w, st, be, rev, top, lms, lu, cr, _, _, iu, n, pos = parse(v)
+` + luaParse + `
 if st ~= 'i' then return 'notindet' end
-local now = now_ms()
+` + luaNow + `
 if ARGV[3] == '1' then
   redis.call('UNLINK', rec)
   redis.call('ZREM', idx, string.sub(rec, -64))
-  notify(w, 'gone')
-  return 'ok ' .. num(now) .. ' ' .. v
+  if w == 'w' then redis.call('PUBLISH', rec .. ':chg', 'gone') end
+  return 'ok ' .. fmt('%d', now) .. ' ' .. v
 end
-rev, top = next_rev(rev, top, now)
-local out = write('d', '0', rev, top, lms, lu, cr, now, iu, string.sub(v, pos, pos + n - 1), ARGV[4])
-notify(w, num(rev))
-return 'ok ' .. num(now) .. ' ' .. out
+` + luaNextRev + `
+st, be = 'd', '0'
+local id, tail = string.sub(v, pos, pos + n - 1), ARGV[4]
+` + luaWrite + luaNotify + `
+return 'ok ' .. fmt('%d', now) .. ' ' .. out
 `)
 
 // forgetScript removes one batch of a tenant's records.
