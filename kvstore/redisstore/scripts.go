@@ -87,8 +87,8 @@ local keep = ret + slack
 // (created), iu (indexed until), n (identity length) and pos (where the
 // identity starts).
 const luaParse = `
-local w, st, be, rev, top, lms, lu, cr, _, _, iu, n, pos = string.match(v,
-  '^2(.)(.)(.) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)\n()')
+local w, st, be, rev, top, lms, lu, cr, iu, n, pos = string.match(v,
+  '^2(.)(.)(.) (%d+) (%d+) (%d+) (%d+) (%d+) %d+ %d+ (%d+) (%d+)\n()')
 if not w then error('redisstore: malformed record ' .. rec) end
 rev, top, iu, n = tonumber(rev), tonumber(top), tonumber(iu), tonumber(n)
 `
