@@ -16,7 +16,7 @@ import (
 //	2 W S B ' ' rev ' ' top ' ' lease_ms ' ' lease_until ' ' created ' ' updated
 //	    ' ' expires ' ' indexed_until ' ' id_len '\n' identity tail
 //
-// "2" is the layout (the previous version kept a hash: see from_hash in
+// "2" is the layout (the previous version kept a hash: see luaLoad in
 // scripts.go). W is the waiter flag: 'w' once a Wait has read the record since
 // its last write, '-' otherwise. S is the state: 'c' claimed, 'd' completed,
 // 'i' indeterminate. B is '1' when the body was entered (indeterminate records),
