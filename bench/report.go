@@ -400,12 +400,20 @@ func renderRSS(b *strings.Builder, in reportInput) {
 		w("| %s | %.0f | %s | %s | %s | %s | %s | %.0f | %d | %d | %s |\n", thousands(s.Calls), s.Seconds, kib(s.RSSKiB), x, kib(s.HWMKiB),
 			mib(s.HeapInuse), mib(s.HeapGoal), s.Goroutines, s.KVRecords, s.Events, s.Load)
 	}
-	w("\nEvery sample (one after each emitter run) is in `results.json` in the work directory.\n")
+	w("\n")
+	if slope, lo, hi, n, ok := run.trend(); ok {
+		w("From %s calls on, the RSS of the %d samples ranged from %s to %s MiB; a straight line\n", thousands(first.Calls), n, kib(lo), kib(hi))
+		w("fitted through them (least squares) rises by %s MiB per 100,000 calls.\n", signedMiB(slope*100000*1024))
+	}
+	w("Every sample (one after each emitter run) is in `results.json` in the work directory.\n")
 	if r.Err == "" {
 		w("%s: %s\n", checkWord(r), escapeCell(r.Check))
 	}
 	w("\n")
 }
+
+// signedMiB prints bytes in MiB with its sign, two decimals.
+func signedMiB(bytes float64) string { return fmt.Sprintf("%+.2f", bytes/(1<<20)) }
 
 // checkWord is a row's check in one word.
 func checkWord(r Result) string {

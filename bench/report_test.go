@@ -360,6 +360,26 @@ func TestRSSChunkAndSamples(t *testing.T) {
 	}
 }
 
+func TestRSSTrend(t *testing.T) {
+	run := &rssRun{Calls: 100, Samples: []rssSample{
+		{Calls: 0, RSSKiB: 10}, {Calls: 5, RSSKiB: 500}, // before the reference point: left out
+		{Calls: 10, RSSKiB: 100}, {Calls: 40, RSSKiB: 130}, {Calls: 70, RSSKiB: 90}, {Calls: 100, RSSKiB: 120},
+	}}
+	slope, lo, hi, n, ok := run.trend()
+	// x: 10 40 70 100 (mean 55), y: 100 130 90 120 (mean 110):
+	// slope = (-45*-10 + -15*20 + 15*-20 + 45*10) / (2*45² + 2*15²) = 300/4500.
+	if !ok || n != 4 || lo != 90 || hi != 130 || abs(slope-300.0/4500) > 1e-12 {
+		t.Errorf("trend = %v, %d, %d, %d, %v", slope, lo, hi, n, ok)
+	}
+	run.Samples = run.Samples[:3]
+	if _, _, _, _, ok := run.trend(); ok {
+		t.Error("a trend through one sample")
+	}
+	if got := signedMiB(-1.5 * (1 << 20)); got != "-1.50" {
+		t.Errorf("signedMiB = %q", got)
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 20000: "20,000", 1000000: "1,000,000"} {
 		if got := thousands(n); got != want {
@@ -388,6 +408,7 @@ func TestRenderScaleAndRSS(t *testing.T) {
 		"| 100,000 | 100 | 200 | 1.00 | 201 |",
 		"| 1,000,000 | 1000 | 212 | 1.06 | 213 |",
 		"ok: all answered",
+		"From 100,000 calls on, the RSS of the 181 samples ranged from 200 to 212 MiB; a straight line\nfitted through them (least squares) rises by +1.33 MiB per 100,000 calls.",
 		"| RSS after 1,000,000 calls within 10 % of RSS after 100,000 | rss: 200 MiB after 100,000 calls, 212 MiB after 1,000,000 = **1.06×**",
 	} {
 		if !strings.Contains(doc, want) {

@@ -91,6 +91,42 @@ func (run *rssRun) growth() (first, last rssSample, ratio float64, ok bool) {
 	return first, last, float64(last.RSSKiB) / float64(first.RSSKiB), true
 }
 
+// trend fits a straight line (least squares) through the RSS of the samples
+// taken from the reference point (a tenth of the calls) on. It returns the
+// line's slope in KiB per call, the lowest and highest RSS of those samples,
+// and how many there are; ok is false with fewer than two.
+func (run *rssRun) trend() (kibPerCall float64, lo, hi int64, n int, ok bool) {
+	first, found := run.at(rssFractions[0])
+	if !found {
+		return 0, 0, 0, 0, false
+	}
+	var xs, ys []float64
+	for _, s := range run.Samples {
+		if s.Calls < first.Calls {
+			continue
+		}
+		if len(xs) == 0 || s.RSSKiB < lo {
+			lo = s.RSSKiB
+		}
+		hi = max(hi, s.RSSKiB)
+		xs, ys = append(xs, float64(s.Calls)), append(ys, float64(s.RSSKiB))
+	}
+	if len(xs) < 2 {
+		return 0, 0, 0, len(xs), false
+	}
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/float64(len(xs)), my/float64(len(xs))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	return num / den, lo, hi, len(xs), true
+}
+
 // runRSS runs the executor binary as a process of its own, with its embedded
 // NATS server and the JetStream KV store, and drives -rss-calls calls through
 // it with emitter bench, sampling its memory after each emitter run.
