@@ -50,13 +50,6 @@ type WorkerConfig struct {
 	// Concurrency bounds the calls this worker runs at once; default
 	// DefaultConcurrency.
 	Concurrency int
-	// Prefetch bounds the calls delivered to this worker that it has not
-	// started yet: a standing pull keeps up to Prefetch of them at hand, so
-	// that a call finishing is followed at once by the next. Default
-	// Concurrency; lower it when tools are slow and other executors idle (a
-	// call waiting here counts towards AckWait, with no in-progress signal
-	// until it starts), raise it for many short calls.
-	Prefetch int
 	// AckWait and MaxDeliver configure the shared consumer (see ConsumerConfig);
 	// defaults DefaultAckWait and DefaultMaxDeliver.
 	AckWait    time.Duration
@@ -95,9 +88,6 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.Prefetch <= 0 {
-		cfg.Prefetch = cfg.Concurrency
 	}
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = DefaultAckWait
@@ -277,27 +267,89 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// maxPulls bounds the pull requests one worker has outstanding at once. A
+// request asks for as many calls as there are free goroutines when it is sent,
+// so more of them only split the same capacity into smaller pulls; a few let
+// the next pull be on its way while the calls of the previous one start.
+const maxPulls = 4
+
+// pullEnd is how one pull request ended: the calls it delivered and why it
+// ended (nil: it was filled or expired).
+type pullEnd struct {
+	got int
+	err error
+}
+
 // consume runs Concurrency long-lived goroutines that each take one call at a
-// time, and feeds them from a standing pull on the consumer until pctx ends.
-// A call is taken from the pull only when a goroutine is free to start it, so
-// at most Prefetch delivered calls wait in the client, unstarted.
+// time, and feeds them from pull requests on the consumer until pctx ends.
+// A pull asks for no more calls than there are goroutines free to start them
+// (each free goroutine is a token in slots), so every delivered call starts
+// at once and is kept in progress from its delivery on: none waits in the
+// client, unstarted, while its ack wait runs out.
 func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc ConsumerConfig) error {
 	work := make(chan jetstream.Msg)
+	slots := make(chan struct{}, w.cfg.Concurrency)
 	var running sync.WaitGroup
 	for range w.cfg.Concurrency {
+		slots <- struct{}{}
 		running.Go(func() {
 			for m := range work {
 				w.handle(hctx, m)
+				slots <- struct{}{}
 			}
 		})
 	}
 	defer running.Wait()
 	defer close(work)
 
-	failures := 0
-	for pctx.Err() == nil {
-		it, err := cons.Messages(jetstream.PullMaxMessages(w.cfg.Prefetch), jetstream.PullExpiry(w.cfg.PullWait))
+	ended := make(chan pullEnd, maxPulls)
+	var pulling sync.WaitGroup
+	defer pulling.Wait()
+	pulls, failures := 0, 0
+	for {
+		free := slots
+		if pulls == maxPulls {
+			free = nil
+		}
+		select {
+		case <-pctx.Done():
+			return nil
+		case e := <-ended:
+			pulls--
+			if e.err == nil || e.got > 0 {
+				failures = 0
+			}
+			// A pull the server let expire ends with the deadline of its
+			// context when the server's notice is late or was lost.
+			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, context.DeadlineExceeded) {
+				continue
+			}
+			if errors.Is(e.err, nats.ErrConnectionClosed) {
+				return fmt.Errorf("bus: worker: %w", e.err)
+			}
+			failures++
+			w.pullFailed(pctx, e.err, failures, &cons, cc)
+			continue
+		case <-free:
+		}
+		n := 1
+	grab:
+		for n < w.cfg.Concurrency {
+			select {
+			case <-slots:
+				n++
+			default:
+				break grab
+			}
+		}
+		fctx, cancel := context.WithTimeout(pctx, w.cfg.PullWait)
+		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
 		if err != nil {
+			cancel()
+			release(slots, n)
+			if pctx.Err() != nil {
+				return nil
+			}
 			if errors.Is(err, nats.ErrConnectionClosed) {
 				return fmt.Errorf("bus: worker: %w", err)
 			}
@@ -305,59 +357,34 @@ func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc
 			w.pullFailed(pctx, err, failures, &cons, cc)
 			continue
 		}
-		err = w.feed(pctx, it, work, &failures)
-		if pctx.Err() != nil {
-			w.handBackBuffered(it)
-			return nil
-		}
-		it.Stop()
-		if errors.Is(err, nats.ErrConnectionClosed) {
-			return fmt.Errorf("bus: worker: %w", err)
-		}
-		failures++
-		w.pullFailed(pctx, err, failures, &cons, cc)
+		pulls++
+		pulling.Go(func() {
+			defer cancel()
+			got := w.deliver(pctx, batch, work)
+			release(slots, n-got)
+			ended <- pullEnd{got: got, err: batch.Error()}
+		})
 	}
-	return nil
 }
 
-// feed hands the calls it pulls from it to the goroutines reading work, until
-// pctx ends (nil) or the pull fails in a way that needs a new one (the error).
-// Errors the pull recovers from by itself are logged and waited out.
-func (w *Worker) feed(pctx context.Context, it jetstream.MessagesContext, work chan<- jetstream.Msg, failures *int) error {
-	for {
-		m, err := it.Next(jetstream.NextContext(pctx))
-		if err != nil {
-			switch {
-			case pctx.Err() != nil:
-				return nil
-			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, nats.ErrConnectionClosed), consumerGone(err):
-				return err
-			}
-			*failures++
-			w.log.Warn("pulling calls failed; retrying", "error", err, "failures", *failures)
-			sleep(pctx, backoff(*failures))
+// deliver hands the calls of one pull to the goroutines reading work, or back
+// to JetStream once pctx has ended, and returns how many it handed over.
+func (w *Worker) deliver(pctx context.Context, batch jetstream.MessageBatch, work chan<- jetstream.Msg) (got int) {
+	for m := range batch.Messages() {
+		if pctx.Err() != nil {
+			w.handBack(m, "the worker is stopping")
 			continue
 		}
-		*failures = 0
-		select {
-		case work <- m:
-		case <-pctx.Done():
-			w.handBack(m, "the worker is stopping")
-			return nil
-		}
+		work <- m
+		got++
 	}
+	return got
 }
 
-// handBackBuffered stops it and hands back the calls it had already delivered
-// to the client but this worker had not started.
-func (w *Worker) handBackBuffered(it jetstream.MessagesContext) {
-	it.Drain()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return
-		}
-		w.handBack(m, "the worker is stopping")
+// release puts n tokens back in slots.
+func release(slots chan<- struct{}, n int) {
+	for range n {
+		slots <- struct{}{}
 	}
 }
 
@@ -366,7 +393,9 @@ func (w *Worker) handBackBuffered(it jetstream.MessagesContext) {
 func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *jetstream.Consumer, cc ConsumerConfig) {
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
 	sleep(ctx, backoff(failures))
-	if consumerGone(err) && ctx.Err() == nil {
+	// A pull that finds no responder has no consumer (or no JetStream) to
+	// answer it either.
+	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
 		if c, err := EnsureConsumer(ctx, w.js, cc); err == nil {
 			*cons = c
 		} else {
@@ -451,17 +480,41 @@ func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
 		}
 		return
 	}
-	w.ack(m, a)
+	w.ack(ctx, m, a)
 }
 
-// ack acknowledges m. The ack is not confirmed: a lost one only means a
-// redelivery, which the record answers (and whose answer JetStream drops as a
-// duplicate), and waiting for the server's reply would hold the call's
-// goroutine for a round trip on every call.
-func (w *Worker) ack(m jetstream.Msg, a events.Answer) {
-	if err := m.Ack(); err != nil {
-		w.log.Warn("acknowledging an answered call failed; it will be redelivered and answered from its record",
-			"tenant", a.Tenant, "call_id", a.CallID, "error", err)
+// ackAttempts bounds the tries of a confirmed acknowledgement.
+const ackAttempts = 3
+
+// ack acknowledges m, answered by a. Most acknowledgements are not confirmed:
+// a lost one only means a redelivery, which the record answers (and whose
+// answer JetStream drops as a duplicate), and waiting for the server's reply
+// would hold the call's goroutine for a round trip on every call. An
+// indeterminate answer whose body was not entered is the exception: no record
+// holds its key, so a redelivery would run the call and contradict the answer
+// already given; its acknowledgement is confirmed, and tried again when the
+// reply does not come.
+func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
+	if a.Kind != events.KindIndeterminate || a.BodyEntered {
+		if err := m.Ack(); err != nil {
+			w.log.Warn("acknowledging an answered call failed; it will be redelivered and answered from its record",
+				"tenant", a.Tenant, "call_id", a.CallID, "error", err)
+		}
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, ackTimeout)
+		err := m.DoubleAck(actx)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			return
+		}
+		if attempt == ackAttempts || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
+			w.log.Warn("acknowledging an indeterminate call failed; a redelivery will run it again",
+				"tenant", a.Tenant, "call_id", a.CallID, "attempts", attempt, "error", err)
+			return
+		}
+		sleep(ctx, backoff(attempt))
 	}
 }
 

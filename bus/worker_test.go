@@ -220,3 +220,66 @@ func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 		t.Errorf("received %d deliveries, want 2", n)
 	}
 }
+
+// TestNoCallWaitsUnstarted: a worker is delivered no more calls than it has
+// goroutines free to start them, so a call never waits out its ack wait in one
+// worker, unsignalled, while another is idle — it would be redelivered there
+// and its body entered twice.
+func TestNoCallWaitsUnstarted(t *testing.T) {
+	h := newHarness(t)
+	var entered atomic.Int64
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		time.Sleep(2500 * time.Millisecond) // more than twice the ack wait
+		return "booked", nil
+	}))
+	cfg := bus.WorkerConfig{AckWait: time.Second, Concurrency: 1}
+	w1 := h.startWorker(t, reg, cfg, 0)
+	w2 := h.startWorker(t, reg, cfg, 0)
+	calls := []events.Call{
+		call("book", "r1", "q1", `{"flight":"A"}`), call("book", "r1", "q2", `{"flight":"B"}`),
+		call("book", "r1", "q3", `{"flight":"C"}`), call("book", "r1", "q4", `{"flight":"D"}`),
+	}
+	for _, c := range calls {
+		if _, err := h.client.Publish(ctxT(t), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range calls {
+		a, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID)
+		if err != nil || a.Kind != events.KindCompleted {
+			t.Fatalf("%s answered %+v, %v; want completed", c.CallID, a, err)
+		}
+	}
+	info := consumerSettled(t, h.js)
+	if info.NumRedelivered != 0 {
+		t.Errorf("redelivered %d calls", info.NumRedelivered)
+	}
+	if n := w1.w.Stats().Received.Load() + w2.w.Stats().Received.Load(); n != int64(len(calls)) {
+		t.Errorf("%d deliveries of %d calls", n, len(calls))
+	}
+	if n := entered.Load(); n != int64(len(calls)) {
+		t.Errorf("bodies entered %d times for %d calls", n, len(calls))
+	}
+}
+
+// TestConsumerCreatedAgain: a worker whose consumer is deleted under it
+// creates it again and goes on taking calls.
+func TestConsumerCreatedAgain(t *testing.T) {
+	h := newHarness(t)
+	reg := registry(t, bookTool(t, "book", tool.Idempotent, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "booked", nil
+	}))
+	h.startWorker(t, reg, bus.WorkerConfig{PullWait: time.Second}, 0)
+	waitFor(t, 10*time.Second, "the consumer", func() bool {
+		_, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		return err == nil
+	})
+	if err := h.js.DeleteConsumer(ctxT(t), events.CallStream, bus.DefaultDurable); err != nil {
+		t.Fatal(err)
+	}
+	a, err := h.client.Call(ctxT(t), call("book", "r1", "again-1", `{"flight":"A"}`))
+	if err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("answer %+v, %v; want completed by the consumer created again", a, err)
+	}
+}

@@ -34,7 +34,6 @@ type config struct {
 
 	maxOutcome    int
 	concurrency   int
-	prefetch      int
 	ackWait       time.Duration
 	maxDeliver    int
 	binaryAnswers bool
@@ -88,7 +87,6 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.lease, "lease", 15*time.Second, "claim lease, renewed while a tool runs")
 
 	fs.IntVar(&c.concurrency, "concurrency", 64, "calls this executor runs at once")
-	fs.IntVar(&c.prefetch, "prefetch", 0, "calls delivered ahead and waiting to start (0: as many as --concurrency); lower it when tools are slow, so that waiting calls go to idle executors")
 	fs.IntVar(&c.maxOutcome, "max-outcome-bytes", 0, "largest outcome a tool may return; 0: an eighth of the server's max_payload, so that any outcome, escaped into its answer event, still fits")
 	fs.DurationVar(&c.ackWait, "ack-wait", 30*time.Second, "how long a call may go unacknowledged before JetStream redelivers it")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 10, "deliveries of one call before JetStream gives up on it")
@@ -155,9 +153,6 @@ func (c *config) check() error {
 	}
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be at least 1", c.concurrency))
-	}
-	if c.prefetch < 0 {
-		errs = append(errs, fmt.Errorf("--prefetch %d: must be 0 (as many as --concurrency) or more", c.prefetch))
 	}
 	if c.retention <= 0 || c.lease <= 0 {
 		errs = append(errs, errors.New("--retention and --lease must be positive"))

@@ -78,7 +78,6 @@ func TestCheck(t *testing.T) {
 		{"redis without url", func(c *config) { c.store = "redis" }, "--redis-url"},
 		{"lease not below retention", func(c *config) { c.lease = c.retention }, "shorter"},
 		{"zero concurrency", func(c *config) { c.concurrency = 0 }, "concurrency"},
-		{"negative prefetch", func(c *config) { c.prefetch = -1 }, "prefetch"},
 		{"log format", func(c *config) { c.logFormat = "xml" }, "log-format"},
 	}
 	for _, tt := range tests {

@@ -113,7 +113,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	closers = append(closers, func() { _ = admin.Close() })
 
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{
-		Concurrency: cfg.concurrency, Prefetch: cfg.prefetch, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
+		Concurrency: cfg.concurrency, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
 		BinaryAnswers: cfg.binaryAnswers, Source: "/toolexec/executor/" + d.Holder(), Logger: log, Observer: m,
 	})
 	if err != nil {
