@@ -149,6 +149,12 @@ func sequence(c config) []step {
 			return h.runKVCycles(ctx, "raw-kv-lazy", false, c.kvLazy)
 		})},
 		{[]string{"raw-kv-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runKVCycles(ctx, "raw-kv-sync", true, c.kvSync) })},
+		{[]string{"raw-kv-sync-gu"}, one(func(ctx context.Context, h *harness) Result {
+			return h.runKVCyclesGrouped(ctx, "raw-kv-sync-gu", false, c.kvSync)
+		})},
+		{[]string{"raw-kv-sync-g"}, one(func(ctx context.Context, h *harness) Result {
+			return h.runKVCyclesGrouped(ctx, "raw-kv-sync-g", true, c.kvSync)
+		})},
 		{[]string{"kv-sync"}, func(ctx context.Context, h *harness) []Result {
 			return withCalls(h, c.syncCalls, func() []Result {
 				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
