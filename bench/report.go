@@ -442,7 +442,13 @@ const rowsExplained = `
   goroutines, each cycle a new key: KV Create + Update; PostgreSQL INSERT … ON CONFLICT DO
   UPDATE … WHERE expired RETURNING, then UPDATE (each statement its own transaction); Redis
   SET NX PX, then SET XX PX. The PostgreSQL cycle runs a second time with pg_notify in both
-  statements, as pgstore's writes have, to show what the notification costs.
+  statements, as pgstore's writes had before schema version 3, to show what notifying costs.
+- **group-committed KV cycles** (fsync always): the same KV cycle with writes queued by the
+  64 goroutines and published, whatever is queued, as one atomic batch (Nats-Batch-Id, each
+  write keeping its Nats-Expected-Last-Subject-Sequence), which a single nats-server commits
+  under one fsync; one batch in flight at a time. "Updates" batches the second write only
+  (a claim's Create is refused when the key is taken, and one refusal rejects a whole
+  batch); "all writes" batches the Creates too, possible here because every key is new.
 - **(c) toolexec**: the executor as cmd/executor wires it (embedded NATS server reached over
   TCP, the two streams, the store, the dispatcher serving the demo airline, a worker taking
   64 calls at once), in this program's process so that its CPU can be profiled and its own
