@@ -222,7 +222,7 @@ func callArguments(data []byte) (json.RawMessage, error) {
 		err := json.Unmarshal(data, &v) // for the position of the mistake
 		return nil, &RejectError{Code: CodeBadData, Field: "data", Msg: "data is not JSON: " + err.Error(), Err: err}
 	}
-	members, dup, isObject := jsonobj.Members(data)
+	members, dup, isObject := callDataNames.Members(data)
 	switch {
 	case !isObject:
 		return nil, schemaViolation("data must be a JSON object {\"arguments\": {...}}, got %s", rawKind(data))
@@ -243,6 +243,9 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	}
 	return args, nil
 }
+
+// callDataNames is the one member a call's data holds.
+var callDataNames = jsonobj.NewNames("arguments")
 
 // schemaViolation rejects data that breaks the call schema; the error matches
 // ErrInvalidData, as the schema's own verdict would.

@@ -139,6 +139,12 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 	return decodeBinary(h, data)
 }
 
+// attributeNames are the members of the structured events toolexec writes and
+// reads: the CloudEvents context attributes, the data, and the extensions.
+var attributeNames = jsonobj.NewNames("specversion", "id", "source", "type", "subject", "time",
+	"datacontenttype", "dataschema", "data", "data_base64", "traceparent", "tracestate",
+	events.ExtTenant, events.ExtRunID, events.ExtCallID, events.ExtIdempotencyKey)
+
 func decodeStructured(ct string, data []byte) (event.Event, error) {
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
@@ -163,7 +169,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
 	}
-	top, dup, isObject := jsonobj.Members(data)
+	top, dup, isObject := attributeNames.Members(data)
 	switch {
 	case !isObject:
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "", "the payload is JSON but not an object")
@@ -283,7 +289,7 @@ func Peek(h nats.Header, data []byte) Address {
 		}
 		return a
 	}
-	top, _, isObject := jsonobj.Members(data)
+	top, _, isObject := attributeNames.Members(data)
 	if !isObject {
 		return Address{}
 	}

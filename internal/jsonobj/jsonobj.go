@@ -21,6 +21,38 @@ import (
 // does not hide the members beside it. Nor does Members look past the object's
 // closing brace: whatever follows is for json.Valid to refuse.
 func Members(data []byte) (members map[string]json.RawMessage, dup string, ok bool) {
+	return (*Names)(nil).Members(data)
+}
+
+// Names is a set of member names a reader expects. Its Members returns those
+// names as the strings given to NewNames instead of allocating a copy of each
+// one it meets: on the hot path, an event's dozen attribute names. A nil
+// *Names expects none.
+type Names struct {
+	known map[string]string
+}
+
+// NewNames returns the set of names.
+func NewNames(names ...string) *Names {
+	n := &Names{known: make(map[string]string, len(names))}
+	for _, name := range names {
+		n.known[name] = name
+	}
+	return n
+}
+
+// name returns the string of raw, the bytes of a name without escapes.
+func (n *Names) name(raw []byte) string {
+	if n != nil {
+		if s, ok := n.known[string(raw)]; ok { // a lookup by string(raw) does not allocate
+			return s
+		}
+	}
+	return string(raw)
+}
+
+// Members is the package's Members, with n's names not allocated.
+func (n *Names) Members(data []byte) (members map[string]json.RawMessage, dup string, ok bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, "", false
@@ -46,7 +78,7 @@ func Members(data []byte) (members map[string]json.RawMessage, dup string, ok bo
 				return nil, "", false
 			}
 		} else {
-			name = string(data[i+1 : end-1])
+			name = n.name(data[i+1 : end-1])
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {

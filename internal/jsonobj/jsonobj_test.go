@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -137,5 +138,29 @@ func BenchmarkMembers(b *testing.B) {
 		if _, _, ok := Members(data); !ok {
 			b.Fatal("not an object")
 		}
+	}
+}
+
+// TestNamesMembers: a Names reader returns what Members returns, its own names
+// included, escaped or not, and allocates no string for a name it knows.
+func TestNamesMembers(t *testing.T) {
+	names := NewNames("id", "type", "data")
+	for _, in := range []string{
+		`{"id":"1","type":"t","data":{"a":1},"other":2}`,
+		`{"\u0069d":"1","type":"t"}`,
+		`{"id":"1","id":"2"}`,
+		`{}`, `[]`, `{"id"}`,
+	} {
+		want, wantDup, wantOK := Members([]byte(in))
+		got, gotDup, gotOK := names.Members([]byte(in))
+		if !reflect.DeepEqual(got, want) || gotDup != wantDup || gotOK != wantOK {
+			t.Errorf("%s: Names.Members = %v, %q, %v; Members = %v, %q, %v", in, got, gotDup, gotOK, want, wantDup, wantOK)
+		}
+	}
+	data := []byte(`{"id":"1","type":"t","data":{}}`)
+	plain := testing.AllocsPerRun(100, func() { Members(data) })
+	known := testing.AllocsPerRun(100, func() { names.Members(data) })
+	if known != plain-3 {
+		t.Errorf("Names.Members allocates %v times, Members %v: want the three names fewer", known, plain)
 	}
 }
