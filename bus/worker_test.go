@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,9 +112,11 @@ func TestGracefulShutdown(t *testing.T) {
 	if n := wk.w.Stats().Received.Load(); n != 1 {
 		t.Errorf("the stopping worker received %d calls, want 1", n)
 	}
-	if n := streamMsgs(t, h.js, events.CallStream); n != 1 {
-		t.Errorf("TOOLEXEC_CALLS holds %d calls, want the one not started", n)
-	}
+	// The acknowledgement reached the server before Run returned (it flushes),
+	// but the work queue removes the call a moment after.
+	waitFor(t, 5*time.Second, "TOOLEXEC_CALLS to hold only the call not started", func() bool {
+		return streamMsgs(t, h.js, events.CallStream) == 1
+	})
 
 	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
 	if a, err := h.client.Attach(ctxT(t), c2.Tenant, c2.Tool, c2.RunID, c2.CallID); err != nil || a.Kind != events.KindCompleted {
@@ -270,16 +273,27 @@ func TestConsumerCreatedAgain(t *testing.T) {
 	reg := registry(t, bookTool(t, "book", tool.Idempotent, func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "booked", nil
 	}))
-	h.startWorker(t, reg, bus.WorkerConfig{PullWait: time.Second}, 0)
-	waitFor(t, 10*time.Second, "the consumer", func() bool {
-		_, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
-		return err == nil
+	wk := h.startWorker(t, reg, bus.WorkerConfig{PullWait: time.Second}, 0)
+	// Deleting the consumer while Run is still creating it fails Run (the
+	// create answers "consumer closed"): wait until the worker is pulling.
+	waitFor(t, 10*time.Second, "the worker's first pull", func() bool {
+		c, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		return err == nil && c.CachedInfo().NumWaiting > 0
 	})
 	if err := h.js.DeleteConsumer(ctxT(t), events.CallStream, bus.DefaultDurable); err != nil {
 		t.Fatal(err)
 	}
-	a, err := h.client.Call(ctxT(t), call("book", "r1", "again-1", `{"flight":"A"}`))
+	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
+	defer cancel()
+	a, err := h.client.Call(ctx, call("book", "r1", "again-1", `{"flight":"A"}`))
 	if err != nil || a.Kind != events.KindCompleted {
-		t.Fatalf("answer %+v, %v; want completed by the consumer created again", a, err)
+		info, ierr := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		state := fmt.Sprint(ierr)
+		if ierr == nil {
+			ci := info.CachedInfo()
+			state = fmt.Sprintf("pending %d, ack pending %d, waiting %d, delivered %d", ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.Delivered.Consumer)
+		}
+		t.Fatalf("answer %+v, %v; want completed by the consumer created again (worker received %d; consumer: %s)",
+			a, err, wk.w.Stats().Received.Load(), state)
 	}
 }

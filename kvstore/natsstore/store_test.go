@@ -703,9 +703,33 @@ func TestClaimRoundTrips(t *testing.T) {
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	// taken returns how many messages subs received, and drops them.
-	taken := func(subs []*nats.Subscription) int {
+	// taken takes want messages from subs, waiting up to a few seconds for
+	// them, then whatever else has come: the server may hand a write to the
+	// spy after the writer already has its PubAck (the stream's subscription
+	// and the spy's are served in turn), so a flush alone does not prove the
+	// spy has seen everything.
+	taken := func(subs []*nats.Subscription, want int) int {
 		n := 0
+		deadline := time.Now().Add(5 * time.Second)
+		for _, sub := range subs {
+			for n < want && time.Now().Before(deadline) {
+				if _, err := sub.NextMsg(10 * time.Millisecond); err != nil {
+					break
+				}
+				n++
+			}
+		}
+		for n < want && time.Now().Before(deadline) { // a late one on an earlier subscription
+			for _, sub := range subs {
+				if _, err := sub.NextMsg(10 * time.Millisecond); err == nil {
+					n++
+				}
+			}
+		}
+		if err := spy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 		for _, sub := range subs {
 			for {
 				if _, err := sub.NextMsg(0); err != nil {
@@ -718,12 +742,7 @@ func TestClaimRoundTrips(t *testing.T) {
 	}
 	count := func(what string, wantWrites, wantReads int) {
 		t.Helper()
-		// Messages are queued on their subscriptions before the server's answer
-		// to the flush comes back: the spy has seen all the store sent.
-		if err := spy.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		w, r, d := taken(writes), taken(reads), taken(direct)
+		w, r, d := taken(writes, wantWrites), taken(reads, wantReads), taken(direct, 0)
 		if w != wantWrites || r != wantReads || d != 0 {
 			t.Errorf("%s: %d writes, %d leader reads, %d direct gets; want %d, %d, 0", what, w, r, d, wantWrites, wantReads)
 		}
