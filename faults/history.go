@@ -139,7 +139,11 @@ func (r *Recorder) MarkAway(i int) { r.stamp(i, func(f *Fault) { f.AwayFrom = ti
 
 // MarkBack records that the store of fault i may be back from now on (its
 // AwayUntil).
-func (r *Recorder) MarkBack(i int) { r.stamp(i, func(f *Fault) { f.AwayUntil = time.Now() }) }
+func (r *Recorder) MarkBack(i int) { r.MarkBackAt(i, time.Now()) }
+
+// MarkBackAt records that the store of fault i may have been back since t: the
+// last moment it was seen away, when its return is noticed by polling.
+func (r *Recorder) MarkBackAt(i int, t time.Time) { r.stamp(i, func(f *Fault) { f.AwayUntil = t }) }
 
 // Outage records f around an outage: it calls apply (which takes the store
 // away), waits hold, then calls repair (which brings it back), and records the
