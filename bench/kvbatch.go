@@ -172,22 +172,18 @@ func (h *harness) runKVCyclesGrouped(ctx context.Context, id string, groupCreate
 		name = "JetStream KV: Create + Update, both group-committed in atomic batches"
 	}
 	r := Result{ID: id, Group: groupRawStore, Name: name, Concurrency: conc}
-	env, err := h.startNATS(id, true)
+	env, nc, kv, err := h.startRawKV(ctx, id, true)
 	if err != nil {
 		return failed(r, err)
 	}
 	defer env.stop()
+	defer nc.Close()
 	r.Durability = env.fsyncName()
-	nc, js, err := env.connect("bench-kv-group")
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return failed(r, err)
 	}
-	defer nc.Close()
-	const bucket = "raw_claims"
-	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, Storage: jetstream.FileStorage}); err != nil {
-		return failed(r, err)
-	}
-	s, err := js.Stream(ctx, "KV_"+bucket)
+	s, err := js.Stream(ctx, "KV_"+rawBucket)
 	if err != nil {
 		return failed(r, err)
 	}
@@ -196,27 +192,21 @@ func (h *harness) runKVCyclesGrouped(ctx context.Context, id string, groupCreate
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		return failed(r, fmt.Errorf("allowing atomic batches: %w", err))
 	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return failed(r, err)
-	}
 	g := &groupCommitter{nc: nc, js: js}
-	claimV := []byte(`{"state":"claimed","holder":"bench-worker","claim":"c1f4a2","lease":15000000000,"tool":"book","run":"run_1","call":"call_6705c7fa0eed"}`)
-	doneV := []byte(`{"state":"completed","holder":"bench-worker","claim":"c1f4a2","tool":"book","run":"run_1","call":"call_6705c7fa0eed","outcome":"K7Q2ZD"}`)
 	r = h.cycles(ctx, r, n, func(ctx context.Context, i int) error {
 		key := "bench." + strconv.Itoa(i)
-		subj := "$KV." + bucket + "." + key
+		subj := "$KV." + rawBucket + "." + key
 		var rev uint64
 		var err error
 		if groupCreates {
-			rev, err = g.write(ctx, subj, claimV, 0)
+			rev, err = g.write(ctx, subj, rawClaimValue, 0)
 		} else {
-			rev, err = kv.Create(ctx, key, claimV)
+			rev, err = kv.Create(ctx, key, rawClaimValue)
 		}
 		if err != nil {
 			return fmt.Errorf("create %s: %w", key, err)
 		}
-		if _, err := g.write(ctx, subj, doneV, rev); err != nil {
+		if _, err := g.write(ctx, subj, rawDoneValue, rev); err != nil {
 			return fmt.Errorf("update %s: %w", key, err)
 		}
 		return nil
@@ -224,7 +214,7 @@ func (h *harness) runKVCyclesGrouped(ctx context.Context, id string, groupCreate
 	if r.Err == "" {
 		// The check: every cycle's record holds its final value at the
 		// revision its Update was told.
-		if err := checkGrouped(ctx, kv, n, doneV); err != nil {
+		if err := checkGrouped(ctx, kv, n, rawDoneValue); err != nil {
 			return failed(r, err)
 		}
 		b, w := g.batches.Load(), g.writes.Load()

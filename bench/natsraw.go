@@ -538,36 +538,56 @@ func (c *loopClient) run(ctx context.Context, tag string, n int, dup float64, co
 // then Update of it at the revision Create returned, from conc goroutines, until
 // n cycles are done or the time cap passes.
 func (h *harness) runKVCycles(ctx context.Context, id string, syncAlways bool, n int) Result {
-	conc := h.cfg.concurrency
-	r := Result{ID: id, Group: groupRawStore, Name: "JetStream KV: Create + Update", Concurrency: conc}
-	env, err := h.startNATS(id, syncAlways)
+	r := Result{ID: id, Group: groupRawStore, Name: "JetStream KV: Create + Update", Concurrency: h.cfg.concurrency}
+	env, nc, kv, err := h.startRawKV(ctx, id, syncAlways)
 	if err != nil {
 		return failed(r, err)
 	}
 	defer env.stop()
-	r.Durability = env.fsyncName()
-	nc, js, err := env.connect("bench-kv")
-	if err != nil {
-		return failed(r, err)
-	}
 	defer nc.Close()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "raw_claims", History: 1, Storage: jetstream.FileStorage})
-	if err != nil {
-		return failed(r, err)
-	}
-	claimV := []byte(`{"state":"claimed","holder":"bench-worker","claim":"c1f4a2","lease":15000000000,"tool":"book","run":"run_1","call":"call_6705c7fa0eed"}`)
-	doneV := []byte(`{"state":"completed","holder":"bench-worker","claim":"c1f4a2","tool":"book","run":"run_1","call":"call_6705c7fa0eed","outcome":"K7Q2ZD"}`)
+	r.Durability = env.fsyncName()
 	return h.cycles(ctx, r, n, func(ctx context.Context, i int) error {
 		key := "bench." + strconv.Itoa(i)
-		rev, err := kv.Create(ctx, key, claimV)
+		rev, err := kv.Create(ctx, key, rawClaimValue)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", key, err)
 		}
-		if _, err := kv.Update(ctx, key, doneV, rev); err != nil {
+		if _, err := kv.Update(ctx, key, rawDoneValue, rev); err != nil {
 			return fmt.Errorf("update %s: %w", key, err)
 		}
 		return nil
 	})
+}
+
+// The raw KV cycles' values: a claim and a completed record the size of
+// natsstore's.
+var (
+	rawClaimValue = []byte(`{"state":"claimed","holder":"bench-worker","claim":"c1f4a2","lease":15000000000,"tool":"book","run":"run_1","call":"call_6705c7fa0eed"}`)
+	rawDoneValue  = []byte(`{"state":"completed","holder":"bench-worker","claim":"c1f4a2","tool":"book","run":"run_1","call":"call_6705c7fa0eed","outcome":"K7Q2ZD"}`)
+)
+
+// rawBucket is the raw KV cycles' bucket.
+const rawBucket = "raw_claims"
+
+// startRawKV starts a server for a raw KV row, connects to it and creates the
+// bucket. The caller stops the server and closes the connection.
+func (h *harness) startRawKV(ctx context.Context, id string, syncAlways bool) (*natsEnv, *nats.Conn, jetstream.KeyValue, error) {
+	env, err := h.startNATS(id, syncAlways)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nc, js, err := env.connect("bench-kv")
+	if err != nil {
+		env.stop()
+		return nil, nil, nil, err
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: rawBucket, History: 1, Storage: jetstream.FileStorage})
+	if err != nil {
+		nc.Close()
+		env.stop()
+		return nil, nil, nil, err
+	}
+	return env, nc, kv, nil
 }
 
 // cycles runs cycle from r.Concurrency goroutines until n cycles are done or

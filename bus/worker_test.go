@@ -167,16 +167,22 @@ func TestHardStop(t *testing.T) {
 	}
 }
 
+// slowBooking serves an Effectful book whose body counts its runs in entered
+// and takes 2.5 s: more than twice an ack wait of one second.
+func slowBooking(t *testing.T, entered *atomic.Int64) *tool.Registry {
+	return registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		time.Sleep(2500 * time.Millisecond)
+		return "booked", nil
+	}))
+}
+
 // TestInProgressHoldsSlowCalls: a body that runs past the ack wait is not
 // redelivered while its worker tells JetStream it is still working.
 func TestInProgressHoldsSlowCalls(t *testing.T) {
 	h := newHarness(t)
 	var entered atomic.Int64
-	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
-		entered.Add(1)
-		time.Sleep(2500 * time.Millisecond) // more than twice the ack wait
-		return "booked", nil
-	}))
+	reg := slowBooking(t, &entered)
 	cfg := bus.WorkerConfig{AckWait: time.Second}
 	w1 := h.startWorker(t, reg, cfg, 0)
 	w2 := h.startWorker(t, reg, cfg, 0)
@@ -231,11 +237,7 @@ func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 func TestNoCallWaitsUnstarted(t *testing.T) {
 	h := newHarness(t)
 	var entered atomic.Int64
-	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
-		entered.Add(1)
-		time.Sleep(2500 * time.Millisecond) // more than twice the ack wait
-		return "booked", nil
-	}))
+	reg := slowBooking(t, &entered)
 	cfg := bus.WorkerConfig{AckWait: time.Second, Concurrency: 1}
 	w1 := h.startWorker(t, reg, cfg, 0)
 	w2 := h.startWorker(t, reg, cfg, 0)
