@@ -212,8 +212,8 @@ func (h *harness) runKVCyclesGrouped(ctx context.Context, id string, groupCreate
 		return nil
 	})
 	if r.Err == "" {
-		// The check: every cycle's record holds its final value at the
-		// revision its Update was told.
+		// The check: a sample of the keys, read back, holds the value
+		// their Updates wrote.
 		if err := checkGrouped(ctx, kv, n, rawDoneValue); err != nil {
 			return failed(r, err)
 		}
