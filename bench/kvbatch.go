@@ -172,17 +172,13 @@ func (h *harness) runKVCyclesGrouped(ctx context.Context, id string, groupCreate
 		name = "JetStream KV: Create + Update, both group-committed in atomic batches"
 	}
 	r := Result{ID: id, Group: groupRawStore, Name: name, Concurrency: conc}
-	env, nc, kv, err := h.startRawKV(ctx, id, true)
+	env, js, kv, err := h.startRawKV(ctx, id, true)
 	if err != nil {
 		return failed(r, err)
 	}
 	defer env.stop()
-	defer nc.Close()
+	defer js.Conn().Close()
 	r.Durability = env.fsyncName()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return failed(r, err)
-	}
 	s, err := js.Stream(ctx, "KV_"+rawBucket)
 	if err != nil {
 		return failed(r, err)
@@ -192,7 +188,7 @@ func (h *harness) runKVCyclesGrouped(ctx context.Context, id string, groupCreate
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		return failed(r, fmt.Errorf("allowing atomic batches: %w", err))
 	}
-	g := &groupCommitter{nc: nc, js: js}
+	g := &groupCommitter{nc: js.Conn(), js: js}
 	r = h.cycles(ctx, r, n, func(ctx context.Context, i int) error {
 		key := "bench." + strconv.Itoa(i)
 		subj := "$KV." + rawBucket + "." + key

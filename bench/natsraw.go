@@ -539,12 +539,12 @@ func (c *loopClient) run(ctx context.Context, tag string, n int, dup float64, co
 // n cycles are done or the time cap passes.
 func (h *harness) runKVCycles(ctx context.Context, id string, syncAlways bool, n int) Result {
 	r := Result{ID: id, Group: groupRawStore, Name: "JetStream KV: Create + Update", Concurrency: h.cfg.concurrency}
-	env, nc, kv, err := h.startRawKV(ctx, id, syncAlways)
+	env, js, kv, err := h.startRawKV(ctx, id, syncAlways)
 	if err != nil {
 		return failed(r, err)
 	}
 	defer env.stop()
-	defer nc.Close()
+	defer js.Conn().Close()
 	r.Durability = env.fsyncName()
 	return h.cycles(ctx, r, n, func(ctx context.Context, i int) error {
 		key := "bench." + strconv.Itoa(i)
@@ -571,7 +571,7 @@ const rawBucket = "raw_claims"
 
 // startRawKV starts a server for a raw KV row, connects to it and creates the
 // bucket. The caller stops the server and closes the connection.
-func (h *harness) startRawKV(ctx context.Context, id string, syncAlways bool) (*natsEnv, *nats.Conn, jetstream.KeyValue, error) {
+func (h *harness) startRawKV(ctx context.Context, id string, syncAlways bool) (*natsEnv, jetstream.JetStream, jetstream.KeyValue, error) {
 	env, err := h.startNATS(id, syncAlways)
 	if err != nil {
 		return nil, nil, nil, err
@@ -587,7 +587,7 @@ func (h *harness) startRawKV(ctx context.Context, id string, syncAlways bool) (*
 		env.stop()
 		return nil, nil, nil, err
 	}
-	return env, nc, kv, nil
+	return env, js, kv, nil
 }
 
 // cycles runs cycle from r.Concurrency goroutines until n cycles are done or

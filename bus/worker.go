@@ -319,15 +319,9 @@ func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc
 			if e.err == nil || e.got > 0 {
 				failures = 0
 			}
-			if e.err == nil || pctx.Err() != nil {
-				continue
-			}
-			if errors.Is(e.err, context.DeadlineExceeded) {
-				// The server let the pull expire without saying so: it lost
-				// the request, or the consumer went away without answering
-				// it. Make sure the consumer is there.
-				w.log.Debug("a pull expired without the server's notice; making sure the consumer exists")
-				w.ensureConsumer(pctx, &cons, cc)
+			// A pull the server let expire ends with the deadline of its
+			// context when the server's notice is late or was lost.
+			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, context.DeadlineExceeded) {
 				continue
 			}
 			if errors.Is(e.err, nats.ErrConnectionClosed) {
@@ -401,21 +395,12 @@ func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *
 	sleep(ctx, backoff(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
 	// answer it either.
-	if consumerGone(err) || errors.Is(err, nats.ErrNoResponders) {
-		w.ensureConsumer(ctx, cons, cc)
-	}
-}
-
-// ensureConsumer creates the consumer again if it has gone (and updates it to
-// cc otherwise).
-func (w *Worker) ensureConsumer(ctx context.Context, cons *jetstream.Consumer, cc ConsumerConfig) {
-	if ctx.Err() != nil {
-		return
-	}
-	if c, err := EnsureConsumer(ctx, w.js, cc); err == nil {
-		*cons = c
-	} else {
-		w.log.Warn("creating the consumer again failed", "error", err)
+	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
+		if c, err := EnsureConsumer(ctx, w.js, cc); err == nil {
+			*cons = c
+		} else {
+			w.log.Warn("creating the consumer again failed", "error", err)
+		}
 	}
 }
 
