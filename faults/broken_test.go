@@ -82,7 +82,7 @@ func TestCheckerCatchesBrokenRuns(t *testing.T) {
 			if err := <-s.publish(ctx, plan("b", keys, perKey)); err != nil {
 				t.Fatal(err)
 			}
-			if err := faults.WaitSettled(ctx, s.js); err != nil {
+			if err := s.settle(ctx); err != nil {
 				t.Fatal(err)
 			}
 			for _, w := range workers {

@@ -126,7 +126,7 @@ func TestClocksDisagree(t *testing.T) {
 			}
 			s.step("the %d duplicates of slow's keys are answered; releasing slow's requests", len(dups))
 			s.witness.Release("slow")
-			if err := faults.WaitSettled(ctx, s.js); err != nil {
+			if err := s.settle(ctx); err != nil {
 				t.Fatal(err)
 			}
 			s.rec.Repair(f)

@@ -405,7 +405,7 @@ func (s *scenario) waitPublished(ctx context.Context, n int) {
 // test for every violation.
 func (s *scenario) finish(ctx context.Context) faults.Report {
 	s.t.Helper()
-	if err := faults.WaitSettled(ctx, s.js); err != nil {
+	if err := s.settle(ctx); err != nil {
 		s.t.Errorf("%v", err)
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -513,6 +513,17 @@ func (s *scenario) logCalls(vs []faults.Violation) {
 }
 
 // step logs what the scenario is doing, with the time since it started.
+// settle waits until the executors have nothing left to do, and says so
+// when nats-server kept calls the consumer had already acknowledged.
+func (s *scenario) settle(ctx context.Context) error {
+	s.t.Helper()
+	got, err := faults.WaitSettled(ctx, s.js)
+	if got.Kept > 0 {
+		s.step("settled; nats-server still holds %d acknowledged calls in the work queue", got.Kept)
+	}
+	return err
+}
+
 func (s *scenario) step(format string, args ...any) {
 	s.t.Helper()
 	s.t.Logf("%6.2fs %s", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))

@@ -88,7 +88,7 @@ func TestKillExecutorMidCall(t *testing.T) {
 		}
 		total += len(rest)
 		s.pub.Rate = 0
-		if err := faults.WaitSettled(ctx, s.js); err != nil {
+		if err := s.settle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		s.step("round %d: settled", r)
