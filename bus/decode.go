@@ -66,7 +66,7 @@ func (w *Worker) decode(m jetstream.Msg) inbound {
 	}
 	c, err := events.CallFromEvent(e, tenant, tool)
 	if err != nil {
-		runID, _ := e.Extensions()[events.ExtRunID].(string)
+		runID, _ := events.Extensions(e)[events.ExtRunID].(string)
 		return reject(err, e.ID(), runID, &e)
 	}
 	in.call = dispatch.Call{
@@ -94,9 +94,10 @@ func (w *Worker) rejection(m jetstream.Msg, tenant, tool, id, runID string, e *e
 		a.CallID = StandInCallID(seq)
 	}
 	if e != nil {
-		if tp, ok := e.Extensions()["traceparent"].(string); ok {
+		exts := events.Extensions(*e)
+		if tp, ok := exts["traceparent"].(string); ok {
 			a.TraceParent = tp
-			a.TraceState, _ = e.Extensions()["tracestate"].(string)
+			a.TraceState, _ = exts["tracestate"].(string)
 		}
 	}
 	if re, ok := asReject(err); ok {

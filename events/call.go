@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/extensions"
+	"github.com/cloudevents/sdk-go/v2/types"
 
 	"github.com/tesserix/toolexec/internal/jsonobj"
 )
@@ -156,7 +157,7 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (Call, erro
 	if c.Source == "" {
 		return Call{}, Reject(CodeMissingAttribute, "source", "the call has no source")
 	}
-	exts := e.Extensions()
+	exts := Extensions(e)
 	runID, present, err := stringExtension(exts, ExtRunID)
 	switch {
 	case err != nil:
@@ -180,7 +181,7 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (Call, erro
 	}
 	// A tracestate means nothing without a traceparent (W3C Trace Context), and
 	// NewCallEvent would not write one back.
-	if tc, ok := extensions.GetDistributedTracingExtension(e); ok && tc.TraceParent != "" {
+	if tc, ok := tracing(exts); ok && tc.TraceParent != "" {
 		c.TraceParent, c.TraceState = tc.TraceParent, tc.TraceState
 	}
 	if err := checkJSONContentType(e); err != nil {
@@ -195,6 +196,34 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (Call, erro
 }
 
 // hasSubject reports whether e has a subject attribute, even an empty one.
+// Extensions returns e's extension attributes for reading, without the copy
+// Event.Extensions makes on every call (CloudEvents 1.0 events). The caller
+// must not change the map.
+func Extensions(e event.Event) map[string]any {
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		return ec.Extensions
+	}
+	return e.Extensions()
+}
+
+// tracing returns e's distributed tracing extension, as
+// extensions.GetDistributedTracingExtension reads it, from exts.
+func tracing(exts map[string]any) (extensions.DistributedTracingExtension, bool) {
+	tp, ok := exts[extensions.TraceParentExtension]
+	if !ok {
+		return extensions.DistributedTracingExtension{}, false
+	}
+	tpStr, err := types.ToString(tp)
+	if err != nil {
+		return extensions.DistributedTracingExtension{}, false
+	}
+	var tsStr string
+	if ts, ok := exts[extensions.TraceStateExtension]; ok {
+		tsStr, _ = types.ToString(ts)
+	}
+	return extensions.DistributedTracingExtension{TraceParent: tpStr, TraceState: tsStr}, true
+}
+
 func hasSubject(e event.Event) bool {
 	if ec, ok := e.Context.(*event.EventContextV1); ok {
 		return ec.Subject != nil

@@ -190,6 +190,9 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	if sv != event.CloudEventsVersionV1 {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)
 	}
+	if e, ok := plainEvent(top); ok {
+		return e, nil
+	}
 	// The SDK's reader, without encoding/json's pass over the whole payload
 	// before it (format.JSON.Unmarshal): the payload is known to be valid JSON.
 	var e event.Event
@@ -363,21 +366,22 @@ func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
 }
 
 // loneSurrogateIn returns the name of an attribute (any top-level member but
-// the data) whose string value escapes half of a surrogate pair alone, or "".
-// encoding/json would quietly turn it into U+FFFD. (The data is judged later:
-// the arguments' strings when the key is derived.)
+// the data) whose string value escapes half of a surrogate pair alone, or "";
+// the first such name in byte order when there are several, so that the same
+// problem is reported every time. encoding/json would quietly turn it into
+// U+FFFD. (The data is judged later: the arguments' strings when the key is
+// derived.)
 func loneSurrogateIn(top map[string]json.RawMessage) string {
-	names := make([]string, 0, len(top))
-	for name := range top {
-		names = append(names, name)
-	}
-	sort.Strings(names) // report the same attribute first every time
-	for _, name := range names {
-		if name != "data" && name != "data_base64" && hasLoneSurrogate(top[name]) {
-			return name
+	found := ""
+	for name, v := range top {
+		if name == "data" || name == "data_base64" || (found != "" && name >= found) {
+			continue
+		}
+		if bytes.IndexByte(v, '\\') >= 0 && hasLoneSurrogate(v) {
+			found = name
 		}
 	}
-	return ""
+	return found
 }
 
 // hasLoneSurrogate reports whether the JSON value v, when it is a string,
