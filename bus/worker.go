@@ -625,13 +625,21 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 // Nats-Msg-Id is set by the publisher.
 func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, error) {
 	a.Error = capError(a.Error)
-	e, err := a.Event(source)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := binding.NewMsg(a.Subject(), e, mode)
-	if err != nil {
-		return nil, err
+	var msg *nats.Msg
+	if mode == binding.Structured {
+		data, err := a.StructuredJSON(source)
+		if err != nil {
+			return nil, err
+		}
+		msg = &nats.Msg{Subject: a.Subject(), Header: nats.Header{binding.ContentType: {binding.StructuredJSON}}, Data: data}
+	} else {
+		e, err := a.Event(source)
+		if err != nil {
+			return nil, err
+		}
+		if msg, err = binding.NewMsg(a.Subject(), e, mode); err != nil {
+			return nil, err
+		}
 	}
 	if a.TraceParent != "" {
 		msg.Header.Set(traceParentHeader, a.TraceParent)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/extensions"
+	"github.com/cloudevents/sdk-go/v2/types"
 )
 
 // Answer is what toolexec publishes about a call: one of the five answer kinds, or
@@ -256,48 +257,10 @@ func (a Answer) MsgID() string { return a.ID() }
 // kind's embedded schema before the event is returned: errors match
 // [ErrInvalidAnswer] or [ErrInvalidData]. Either is a bug in the caller.
 func (a Answer) Event(source string) (event.Event, error) {
-	if err := a.check(); err != nil {
+	data, err := a.data(source)
+	if err != nil {
 		return event.Event{}, err
 	}
-	if a.Kind == KindRejected && a.CallID == "" {
-		return event.Event{}, invalid(a, "no call id: choose a stand-in for a call that had none")
-	}
-	if source == "" {
-		return event.Event{}, invalid(a, "no source")
-	}
-	d := answerData{Tool: a.Tool, Error: a.Error, Code: a.Code, Reason: a.Reason}
-	switch a.Kind {
-	case KindCompleted, KindDeduplicated:
-		d.Outcome = &a.Outcome
-	case KindIndeterminate:
-		d.BodyEntered = &a.BodyEntered
-	case KindRejected:
-		d.Tool = validOrEmpty(a.Tool)
-		d.Field = truncate(a.Field, MaxFieldLen)
-	case KindResolved:
-		d.Tool = validOrEmpty(a.Tool)
-		d.Key, d.Action, d.Operator = a.Key, a.Action, a.Operator
-		if a.Action == ActionComplete {
-			d.Outcome = &a.Outcome
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // outcomes are often HTML or JSON: keep them readable
-	if err := enc.Encode(d); err != nil {
-		return event.Event{}, fmt.Errorf("%w: %s: encode data: %w", ErrInvalidAnswer, a.Kind, err)
-	}
-	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if a.Kind == KindResolved {
-		// The schema bounds a resolution's action and operator, which check does
-		// not. For every other kind check enforces all the schema says (a property
-		// test holds it to that), so the answers of the hot path skip a second
-		// reading of their own bytes.
-		if err := Validate(a.Kind, data); err != nil {
-			return event.Event{}, err
-		}
-	}
-
 	e := event.New()
 	e.SetType(a.Kind.Type())
 	e.SetID(a.ID())
@@ -327,6 +290,148 @@ func (a Answer) Event(source string) (event.Event, error) {
 		return event.Event{}, fmt.Errorf("%w: %s: %s", ErrInvalidAnswer, a.Kind, strings.TrimSpace(err.Error()))
 	}
 	return e, nil
+}
+
+// data checks the answer and its source and returns the data of its event.
+func (a Answer) data(source string) ([]byte, error) {
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if a.Kind == KindRejected && a.CallID == "" {
+		return nil, invalid(a, "no call id: choose a stand-in for a call that had none")
+	}
+	if source == "" {
+		return nil, invalid(a, "no source")
+	}
+	d := answerData{Tool: a.Tool, Error: a.Error, Code: a.Code, Reason: a.Reason}
+	switch a.Kind {
+	case KindCompleted, KindDeduplicated:
+		d.Outcome = &a.Outcome
+	case KindIndeterminate:
+		d.BodyEntered = &a.BodyEntered
+	case KindRejected:
+		d.Tool = validOrEmpty(a.Tool)
+		d.Field = truncate(a.Field, MaxFieldLen)
+	case KindResolved:
+		d.Tool = validOrEmpty(a.Tool)
+		d.Key, d.Action, d.Operator = a.Key, a.Action, a.Operator
+		if a.Action == ActionComplete {
+			d.Outcome = &a.Outcome
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // outcomes are often HTML or JSON: keep them readable
+	if err := enc.Encode(d); err != nil {
+		return nil, fmt.Errorf("%w: %s: encode data: %w", ErrInvalidAnswer, a.Kind, err)
+	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if a.Kind == KindResolved {
+		// The schema bounds a resolution's action and operator, which check does
+		// not. For every other kind check enforces all the schema says (a property
+		// test holds it to that), so the answers of the hot path skip a second
+		// reading of their own bytes.
+		if err := Validate(a.Kind, data); err != nil {
+			return nil, err
+		}
+	}
+	return data, nil
+}
+
+// StructuredJSON returns a's event (see [Answer.Event]) in the CloudEvents
+// JSON event format: the bytes the NATS binding's structured mode writes for
+// that event, written directly instead of through the SDK's event, which a
+// worker would build and check twice for every answer it publishes. Its
+// errors are Event's.
+func (a Answer) StructuredJSON(source string) ([]byte, error) {
+	data, err := a.data(source)
+	if err != nil {
+		return nil, err
+	}
+	// The SDK's Validate finds nothing else wrong with the event Event builds
+	// from a checked answer: its attributes are tokens or toolexec's own
+	// values, but for the source, which must be a URI reference.
+	var src string
+	if ref := types.ParseURIRef(source); ref != nil {
+		src = ref.String()
+	}
+	if src == "" {
+		return nil, invalid(a, "source %s is not a URI reference", quote(source))
+	}
+	b := make([]byte, 0, 384+len(data)+len(a.TraceState))
+	b = append(b, `{"specversion":"1.0","id":`...)
+	b = appendJSONString(b, a.ID())
+	b = append(b, `,"source":`...)
+	b = appendJSONString(b, src)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, a.Kind.Type())
+	if ValidToken(a.Tool) {
+		b = append(b, `,"subject":`...)
+		b = appendJSONString(b, a.Tool)
+	}
+	b = append(b, `,"datacontenttype":"application/json"`...)
+	if !a.Time.IsZero() {
+		b = append(b, `,"time":"`...)
+		b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	// The extensions follow in the order of their names, as the SDK writes
+	// them.
+	ext := func(name, v string) {
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		b = appendJSONString(b, v)
+	}
+	if ValidToken(a.CallID) {
+		ext(ExtCallID, a.CallID)
+	}
+	if a.Key != "" {
+		ext(ExtIdempotencyKey, a.Key)
+	}
+	if ValidToken(a.RunID) {
+		ext(ExtRunID, a.RunID)
+	}
+	ext(ExtTenant, a.Tenant)
+	if a.TraceParent != "" {
+		ext(extensions.TraceParentExtension, a.TraceParent)
+		if a.TraceState != "" {
+			ext(extensions.TraceStateExtension, a.TraceState)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string, escaped as the SDK's writer
+// escapes attributes: quotation mark, backslash and control characters only.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // MaxFieldLen bounds the field of a rejected answer, as its schema does. A longer
@@ -377,7 +482,7 @@ func AnswerFromEvent(e event.Event) (Answer, error) {
 		return Answer{}, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
 	}
 	a := Answer{Kind: kind, Time: e.Time()}
-	exts := e.Extensions()
+	exts := Extensions(e)
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -403,7 +508,7 @@ func AnswerFromEvent(e event.Event) (Answer, error) {
 			return Answer{}, fmt.Errorf("%w: %s: %w", ErrInvalidAnswer, kind, err)
 		}
 	}
-	if tc, ok := extensions.GetDistributedTracingExtension(e); ok {
+	if tc, ok := tracing(exts); ok {
 		a.TraceParent, a.TraceState = tc.TraceParent, tc.TraceState
 	}
 	if ct := e.DataContentType(); ct != "" {

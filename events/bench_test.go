@@ -9,11 +9,14 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-// BenchmarkAnswerEvent builds a completed answer event (with schema validation)
-// and encodes it in structured mode, as the executor does for every call.
+// benchAnswer is the answer the encoding benchmarks write.
+var benchAnswer = events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "run_1", CallID: "call-7", Tool: "book",
+	Key: key, Outcome: `{"seat":"12A","price":{"amount":120,"currency":"GBP"}}`, TraceParent: traceParent, Time: when}
+
+// BenchmarkAnswerEvent builds a completed answer's event through the SDK and
+// encodes it in structured mode.
 func BenchmarkAnswerEvent(b *testing.B) {
-	a := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "run_1", CallID: "call-7", Tool: "book",
-		Key: key, Outcome: `{"seat":"12A","price":{"amount":120,"currency":"GBP"}}`, TraceParent: traceParent, Time: when}
+	a := benchAnswer
 	b.ReportAllocs()
 	for b.Loop() {
 		e, err := a.Event(source)
@@ -21,6 +24,18 @@ func BenchmarkAnswerEvent(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := json.Marshal(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAnswerStructuredJSON writes the same answer's event directly, as
+// the executor does for every call it answers in structured mode.
+func BenchmarkAnswerStructuredJSON(b *testing.B) {
+	a := benchAnswer
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.StructuredJSON(source); err != nil {
 			b.Fatal(err)
 		}
 	}
