@@ -63,6 +63,7 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainEvent$$' -fuzztime $${FUZZTIME:-20s} ./bus/binding
 	$(GO) test -run '^$$' -fuzz '^FuzzCallFromEvent$$' -fuzztime $${FUZZTIME:-20s} ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzCallArguments$$' -fuzztime $${FUZZTIME:-20s} ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAnswerData$$' -fuzztime $${FUZZTIME:-20s} ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $${FUZZTIME:-20s} ./internal/jsonobj
 	$(GO) test -run '^$$' -fuzz '^FuzzValueJSON$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore

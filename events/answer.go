@@ -82,6 +82,33 @@ type answerData struct {
 	Operator    string  `json:"operator,omitempty"`
 }
 
+// readAnswerData holds data to the kind's schema and returns what it says. The
+// value the schema judged is read directly: every schema allows only the
+// members of answerData, each with its type, so a second decoding of the
+// bytes into the struct would find nothing more.
+func readAnswerData(kind Kind, data []byte) (answerData, error) {
+	v, err := parseData(string(kind), data)
+	if err != nil {
+		return answerData{}, err
+	}
+	if err := validateValue(string(kind), v); err != nil {
+		return answerData{}, err
+	}
+	m, _ := v.(map[string]any) // every answer schema requires an object
+	str := func(name string) string { s, _ := m[name].(string); return s }
+	d := answerData{
+		Tool: str("tool"), Key: str("key"), Action: Action(str("action")), Error: str("error"),
+		Code: Code(str("code")), Field: str("field"), Reason: Reason(str("reason")), Operator: str("operator"),
+	}
+	if s, ok := m["outcome"].(string); ok {
+		d.Outcome = &s
+	}
+	if b, ok := m["body_entered"].(bool); ok {
+		d.BodyEntered = &b
+	}
+	return d, nil
+}
+
 // fieldSet marks the optional fields of an Answer that are set.
 type fieldSet uint8
 
@@ -516,15 +543,9 @@ func AnswerFromEvent(e event.Event) (Answer, error) {
 			return Answer{}, invalid(a, "datacontenttype %s, want %q", quote(ct), event.ApplicationJSON)
 		}
 	}
-	data := e.Data()
-	if err := Validate(kind, data); err != nil {
+	d, err := readAnswerData(kind, e.Data())
+	if err != nil {
 		return Answer{}, fmt.Errorf("%w: %w", ErrInvalidAnswer, err)
-	}
-	var d answerData
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return Answer{}, fmt.Errorf("%w: %s: decode data: %w", ErrInvalidAnswer, kind, err)
 	}
 	if d.Tool != "" {
 		if a.Tool != "" && a.Tool != d.Tool {

@@ -84,11 +84,20 @@ func Validate(kind Kind, data []byte) error {
 func ValidateCall(data []byte) error { return validateBytes(schemas.CallSchema, data) }
 
 func validateBytes(name string, data []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	v, err := parseData(name, data)
 	if err != nil {
-		return fmt.Errorf("events: %s data is not JSON: %w: %w", name, ErrInvalidData, err)
+		return err
 	}
 	return validateValue(name, v)
+}
+
+// parseData decodes data, one JSON value, as the validator reads it.
+func parseData(name string, data []byte) (any, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("events: %s data is not JSON: %w: %w", name, ErrInvalidData, err)
+	}
+	return v, nil
 }
 
 // validateValue checks v, decoded by jsonschema.UnmarshalJSON, against the schema
