@@ -184,7 +184,9 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "the payload has no specversion: not a CloudEvent")
 	}
 	var sv string
-	if err := json.Unmarshal(raw, &sv); err != nil {
+	if string(raw) == `"`+event.CloudEventsVersionV1+`"` {
+		sv = event.CloudEventsVersionV1
+	} else if err := json.Unmarshal(raw, &sv); err != nil {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "specversion must be the string %q", event.CloudEventsVersionV1)
 	}
 	if sv != event.CloudEventsVersionV1 {

@@ -217,6 +217,8 @@ func TestDecodeRejects(t *testing.T) {
 		{name: "structured specversion 0.3", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":"0.3","id":"a","source":"s","type":"t"}`, wantCode: events.CodeBadSpecVersion},
 		{name: "structured specversion 2.0", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":"2.0","id":"a","source":"s","type":"t"}`, wantCode: events.CodeBadSpecVersion},
 		{name: "structured specversion number", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":1.0}`, wantCode: events.CodeBadSpecVersion},
+		{name: "structured specversion null", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":null,"id":"a","source":"s","type":"t"}`, wantCode: events.CodeBadSpecVersion},
+		{name: "structured specversion escaped", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":"1\u002e1","id":"a","source":"s","type":"t"}`, wantCode: events.CodeBadSpecVersion},
 		{name: "structured duplicate id", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":"1.0","id":"a","id":"b","source":"s","type":"t"}`, wantCode: events.CodeDuplicateMember, wantField: "id"},
 		{name: "structured bad time", header: nats.Header{"Content-Type": {"application/cloudevents+json"}}, data: `{"specversion":"1.0","id":"a","source":"s","type":"t","time":"yesterday"}`, wantCode: events.CodeNotCloudEvent},
 		{name: "structured batch", header: nats.Header{"Content-Type": {"application/cloudevents-batch+json"}}, data: `[]`, wantCode: events.CodeNotCloudEvent, wantField: "Content-Type"},
