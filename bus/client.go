@@ -66,13 +66,22 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Source == "" {
 		call.Source = c.cfg.Source
 	}
-	e, err := events.NewCallEvent(call)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := binding.NewMsg(events.CallSubject(call.Tenant, call.Tool), e, c.mode)
-	if err != nil {
-		return nil, err
+	subject := events.CallSubject(call.Tenant, call.Tool)
+	var msg *nats.Msg
+	if c.mode == binding.Structured {
+		data, err := call.StructuredJSON()
+		if err != nil {
+			return nil, err
+		}
+		msg = &nats.Msg{Subject: subject, Header: nats.Header{binding.ContentType: {binding.StructuredJSON}}, Data: data}
+	} else {
+		e, err := events.NewCallEvent(call)
+		if err != nil {
+			return nil, err
+		}
+		if msg, err = binding.NewMsg(subject, e, c.mode); err != nil {
+			return nil, err
+		}
 	}
 	if call.TraceParent != "" {
 		msg.Header.Set(traceParentHeader, call.TraceParent)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/extensions"
-	"github.com/cloudevents/sdk-go/v2/types"
 )
 
 // Answer is what toolexec publishes about a call: one of the five answer kinds, or
@@ -378,87 +377,31 @@ func (a Answer) StructuredJSON(source string) ([]byte, error) {
 	// The SDK's Validate finds nothing else wrong with the event Event builds
 	// from a checked answer: its attributes are tokens or toolexec's own
 	// values, but for the source, which must be a URI reference.
-	var src string
-	if ref := types.ParseURIRef(source); ref != nil {
-		src = ref.String()
-	}
-	if src == "" {
+	src, ok := uriRef(source)
+	if !ok {
 		return nil, invalid(a, "source %s is not a URI reference", quote(source))
 	}
-	b := make([]byte, 0, 384+len(data)+len(a.TraceState))
-	b = append(b, `{"specversion":"1.0","id":`...)
-	b = appendJSONString(b, a.ID())
-	b = append(b, `,"source":`...)
-	b = appendJSONString(b, src)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, a.Kind.Type())
+	subject := ""
 	if ValidToken(a.Tool) {
-		b = append(b, `,"subject":`...)
-		b = appendJSONString(b, a.Tool)
+		subject = a.Tool
 	}
-	b = append(b, `,"datacontenttype":"application/json"`...)
-	if !a.Time.IsZero() {
-		b = append(b, `,"time":"`...)
-		b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, '"')
-	}
-	b = append(b, `,"data":`...)
+	b := make([]byte, 0, 384+len(data)+len(a.TraceState))
+	b = appendAttributes(b, a.ID(), src, a.Kind.Type(), subject, a.Time)
 	b = append(b, data...)
 	// The extensions follow in the order of their names, as the SDK writes
 	// them.
-	ext := func(name, v string) {
-		b = append(b, ',', '"')
-		b = append(b, name...)
-		b = append(b, '"', ':')
-		b = appendJSONString(b, v)
-	}
 	if ValidToken(a.CallID) {
-		ext(ExtCallID, a.CallID)
+		b = appendExtension(b, ExtCallID, a.CallID)
 	}
 	if a.Key != "" {
-		ext(ExtIdempotencyKey, a.Key)
+		b = appendExtension(b, ExtIdempotencyKey, a.Key)
 	}
 	if ValidToken(a.RunID) {
-		ext(ExtRunID, a.RunID)
+		b = appendExtension(b, ExtRunID, a.RunID)
 	}
-	ext(ExtTenant, a.Tenant)
-	if a.TraceParent != "" {
-		ext(extensions.TraceParentExtension, a.TraceParent)
-		if a.TraceState != "" {
-			ext(extensions.TraceStateExtension, a.TraceState)
-		}
-	}
+	b = appendExtension(b, ExtTenant, a.Tenant)
+	b = appendTracing(b, a.TraceParent, a.TraceState)
 	return append(b, '}'), nil
-}
-
-// appendJSONString appends s as a JSON string, escaped as the SDK's writer
-// escapes attributes: quotation mark, backslash and control characters only.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // MaxFieldLen bounds the field of a rejected answer, as its schema does. A longer

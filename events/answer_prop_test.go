@@ -83,11 +83,11 @@ func checkAnswerData(tt *testing.T, kind events.Kind, token, text *rapid.Generat
 	}
 }
 
-// TestStructuredJSONMatchesSDK holds StructuredJSON to the path it replaces on
+// TestAnswerStructuredJSONMatchesSDK holds StructuredJSON to the path it replaces on
 // the hot path: for any answer, source and time, it fails exactly when Event
 // (or the binding's structured encoding of Event's event) fails, and otherwise
 // writes the same bytes.
-func TestStructuredJSONMatchesSDK(tt *testing.T) {
+func TestAnswerStructuredJSONMatchesSDK(tt *testing.T) {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
 	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))

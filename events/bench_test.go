@@ -41,6 +41,20 @@ func BenchmarkAnswerStructuredJSON(b *testing.B) {
 	}
 }
 
+// BenchmarkCallStructuredJSON writes a call's structured event, as a client
+// does for every call it publishes in structured mode.
+func BenchmarkCallStructuredJSON(b *testing.B) {
+	c := events.Call{Tenant: "acme", RunID: "run_1", CallID: "call-7", Tool: "book", Source: "agents/planner",
+		Arguments:   json.RawMessage(`{"flight":"BA117","seats":2,"request_id":"a","passengers":[{"name":"Ada"},{"name":"Alan"}]}`),
+		TraceParent: traceParent}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.StructuredJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkCallFromEvent decodes a structured call and reads it, as the bus does
 // for every message.
 func BenchmarkCallFromEvent(b *testing.B) {

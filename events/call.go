@@ -59,33 +59,10 @@ type Call struct {
 // are not a JSON object are reported as a [*RejectError] with the code a receiver
 // would answer with.
 func NewCallEvent(c Call) (event.Event, error) {
-	for _, f := range []struct{ field, v string }{
-		{ExtTenant, c.Tenant}, {ExtRunID, c.RunID}, {"id", c.CallID}, {"subject", c.Tool},
-	} {
-		if err := CheckToken(f.field, f.v); err != nil {
-			return event.Event{}, badToken(f.field, err)
-		}
+	data, err := c.data()
+	if err != nil {
+		return event.Event{}, err
 	}
-	if c.Source == "" {
-		return event.Event{}, Reject(CodeMissingAttribute, "source", "the call has no source")
-	}
-	args := c.Arguments
-	if args == nil {
-		args = json.RawMessage("{}")
-	}
-	if !json.Valid(args) {
-		return event.Event{}, Reject(CodeBadData, "arguments", "arguments are not valid JSON")
-	}
-	if firstByte(args) != '{' {
-		return event.Event{}, Reject(CodeArgumentsNotObject, "arguments", "arguments must be a JSON object")
-	}
-	// The arguments go out byte for byte as given (json.Marshal would compact and
-	// HTML-escape them); they are known to be one valid JSON object.
-	data := make([]byte, 0, len(`{"arguments":}`)+len(args))
-	data = append(data, `{"arguments":`...)
-	data = append(data, args...)
-	data = append(data, '}')
-
 	e := event.New()
 	e.SetType(CallType)
 	e.SetID(c.CallID)
@@ -105,6 +82,59 @@ func NewCallEvent(c Call) (event.Event, error) {
 		return event.Event{}, Reject(CodeNotCloudEvent, "", "%v", strings.TrimSpace(err.Error()))
 	}
 	return e, nil
+}
+
+// data checks the call and returns the data of its event.
+func (c Call) data() ([]byte, error) {
+	for _, f := range []struct{ field, v string }{
+		{ExtTenant, c.Tenant}, {ExtRunID, c.RunID}, {"id", c.CallID}, {"subject", c.Tool},
+	} {
+		if err := CheckToken(f.field, f.v); err != nil {
+			return nil, badToken(f.field, err)
+		}
+	}
+	if c.Source == "" {
+		return nil, Reject(CodeMissingAttribute, "source", "the call has no source")
+	}
+	args := c.Arguments
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	if !json.Valid(args) {
+		return nil, Reject(CodeBadData, "arguments", "arguments are not valid JSON")
+	}
+	if firstByte(args) != '{' {
+		return nil, Reject(CodeArgumentsNotObject, "arguments", "arguments must be a JSON object")
+	}
+	// The arguments go out byte for byte as given (json.Marshal would compact and
+	// HTML-escape them); they are known to be one valid JSON object.
+	data := make([]byte, 0, len(`{"arguments":}`)+len(args))
+	data = append(data, `{"arguments":`...)
+	data = append(data, args...)
+	return append(data, '}'), nil
+}
+
+// StructuredJSON returns c's event (see [NewCallEvent]) in the CloudEvents
+// JSON event format: the bytes the NATS binding's structured mode writes for
+// that event, written directly instead of through the SDK's event, which a
+// client would build and check twice for every call it publishes. Its errors
+// are NewCallEvent's, with the same codes.
+func (c Call) StructuredJSON() ([]byte, error) {
+	data, err := c.data()
+	if err != nil {
+		return nil, err
+	}
+	src, ok := uriRef(c.Source)
+	if !ok {
+		return nil, Reject(CodeNotCloudEvent, "", "source %s is not a URI reference", quote(c.Source))
+	}
+	b := make([]byte, 0, 320+len(data)+len(c.TraceState))
+	b = appendAttributes(b, c.CallID, src, CallType, c.Tool, c.Time)
+	b = append(b, data...)
+	b = appendExtension(b, ExtRunID, c.RunID)
+	b = appendExtension(b, ExtTenant, c.Tenant)
+	b = appendTracing(b, c.TraceParent, c.TraceState)
+	return append(b, '}'), nil
 }
 
 // CallFromEvent reads a call from e, a CloudEvent that arrived on the call subject
