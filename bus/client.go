@@ -73,7 +73,7 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		msg = &nats.Msg{Subject: subject, Header: nats.Header{binding.ContentType: {binding.StructuredJSON}}, Data: data}
+		msg = binding.StructuredMsg(subject, data)
 	} else {
 		e, err := events.NewCallEvent(call)
 		if err != nil {

@@ -631,7 +631,7 @@ func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, er
 		if err != nil {
 			return nil, err
 		}
-		msg = &nats.Msg{Subject: a.Subject(), Header: nats.Header{binding.ContentType: {binding.StructuredJSON}}, Data: data}
+		msg = binding.StructuredMsg(a.Subject(), data)
 	} else {
 		e, err := a.Event(source)
 		if err != nil {

@@ -357,6 +357,13 @@ func Encode(e event.Event, mode Mode) (nats.Header, []byte, error) {
 	return h, e.Data(), nil
 }
 
+// StructuredMsg returns a structured-mode NATS message for subject whose
+// payload is data, an event already written in the JSON event format (as
+// events.Call.StructuredJSON and events.Answer.StructuredJSON write one).
+func StructuredMsg(subject string, data []byte) *nats.Msg {
+	return &nats.Msg{Subject: subject, Header: nats.Header{ContentType: {StructuredJSON}}, Data: data}
+}
+
 // NewMsg returns a NATS message for subject carrying e in the given mode; see
 // [Encode].
 func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
