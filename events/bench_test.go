@@ -14,7 +14,8 @@ var benchAnswer = events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunI
 	Key: key, Outcome: `{"seat":"12A","price":{"amount":120,"currency":"GBP"}}`, TraceParent: traceParent, Time: when}
 
 // BenchmarkAnswerEvent builds a completed answer's event through the SDK and
-// encodes it in structured mode.
+// marshals it (the path a binary-mode answer, or any caller of Answer.Event,
+// takes).
 func BenchmarkAnswerEvent(b *testing.B) {
 	a := benchAnswer
 	b.ReportAllocs()
