@@ -1,9 +1,19 @@
 package bus
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/natstest"
 )
 
 func TestCapError(t *testing.T) {
@@ -49,4 +59,48 @@ func TestSplitCallSubject(t *testing.T) {
 			t.Errorf("splitCallSubject(%q) = %q, %q, %t", tt.give, tenant, tool, ok)
 		}
 	}
+}
+
+// TestPullFailedCreatesConsumerAgain: a pull on a consumer that was deleted is
+// answered "no responders" (no consumer is there to answer it), and pullFailed
+// creates the consumer again and hands the worker the new one, which delivers.
+func TestPullFailedCreatesConsumerAgain(t *testing.T) {
+	js := natstest.JetStream(t, natstest.Connect(t, natstest.Start(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := EnsureStreams(ctx, js, StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	cc := ConsumerConfig{}
+	cons, err := EnsureConsumer(ctx, js, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteConsumer(ctx, events.CallStream, DefaultDurable); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+	if err == nil {
+		for range batch.Messages() {
+			t.Fatal("a deleted consumer delivered a message")
+		}
+		err = batch.Error()
+	}
+	if !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("pull on a deleted consumer: %v, want nats.ErrNoResponders (the case pullFailed handles)", err)
+	}
+
+	w := &Worker{js: js, log: slog.New(slog.DiscardHandler)}
+	w.pullFailed(ctx, err, 1, &cons, cc)
+	if _, err := js.Consumer(ctx, events.CallStream, DefaultDurable); err != nil {
+		t.Fatalf("the consumer was not created again: %v", err)
+	}
+	if _, err := js.Publish(ctx, events.CallSubject("acme", "book"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatalf("the worker's new consumer does not deliver: %v", err)
+	}
+	_ = m.Ack()
 }
