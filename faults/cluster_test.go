@@ -28,6 +28,7 @@ func TestClusterLeadersKilledUnderLoad(t *testing.T) {
 		urls[i] = srv.ClientURL()
 	}
 	s := newScenario(t, "cluster-leaders", strings.Join(urls, ","), 3)
+	s.serverStops = true
 	s.step("streams ready")
 	ctx := ctxFor(t, pick(3*time.Minute, 10*time.Minute))
 	rounds, down := pick(1, 2), pick(time.Second, 2*time.Second)

@@ -37,6 +37,7 @@ func TestNATSRestartUnderLoad(t *testing.T) {
 	samePort := func(o *server.Options) { o.Port = port }
 
 	s := newScenario(t, "nats-restart", srv.ClientURL(), 1)
+	s.serverStops = true
 	ctx := ctxFor(t, pick(2*time.Minute, 10*time.Minute))
 	restarts, down := pick(1, 3), pick(time.Second, 2*time.Second)
 	keys, perKey, rate := pick(150, 1500), 4, pick(200, 300)

@@ -70,7 +70,7 @@ type Settled struct {
 	// shared consumer has nothing pending or unacknowledged: nothing will
 	// deliver them again, so the executors are done with them. nats-server
 	// can keep such a call when it stops between recording an ack and
-	// removing the message. Zero unless the server was restarted or killed.
+	// removing the message; a server that never stopped should keep none.
 	Kept uint64
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/extensions"
 	"github.com/cloudevents/sdk-go/v2/types"
 
 	"github.com/tesserix/toolexec/events"
@@ -14,7 +15,7 @@ import (
 // distributed tracing ones.
 var plainExtensions = map[string]bool{
 	events.ExtTenant: true, events.ExtRunID: true, events.ExtCallID: true, events.ExtIdempotencyKey: true,
-	"traceparent": true, "tracestate": true,
+	extensions.TraceParentExtension: true, extensions.TraceStateExtension: true,
 }
 
 // plainEvent builds the event of a structured payload whose top-level members
