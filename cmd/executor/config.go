@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tesserix/toolexec/kvstore/pgstore"
 )
 
 // config is everything the executor is told, by flags or TOOLEXEC_* variables.
@@ -26,6 +28,7 @@ type config struct {
 	store        string // jetstream | postgres | redis | memory
 	postgresURL  string
 	pgSchema     string
+	pgMaxBatch   int
 	redisURL     string
 	redisPrefix  string
 	ensureSchema bool
@@ -80,6 +83,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.store, "store", "jetstream", "idempotency store: jetstream, postgres, redis or memory")
 	fs.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL URL for --store postgres")
 	fs.StringVar(&c.pgSchema, "postgres-schema", "toolexec", "PostgreSQL schema holding the records")
+	fs.IntVar(&c.pgMaxBatch, "postgres-max-batch", pgstore.DefaultMaxBatch, "most claims and record writes one PostgreSQL transaction carries when they arrive together (group commit); 1: each its own")
 	fs.StringVar(&c.redisURL, "redis-url", "", "Redis URL for --store redis (run Redis with AOF: without it a restart forgets every record)")
 	fs.StringVar(&c.redisPrefix, "redis-prefix", "toolexec", "prefix of the Redis keys holding the records")
 	fs.BoolVar(&c.ensureSchema, "ensure-schema", false, "create or migrate the PostgreSQL schema at start-up")
@@ -147,6 +151,9 @@ func (c *config) check() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--store %q: want jetstream, postgres, redis or memory", c.store))
+	}
+	if c.pgMaxBatch < 1 {
+		errs = append(errs, fmt.Errorf("--postgres-max-batch %d: must be at least 1", c.pgMaxBatch))
 	}
 	if c.toolsFile == "" && !c.demo {
 		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or both"))

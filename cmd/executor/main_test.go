@@ -78,6 +78,7 @@ func TestCheck(t *testing.T) {
 		{"redis without url", func(c *config) { c.store = "redis" }, "--redis-url"},
 		{"lease not below retention", func(c *config) { c.lease = c.retention }, "shorter"},
 		{"zero concurrency", func(c *config) { c.concurrency = 0 }, "concurrency"},
+		{"zero postgres batch", func(c *config) { c.pgMaxBatch = 0 }, "--postgres-max-batch"},
 		{"log format", func(c *config) { c.logFormat = "xml" }, "log-format"},
 	}
 	for _, tt := range tests {

@@ -267,7 +267,7 @@ func openStore(ctx context.Context, cfg config, js jetstream.JetStream, log *slo
 		if err != nil {
 			return nil, nil, fmt.Errorf("postgres store: %w", err)
 		}
-		s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: cfg.pgSchema, Retention: cfg.retention, Logger: log})
+		s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: cfg.pgSchema, Retention: cfg.retention, MaxBatch: cfg.pgMaxBatch, Logger: log})
 		if err != nil {
 			pool.Close()
 			return nil, nil, fmt.Errorf("postgres store: %w", err)

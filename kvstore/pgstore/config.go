@@ -16,6 +16,8 @@ const (
 	DefaultRecheckInterval = 5 * time.Second
 	DefaultMaxOutcomeBytes = 1 << 20
 	DefaultOpTimeout       = 5 * time.Second
+	DefaultMaxBatch        = 64
+	DefaultBatchWriters    = 4
 	// MaxReasonBytes bounds an indeterminate record's reason; longer reasons are
 	// refused with kvstore.ErrTooLarge.
 	MaxReasonBytes = 1024
@@ -69,6 +71,19 @@ type Config struct {
 	// negative value turns the bound off.
 	OpTimeout time.Duration
 
+	// MaxBatch is how many writes one transaction may carry. Claims and the
+	// holder's writes (record, renew, release, mark indeterminate) that arrive
+	// while earlier ones are being written go together, in one round trip and
+	// one commit — one WAL flush for all of them. Nothing waits on purpose: at
+	// low load every write goes alone, at once. Default 64; 1 turns group
+	// commit off (every write its own statement and its own transaction). Must
+	// not be negative.
+	MaxBatch int
+
+	// BatchWriters is how many group commits may be in flight at once, each on
+	// a connection of the pool. Default 4. Must not be negative.
+	BatchWriters int
+
 	// Logger receives errors from the background sweeper and the notification
 	// listener, which have no caller to return them to. Default: discarded.
 	Logger *slog.Logger
@@ -119,6 +134,18 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: negative max outcome size %d", ErrBadConfig, c.MaxOutcomeBytes)
 	case c.MaxOutcomeBytes == 0:
 		c.MaxOutcomeBytes = DefaultMaxOutcomeBytes
+	}
+	switch {
+	case c.MaxBatch < 0:
+		return c, fmt.Errorf("%w: negative max batch %d", ErrBadConfig, c.MaxBatch)
+	case c.MaxBatch == 0:
+		c.MaxBatch = DefaultMaxBatch
+	}
+	switch {
+	case c.BatchWriters < 0:
+		return c, fmt.Errorf("%w: negative batch writers %d", ErrBadConfig, c.BatchWriters)
+	case c.BatchWriters == 0:
+		c.BatchWriters = DefaultBatchWriters
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout

@@ -20,6 +20,17 @@
 // whose lease ran out is never taken by Claim, only by [Store.TakeOver], which
 // compares the revision and checks the lease in the same UPDATE.
 //
+// # Group commit
+//
+// Claims and the holder's writes (record, renew, release, mark indeterminate)
+// that arrive while others are being written share one transaction: up to
+// [Config.MaxBatch] statements sent in one round trip and committed once, by one
+// of [Config.BatchWriters] writers. Each statement is the one the write runs
+// alone, so its answer is the same; a batch the server refuses (a broken
+// deadlock, say) rolled back as a whole, and its writes run again one by one.
+// Statements are sorted by key, so batches lock rows in one order. At low load
+// a write goes alone, without waiting. [Store.BatchStats] counts the batches.
+//
 // # Waiting
 //
 // [Store.Wait] listens on the channel [Config.Channel] on a dedicated connection

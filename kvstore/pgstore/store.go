@@ -47,6 +47,11 @@ type Store struct {
 	bg     sync.WaitGroup     // the sweeper and the listener
 
 	lis *listener // started by the first Wait
+
+	// Group commit (batch.go): writes hands single-row writes to the batch
+	// writers; nil when Config.MaxBatch is 1.
+	writes                         chan *write
+	batches, batched, batchRetries atomic.Int64
 }
 
 // New returns a store over pool, configured by cfg (zero fields take their
@@ -77,6 +82,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	s.lis = newListener(s)
 	if cfg.SweepInterval > 0 {
 		s.goBackground(s.sweepLoop)
+	}
+	if cfg.MaxBatch > 1 {
+		s.writes = make(chan *write)
+		for range cfg.BatchWriters {
+			s.goBackground(s.batchWriter)
+		}
 	}
 	return s, nil
 }
@@ -343,9 +354,11 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	}
 	lease := micros(req.Lease)
 	for range claimAttempts {
-		r, err := scanRecord(s.pool.QueryRow(ctx, s.sql.claim,
-			req.Tenant, req.Digest, req.CheckDigest, req.Tool, req.RunID, req.CallID,
-			req.Holder, token, lease, s.retention()))
+		var r row
+		err := s.queryRow(ctx, req.Tenant, req.Digest, s.sql.claim,
+			[]any{req.Tenant, req.Digest, req.CheckDigest, req.Tool, req.RunID, req.CallID,
+				req.Holder, token, lease, s.retention()},
+			func(q pgx.Row) (err error) { r, err = scanRecord(q); return err })
 		if err == nil {
 			return kvstore.ClaimResult{
 				Claimed: true,
@@ -404,7 +417,9 @@ func (s *Store) holderOp(ctx context.Context, lease kvstore.Lease, query string,
 		return err
 	}
 	var applied bool
-	err := s.pool.QueryRow(ctx, query, append([]any{lease.Tenant, lease.Digest, lease.Token}, args...)...).Scan(&applied)
+	err := s.queryRow(ctx, lease.Tenant, lease.Digest, query,
+		append([]any{lease.Tenant, lease.Digest, lease.Token}, args...),
+		func(q pgx.Row) error { return q.Scan(&applied) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return kvstore.ErrNotHolder
 	}

@@ -1,0 +1,238 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+// claimWrite is the write Claim queues for r, and where its row goes.
+func claimWrite(s *Store, r kvstore.ClaimRequest, token string) (*write, *row) {
+	var got row
+	w := &write{
+		tenant: r.Tenant, digest: r.Digest, query: s.sql.claim,
+		args: []any{r.Tenant, r.Digest, r.CheckDigest, r.Tool, r.RunID, r.CallID,
+			r.Holder, token, micros(r.Lease), s.retention()},
+		scan: func(q pgx.Row) (err error) { got, err = scanRecord(q); return err },
+		done: make(chan error, 1),
+	}
+	return w, &got
+}
+
+// TestGroupCommitConcurrentClaims claims keys from many goroutines at once while
+// the only batch writer is held up, so that they queue and go in one batch:
+// each key is claimed once, its duplicates see the winner's claim, and the
+// winners' records complete in batches too.
+func TestGroupCommitConcurrentClaims(t *testing.T) {
+	pool := testPool(t, nil)
+	s := openStore(t, pool, Config{MaxBatch: 64, BatchWriters: 1})
+
+	// Hold the writer: a Record waits on a row another transaction has locked.
+	blocker := mustClaim(t, s, req("t1", newDigest(t), "blocker", time.Minute))
+	tx, err := pool.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+s.quotedSchema+`.records WHERE digest = $1 FOR UPDATE`, blocker.Lease.Digest); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() { held <- s.Record(ctx(t), blocker.Lease, "held") }()
+	time.Sleep(100 * time.Millisecond) // the Record is in the writer, waiting on the lock
+
+	const keys, copies = 12, 3
+	digests := make([]string, keys)
+	for i := range digests {
+		digests[i] = newDigest(t)
+	}
+	results := make([][]kvstore.ClaimResult, keys)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	errs := make(chan error, keys*copies)
+	for i, d := range digests {
+		for c := range copies {
+			wg.Go(func() {
+				res, err := s.Claim(ctx(t), req("t1", d, fmt.Sprintf("h%d-%d", i, c), time.Minute))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				results[i] = append(results[i], res)
+				mu.Unlock()
+			})
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // every claim is queued behind the held writer
+	if err := tx.Rollback(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-held; err != nil {
+		t.Fatalf("held Record: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Claim: %v", err)
+	}
+
+	var leases []kvstore.Lease
+	for i, rs := range results {
+		var winners []kvstore.ClaimResult
+		for _, r := range rs {
+			if r.Claimed {
+				winners = append(winners, r)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("key %d: %d of %d claims won, want exactly 1", i, len(winners), len(rs))
+		}
+		for _, r := range rs {
+			if !r.Claimed && (r.Record.Holder != winners[0].Lease.Holder || r.Record.State != kvstore.StateClaimed) {
+				t.Errorf("key %d: a duplicate saw %+v, want the claim of %s", i, r.Record, winners[0].Lease.Holder)
+			}
+		}
+		leases = append(leases, winners[0].Lease)
+	}
+	st := s.BatchStats()
+	if st.Batches == 0 || st.Writes < 2 {
+		t.Fatalf("no group commit happened: %+v", st)
+	}
+	if st.Retried != 0 {
+		t.Fatalf("batches refused: %+v", st)
+	}
+
+	// The winners record at once: their writes go in batches as well.
+	for _, l := range leases {
+		wg.Go(func() {
+			if err := s.Record(ctx(t), l, "done"); err != nil {
+				t.Errorf("Record: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, d := range digests {
+		rec, err := s.Get(ctx(t), "t1", d)
+		if err != nil || rec.State != kvstore.StateCompleted || rec.Outcome != "done" {
+			t.Fatalf("key %d: %+v, %v; want completed with outcome done", i, rec, err)
+		}
+	}
+}
+
+// TestGroupCommitSameKeyTwiceInOneBatch: the second claim of a key in the batch
+// that first claims it writes nothing, as it would alone after the first.
+func TestGroupCommitSameKeyTwiceInOneBatch(t *testing.T) {
+	s := newTestStore(t, Config{MaxBatch: 64, BatchWriters: 1})
+	d := newDigest(t)
+	w1, r1 := claimWrite(s, req("t1", d, "first", time.Minute), "tok1")
+	w2, _ := claimWrite(s, req("t1", d, "second", time.Minute), "tok2")
+	s.writeBatch([]*write{w1, w2})
+	if err := <-w1.done; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := <-w2.done; !errors.Is(err, pgx.ErrNoRows) {
+		t.Fatalf("second claim: %v, want no row (the key is taken)", err)
+	}
+	if r1.rec.Holder != "first" || r1.rec.State != kvstore.StateClaimed {
+		t.Fatalf("first claim's row: %+v", r1.rec)
+	}
+	if st := s.BatchStats(); st.Batches != 1 || st.Writes != 2 {
+		t.Fatalf("stats %+v, want one batch of two", st)
+	}
+}
+
+// TestGroupCommitRefusedBatchRunsWritesAlone: a statement the server refuses
+// rolls the whole batch back; the other writes then run alone and succeed, and
+// only the refused one fails.
+func TestGroupCommitRefusedBatchRunsWritesAlone(t *testing.T) {
+	s := newTestStore(t, Config{MaxBatch: 64, BatchWriters: 1})
+	rawExec(t, s, `CREATE FUNCTION `+s.quotedSchema+`.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.holder = 'poison' THEN RAISE EXCEPTION 'refused for the test'; END IF;
+	RETURN NEW;
+END $$`)
+	rawExec(t, s, `CREATE TRIGGER refuse BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION `+s.quotedSchema+`.refuse()`)
+
+	var batch []*write
+	var good []string
+	for i := range 5 {
+		holder := fmt.Sprintf("h%d", i)
+		if i == 2 {
+			holder = "poison"
+		}
+		d := newDigest(t)
+		w, _ := claimWrite(s, req("t1", d, holder, time.Minute), "tok-"+holder)
+		batch = append(batch, w)
+		if holder != "poison" {
+			good = append(good, d)
+		}
+	}
+	s.writeBatch(batch)
+	var refused int
+	for _, w := range batch {
+		err := <-w.done
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+		case errors.As(err, &pgErr) && pgErr.Message == "refused for the test":
+			refused++
+		default:
+			t.Fatalf("claim %s: %v", w.digest, err)
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("%d claims refused, want the poisoned one", refused)
+	}
+	for _, d := range good {
+		if n := rowCount(t, s, "digest = $1", d); n != 1 {
+			t.Fatalf("key %s: %d rows after the batch ran again one by one, want 1", d, n)
+		}
+	}
+	if n := rowCount(t, s, "holder = 'poison'"); n != 0 {
+		t.Fatalf("the refused claim left %d rows", n)
+	}
+	if st := s.BatchStats(); st.Retried != 1 {
+		t.Fatalf("stats %+v, want one batch retried", st)
+	}
+}
+
+// TestGroupCommitTimeoutWritesNothing: a batch that runs out of time (one of its
+// statements waits on a lock) fails every write of it — none is run again — and
+// leaves no row behind.
+func TestGroupCommitTimeoutWritesNothing(t *testing.T) {
+	pool := testPool(t, nil)
+	s := openStore(t, pool, Config{MaxBatch: 64, BatchWriters: 1, OpTimeout: 300 * time.Millisecond})
+	locked := mustClaim(t, s, req("t1", newDigest(t), "locked", time.Minute))
+	tx, err := pool.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+s.quotedSchema+`.records WHERE digest = $1 FOR UPDATE`, locked.Lease.Digest); err != nil {
+		t.Fatal(err)
+	}
+	var batch []*write
+	for i := range 3 {
+		w, _ := claimWrite(s, req("t1", newDigest(t), fmt.Sprintf("h%d", i), time.Minute), fmt.Sprintf("tok%d", i))
+		batch = append(batch, w)
+	}
+	blocked, _ := claimWrite(s, req("t1", locked.Lease.Digest, "late", time.Minute), "tok-late")
+	batch = append(batch, blocked)
+	s.writeBatch(batch)
+	for _, w := range batch {
+		if err := <-w.done; err == nil || errors.Is(err, pgx.ErrNoRows) {
+			t.Fatalf("claim %s: %v, want the batch's failure", w.digest, err)
+		}
+	}
+	if n := rowCount(t, s, "holder LIKE 'h%'"); n != 0 {
+		t.Fatalf("%d rows of the failed batch were written", n)
+	}
+}
