@@ -315,6 +315,27 @@ func TestBestRiver(t *testing.T) {
 	}
 }
 
+// sawtoothRSS is a run of 1,000,000 calls whose RSS alternates between low
+// (every sample but each fifth) and high, with the reference sample (after
+// 100,000 calls) low and the last one high.
+func sawtoothRSS(low, high int64) *rssRun {
+	run := sampleRSS(1000000, low, low)
+	for i := range run.Samples {
+		if c := run.Samples[i].Calls; c > 0 && c%(5*run.Chunk) == 0 {
+			run.Samples[i].RSSKiB = high
+		}
+	}
+	run.Samples[20].RSSKiB = low // after 100,000 calls
+	return run
+}
+
+// lowLast sets the last sample of run to the first point's RSS.
+func lowLast(run *rssRun) *rssRun {
+	first, _ := run.at(rssFractions[0])
+	run.Samples[len(run.Samples)-1].RSSKiB = first.RSSKiB
+	return run
+}
+
 func TestRSSTarget(t *testing.T) {
 	rss := func(r *rssRun, err string) []Result {
 		return []Result{{ID: "rss", Group: groupMemory, RSS: r, Err: err}}
@@ -330,10 +351,15 @@ func TestRSSTarget(t *testing.T) {
 		{"no row", nil, "not measured", "row missing"},
 		{"failed at the start", rss(nil, "executor exited"), "not measured", "rss: executor exited"},
 		{"unfinished", rss(unfinished, "after 250000 calls: emitter bench: timeout"), "not measured", "the run did not finish: after 250000 calls"},
-		{"met", rss(sampleRSS(1000000, 200*1024, 219*1024), ""), "met", "200 MiB after 100,000 calls, 219 MiB after 1,000,000 = **1.09×** (peak RSS, VmHWM: 201 → 220 MiB)"},
+		{"met", rss(sampleRSS(1000000, 200*1024, 219*1024), ""), "met", "200 MiB after 100,000 calls, 219 MiB after 1,000,000 = **1.10×** (single samples: 200 → 219 MiB, 1.09×; peak RSS, VmHWM: 201 → 220 MiB)"},
 		{"grown", rss(sampleRSS(1000000, 200*1024, 240*1024), ""), "**not met**", "= **1.20×**"},
 		{"shrunk", rss(sampleRSS(1000000, 200*1024, 170*1024), ""), "**not met**", "= **0.85×**"},
-		{"short run", rss(sampleRSS(20000, 100*1024, 101*1024), ""), "not measured", "100 MiB after 2,000 calls, 101 MiB after 20,000 = **1.01×** (peak RSS, VmHWM: 101 → 102 MiB); a run of 20,000 calls (-rss-calls), not 1,000,000"},
+		// A flat sawtooth whose last single sample is a third above the first:
+		// the medians see no growth.
+		{"sawtooth", rss(sawtoothRSS(200*1024, 260*1024), ""), "met", "200 MiB after 100,000 calls, 200 MiB after 1,000,000 = **1.00×** (single samples: 200 → 260 MiB, 1.30×"},
+		// Steady growth hidden by a low last sample: the medians see it.
+		{"growth under a low sample", rss(lowLast(sampleRSS(1000000, 200*1024, 240*1024)), ""), "**not met**", "= **1.20×** (single samples: 200 → 200 MiB, 1.00×"},
+		{"short run", rss(sampleRSS(20000, 100*1024, 101*1024), ""), "not measured", "100 MiB after 2,000 calls, 101 MiB after 20,000 = **1.01×** (single samples: 100 → 101 MiB, 1.01×; peak RSS, VmHWM: 101 → 102 MiB); a run of 20,000 calls (-rss-calls), not 1,000,000"},
 	} {
 		got := rssTarget(tc.rs)
 		if got.Verdict != tc.verdict || !strings.Contains(got.Measured, tc.measured) {
@@ -403,13 +429,14 @@ func TestRenderScaleAndRSS(t *testing.T) {
 		"## Memory over a long run",
 		"    executor --retention 15s\n",
 		"update_profile 1,000,000 times, in runs of 5,000 calls",
-		"| calls | s | RSS MiB | × RSS at 100,000 |",
-		"| 0 | 0 | 30 | — | 30 |",
-		"| 100,000 | 100 | 200 | 1.00 | 201 |",
-		"| 1,000,000 | 1000 | 212 | 1.06 | 213 |",
+		"| calls | s | RSS MiB | median of 5 MiB | × median at 100,000 |",
+		"| 0 | 0 | 30 | — | — | 30 |",
+		"| 100,000 | 100 | 200 | 200 | 1.00 | 201 |",
+		"| 1,000,000 | 1000 | 212 | 212 | 1.06 | 213 |",
+		"the median of the 5\nsamples that end there (the last 25,000 calls up to it)",
 		"ok: all answered",
 		"From 100,000 calls on, the RSS of the 181 samples ranged from 200 to 212 MiB; a straight line\nfitted through them (least squares) rises by +1.33 MiB per 100,000 calls.",
-		"| RSS after 1,000,000 calls within 10 % of RSS after 100,000 | rss: 200 MiB after 100,000 calls, 212 MiB after 1,000,000 = **1.06×**",
+		"| RSS after 1,000,000 calls within 10 % of RSS after 100,000 | rss (median of the 5 samples up to each point): 200 MiB after 100,000 calls, 212 MiB after 1,000,000 = **1.06×**",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,14 +82,45 @@ func (run *rssRun) at(share float64) (rssSample, bool) {
 	return rssSample{}, false
 }
 
-// growth compares the RSS after all the calls with that after a tenth.
-func (run *rssRun) growth() (first, last rssSample, ratio float64, ok bool) {
-	first, ok1 := run.at(rssFractions[0])
-	last, ok2 := run.at(1)
-	if !ok1 || !ok2 || first.RSSKiB <= 0 {
+// rssPointSamples is how many samples the RSS at a point of the run is the
+// median of: the samples (one after each emitter run) that end with the first
+// taken after the point. One sample lands anywhere on the garbage collector's
+// sawtooth, so two single samples can differ by a third with nothing leaking.
+const rssPointSamples = 5
+
+// rssPoint is the RSS at a share of the calls.
+type rssPoint struct {
+	At        rssSample // the first sample taken after the share
+	MedianKiB int64     // the median RSS of the samples ending with At
+	Samples   int       // how many samples the median is of
+}
+
+// point returns the RSS after share of the calls.
+func (run *rssRun) point(share float64) (rssPoint, bool) {
+	at, ok := run.at(share)
+	if !ok {
+		return rssPoint{}, false
+	}
+	var window []int64
+	for _, s := range run.Samples {
+		if s.Calls > 0 && s.Calls <= at.Calls {
+			window = append(window, s.RSSKiB)
+		}
+	}
+	window = window[max(0, len(window)-rssPointSamples):]
+	slices.Sort(window)
+	return rssPoint{At: at, MedianKiB: window[len(window)/2], Samples: len(window)}, true
+}
+
+// growth compares the RSS after all the calls with that after a tenth, each
+// the median of the samples ending there.
+func (run *rssRun) growth() (first, last rssPoint, ratio float64, ok bool) {
+	first, ok1 := run.point(rssFractions[0])
+	last, ok2 := run.point(1)
+	if !ok1 || !ok2 || first.MedianKiB <= 0 {
 		return first, last, 0, false
 	}
-	return first, last, float64(last.RSSKiB) / float64(first.RSSKiB), true
+	return first, last, float64(last.MedianKiB) / float64(first.MedianKiB), true
 }
 
 // trend fits a straight line (least squares) through the RSS of the samples
@@ -225,8 +257,8 @@ func (h *harness) runRSS(ctx context.Context) Result {
 	r.rate(answered, measured)
 	first, last, ratio, _ := run.growth()
 	r.CheckOK = firstBad == "" && answered == c.rssCalls && bodies == distinct && own == int64(distinct)
-	r.Check = fmt.Sprintf("%d of %d answered in %d emitter runs; emitter: bodies entered %d = distinct keys %d%s; executor's own count of bodies entered: %d; RSS %s MiB after %d calls, %s MiB after %d (%.2f×)",
-		answered, c.rssCalls, runs, bodies, distinct, firstBad, own, kib(first.RSSKiB), first.Calls, kib(last.RSSKiB), last.Calls, ratio)
+	r.Check = fmt.Sprintf("%d of %d answered in %d emitter runs; emitter: bodies entered %d = distinct keys %d%s; executor's own count of bodies entered: %d; RSS (median of the last %d samples) %s MiB after %d calls, %s MiB after %d (%.2f×)",
+		answered, c.rssCalls, runs, bodies, distinct, firstBad, own, rssPointSamples, kib(first.MedianKiB), first.At.Calls, kib(last.MedianKiB), last.At.Calls, ratio)
 	return r
 }
 

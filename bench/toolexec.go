@@ -53,6 +53,8 @@ type executor struct {
 	w       *bus.Worker
 	done    chan error
 	closers []func()
+	// pg is the PostgreSQL store, whose group commits the check reports.
+	pg *pgstore.Store
 }
 
 // startExecutor starts the executor of cfg.
@@ -118,7 +120,7 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 			return nil, "", err
 		}
 		durability += ", synchronous_commit=" + pgSetting(ctx, pool, "synchronous_commit") + fmt.Sprintf(", %d connections", h.cfg.pgConns)
-		store = s
+		store, ex.pg = s, s
 	case "redis":
 		c, err := h.redisClient(ctx)
 		if err != nil {
@@ -250,6 +252,10 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 // entered against the dispatcher's own.
 func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, calls, conc int) Result {
 	before := ex.d.Stats().BodiesEntered.Load()
+	var batches pgstore.BatchStats
+	if ex.pg != nil {
+		batches = ex.pg.BatchStats()
+	}
 	rep, err := h.emit(ctx, ex.env.url, benchTool, calls, conc, h.cfg.duplicates)
 	if err != nil {
 		return failed(r, err)
@@ -260,6 +266,12 @@ func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, c
 	r.CheckOK = rep.Check.OK && entered == int64(rep.DistinctKeys) && rep.Answered == calls
 	r.Check = fmt.Sprintf("%d of %d answered (%s); emitter: %s; executor's own count of bodies entered: %d",
 		rep.Answered, calls, kinds(rep.Answers), rep.Check.Verdict, entered)
+	if ex.pg != nil {
+		now := ex.pg.BatchStats()
+		n, w := now.Batches-batches.Batches, now.Writes-batches.Writes
+		r.Check += fmt.Sprintf("; group commit: %d store writes in %d transactions of two or more (%.1f a transaction), %d refused and written one by one",
+			w, n, float64(w)/float64(max(n, 1)), now.Retried-batches.Retried)
+	}
 	return r
 }
 
