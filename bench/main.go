@@ -40,7 +40,7 @@ type config struct {
 	kvLazy, kvSync, rawPG, rawRedis                     int
 	rawCap                                              time.Duration
 	riverJobs                                           int
-	rssCalls                                            int
+	rssCalls, rounds                                    int
 	only                                                string
 	waitLoad                                            float64
 	waitMax                                             time.Duration
@@ -112,6 +112,7 @@ func main() {
 	flag.IntVar(&c.rssCalls, "rss-calls", 1000000, "calls of the RSS run (the target compares the RSS after all of them with that after a tenth)")
 	flag.Float64Var(&c.waitLoad, "wait-load", 0, "first wait (up to -wait-max) until the 1-minute load average is at most this; 0: do not wait")
 	flag.DurationVar(&c.waitMax, "wait-max", 10*time.Minute, "longest wait for -wait-load")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds of each pair of rows a ratio target compares (the hand-rolled loop and toolexec's KV store, each raw store cycle and its toolexec store); the table shows each row's median round")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
 	flag.Parse()
 
@@ -127,6 +128,9 @@ func main() {
 type step struct {
 	ids []string // the rows it produces
 	fn  func(ctx context.Context, h *harness) []Result
+	// round numbers the later rounds of a pair a target compares (from 2);
+	// 0 for every other step.
+	round int
 }
 
 func one(f func(ctx context.Context, h *harness) Result) func(ctx context.Context, h *harness) []Result {
@@ -141,41 +145,70 @@ func sequence(c config) []step {
 		return func(ctx context.Context, h *harness) []Result { return h.runToolexec(ctx, cfg) }
 	}
 	steps := []step{
-		{[]string{"a"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
-		{[]string{"b"}, one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
-		{[]string{"kv-lazy", "kv-lazy-c1"}, tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})},
-		{[]string{"mem"}, tx(toolexecConfig{id: "mem", name: "memory store", store: "memory"})},
-		{[]string{"raw-kv-lazy"}, one(func(ctx context.Context, h *harness) Result {
+		{ids: []string{"a"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
+		{ids: []string{"b"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
+		{ids: []string{"kv-lazy", "kv-lazy-c1"}, fn: tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})},
+		{ids: []string{"mem"}, fn: tx(toolexecConfig{id: "mem", name: "memory store", store: "memory"})},
+		{ids: []string{"raw-kv-lazy"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return h.runKVCycles(ctx, "raw-kv-lazy", false, c.kvLazy)
 		})},
-		{[]string{"raw-kv-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runKVCycles(ctx, "raw-kv-sync", true, c.kvSync) })},
-		{[]string{"raw-kv-sync-gu"}, one(func(ctx context.Context, h *harness) Result {
+		{ids: []string{"raw-kv-sync"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runKVCycles(ctx, "raw-kv-sync", true, c.kvSync) })},
+		{ids: []string{"raw-kv-sync-gu"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return h.runKVCyclesGrouped(ctx, "raw-kv-sync-gu", false, c.kvSync)
 		})},
-		{[]string{"raw-kv-sync-g"}, one(func(ctx context.Context, h *harness) Result {
+		{ids: []string{"raw-kv-sync-g"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return h.runKVCyclesGrouped(ctx, "raw-kv-sync-g", true, c.kvSync)
 		})},
-		{[]string{"kv-sync"}, func(ctx context.Context, h *harness) []Result {
+		{ids: []string{"kv-sync"}, fn: func(ctx context.Context, h *harness) []Result {
 			return withCalls(h, c.syncCalls, func() []Result {
 				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
 			})
 		}},
-		{[]string{"b-sync"}, one(func(ctx context.Context, h *harness) Result {
+		{ids: []string{"b-sync"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
 		})},
-		{[]string{"a-sync"}, one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
-		{[]string{"raw-pg"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
-		{[]string{"raw-pg-notify"}, one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
-		{[]string{"pg"}, tx(toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})},
-		{[]string{"river"}, one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river", false) })},
-		{[]string{"river-open"}, one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river-open", true) })},
-		{[]string{"raw-redis"}, one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
-		{[]string{"redis"}, tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
+		{ids: []string{"a-sync"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
+		{ids: []string{"raw-pg"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
+		{ids: []string{"raw-pg-notify"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
+		{ids: []string{"pg"}, fn: tx(toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})},
+		{ids: []string{"river"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river", false) })},
+		{ids: []string{"river-open"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river-open", true) })},
+		{ids: []string{"raw-redis"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
+		{ids: []string{"redis"}, fn: tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
+	}
+	// The later rounds of the pairs the ratio targets compare, each pair back
+	// to back, the order swapped every other round.
+	for round := 2; round <= c.rounds; round++ {
+		pairs := [][2]step{
+			{stepOf(steps, "b"), {ids: []string{"kv-lazy"}, fn: tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream"})}},
+			{stepOf(steps, "raw-kv-sync"), stepOf(steps, "kv-sync")},
+			{stepOf(steps, "raw-pg"), stepOf(steps, "pg")},
+			{stepOf(steps, "raw-redis"), stepOf(steps, "redis")},
+		}
+		for _, p := range pairs {
+			if round%2 == 0 {
+				p[0], p[1] = p[1], p[0]
+			}
+			for _, s := range p {
+				s.round = round
+				steps = append(steps, s)
+			}
+		}
 	}
 	for _, n := range scaleExecutors {
-		steps = append(steps, step{[]string{scaleID(n)}, one(func(ctx context.Context, h *harness) Result { return h.runScale(ctx, n) })})
+		steps = append(steps, step{ids: []string{scaleID(n)}, fn: one(func(ctx context.Context, h *harness) Result { return h.runScale(ctx, n) })})
 	}
-	return append(steps, step{[]string{"rss"}, one(func(ctx context.Context, h *harness) Result { return h.runRSS(ctx) })})
+	return append(steps, step{ids: []string{"rss"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRSS(ctx) })})
+}
+
+// stepOf returns the step that produces row id.
+func stepOf(steps []step, id string) step {
+	for _, s := range steps {
+		if slices.Contains(s.ids, id) {
+			return s
+		}
+	}
+	panic("no step produces row " + id)
 }
 
 // withCalls runs f with the call count set to n.
@@ -217,6 +250,7 @@ func run(ctx context.Context, c config) error {
 	}
 	m := describeMachine(ctx, c)
 	began := time.Now()
+	extra := map[string][]Result{} // the later rounds, by row id
 	for _, s := range sequence(c) {
 		if only != nil && !slices.ContainsFunc(s.ids, func(id string) bool { return slices.Contains(only, id) }) {
 			continue
@@ -226,16 +260,25 @@ func run(ctx context.Context, c config) error {
 		}
 		t0 := time.Now()
 		load := strings.Fields(loadAverage())[0]
-		fmt.Fprintf(os.Stderr, "==> %s (load %s) ...\n", strings.Join(s.ids, ", "), load)
+		round := ""
+		if s.round > 0 {
+			round = fmt.Sprintf(", round %d of %d", s.round, c.rounds)
+		}
+		fmt.Fprintf(os.Stderr, "==> %s%s (load %s) ...\n", strings.Join(s.ids, ", "), round, load)
 		for _, r := range s.fn(ctx, h) {
 			r.Load = load
-			h.results = append(h.results, r)
+			if s.round > 0 {
+				extra[r.ID] = append(extra[r.ID], r)
+			} else {
+				h.results = append(h.results, r)
+			}
 			fmt.Fprintf(os.Stderr, "    %-12s %10.0f /s  p50 %7.2fms  p99 %7.2fms  %s%s\n", r.ID, r.PerSec, r.P50, r.P99, r.Check, errSuffix(r))
 		}
 		fmt.Fprintf(os.Stderr, "    (%.1fs)\n", time.Since(t0).Seconds())
 	}
 	m.Elapsed = time.Since(began)
 	m.LoadAfter = loadAverage()
+	mergeRounds(h.results, extra)
 
 	raw, _ := json.MarshalIndent(h.results, "", "  ")
 	if err := os.WriteFile(filepath.Join(c.work, "results.json"), raw, 0o644); err != nil {

@@ -77,8 +77,31 @@ func ratioTarget(rs []Result, what, a, b string, want float64) target {
 	}
 	ratio := ra.PerSec / rb.PerSec
 	t.Measured = fmt.Sprintf("%s / %s = %.0f / %.0f = **%.2f×**", ra.ID, rb.ID, ra.PerSec, rb.PerSec, ratio)
+	if lo, hi, n, ok := roundRatios(ra, rb); ok {
+		t.Measured += fmt.Sprintf(" (medians of %d rounds; the rounds' own ratios %.2f–%.2f×)", n, lo, hi)
+	}
 	t.Verdict = verdictOf(ratio >= want)
 	return t
+}
+
+// roundRatios returns the range of the ratios of a's rate to b's, round by
+// round, when both rows ran the same number of rounds (more than one).
+func roundRatios(a, b Result) (lo, hi float64, n int, ok bool) {
+	if len(a.Rounds) < 2 || len(a.Rounds) != len(b.Rounds) {
+		return 0, 0, 0, false
+	}
+	for k := range a.Rounds {
+		if a.Rounds[k] <= 0 || b.Rounds[k] <= 0 {
+			continue
+		}
+		x := a.Rounds[k] / b.Rounds[k]
+		if n == 0 || x < lo {
+			lo = x
+		}
+		hi = max(hi, x)
+		n++
+	}
+	return lo, hi, len(a.Rounds), n > 0
 }
 
 func verdictOf(ok bool) string {
@@ -208,7 +231,15 @@ func renderReport(in reportInput) string {
 	w("to receiving its answer (its completion). × (a) compares with the lazy-fsync work-queue\n")
 	w("ceiling, × River with the faster of River's two rows on the same PostgreSQL. The rows a\n")
 	w("target compares ran one after the other; *load* is the machine's 1-minute load average\n")
-	w("when a row started (above %d, something else was competing for the CPUs).\n\n", m.CPUs)
+	w("when a row started (above %d, something else was competing for the CPUs).", m.CPUs)
+	if c.rounds > 1 {
+		w(" The pairs a ratio target\n")
+		w("compares (the hand-rolled loop and toolexec's KV store; each raw store cycle and its\n")
+		w("toolexec store) ran %d rounds, each pair back to back and its order swapped every other\n", c.rounds)
+		w("round: such a row shows its median round (rate, latency, load), its check holds only if\n")
+		w("every round's did, and the check column lists every round's rate.")
+	}
+	w("\n\n")
 	a, hasA := find(in.results, "a")
 	river, hasRiver := find(in.results, bestRiver)
 	w("| configuration | durability | ops/s | p50 ms | p99 ms | × (a) | × River | load | check |\n")
@@ -232,7 +263,11 @@ func renderReport(in reportInput) string {
 		if r.P99 > 0 {
 			p50, p99 = trimFloat(r.P50), trimFloat(r.P99)
 		}
-		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, xa, xr, r.Load, checkWord(r), escapeCell(r.Check))
+		check := r.Check
+		if len(r.Rounds) > 1 {
+			check += fmt.Sprintf("; %d rounds, ops/s in the order run: %s (the median shown)", len(r.Rounds), roundsList(r.Rounds))
+		}
+		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, xa, xr, r.Load, checkWord(r), escapeCell(check))
 	}
 	w("\n![Throughput and p99 latency by configuration](%s)\n\n", in.chartPath)
 	renderScale(&b, in)
@@ -418,6 +453,18 @@ func renderRSS(b *strings.Builder, in reportInput) {
 		w("%s: %s\n", checkWord(r), escapeCell(r.Check))
 	}
 	w("\n")
+}
+
+// roundsList prints rates, 0 (a round that failed) as "failed".
+func roundsList(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, x := range rates {
+		parts[i] = "failed"
+		if x > 0 {
+			parts[i] = fmt.Sprintf("%.0f", x)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // signedMiB prints bytes in MiB with its sign, two decimals.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +41,53 @@ type Result struct {
 	Load string `json:"load"`
 	// RSS is the RSS run's configuration and samples (row "rss" only).
 	RSS *rssRun `json:"rss,omitempty"`
+	// Rounds is the rate of every round of a row measured more than once
+	// (-rounds), in the order they ran (0 for a round that failed); the other
+	// fields are the median round's.
+	Rounds []float64 `json:"rounds,omitempty"`
+}
+
+// mergeRounds folds the later rounds of each row (extra, by row id) into its
+// first: the row becomes its median round (by rate, among the rounds that
+// were measured), its check holds only if every round's held, and Rounds
+// lists every round's rate.
+func mergeRounds(rs []Result, extra map[string][]Result) {
+	for i, first := range rs {
+		later := extra[first.ID]
+		if len(later) == 0 {
+			continue
+		}
+		all := append([]Result{first}, later...)
+		var measured []Result
+		rounds := make([]float64, len(all))
+		checkOK := true
+		var failures []string
+		for k, r := range all {
+			if r.Err == "" {
+				measured = append(measured, r)
+				rounds[k] = r.PerSec
+			}
+			if r.Err != "" || !r.CheckOK {
+				checkOK = false
+				why := r.Err
+				if why == "" {
+					why = r.Check
+				}
+				failures = append(failures, fmt.Sprintf("round %d: %s", k+1, why))
+			}
+		}
+		if len(measured) == 0 {
+			continue
+		}
+		slices.SortStableFunc(measured, func(a, b Result) int { return cmp.Compare(a.PerSec, b.PerSec) })
+		m := measured[len(measured)/2]
+		m.Rounds = rounds
+		m.CheckOK = m.CheckOK && checkOK
+		if len(failures) > 0 {
+			m.Check += "; " + strings.Join(failures, "; ")
+		}
+		rs[i] = m
+	}
 }
 
 // displayOrder is the order of the rows in the table and the chart: ceiling,
