@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,12 +66,23 @@ type harness struct {
 	results  []Result
 	profiles []profileRun
 	storeTmp string
+	dirs     map[string]int // store directories handed out, by configuration
 }
 
 func (h *harness) nextPort() int { h.port++; return h.port - 1 }
 
-// storeDir is the NATS store directory of one configuration.
-func (h *harness) storeDir(name string) string { return filepath.Join(h.storeTmp, name) }
+// storeDir is a new NATS store directory for one configuration: each round of
+// a configuration starts from an empty store.
+func (h *harness) storeDir(name string) string {
+	if h.dirs == nil {
+		h.dirs = map[string]int{}
+	}
+	h.dirs[name]++
+	if n := h.dirs[name]; n > 1 {
+		name += "-" + strconv.Itoa(n)
+	}
+	return filepath.Join(h.storeTmp, name)
+}
 
 func (h *harness) profilePath(id string) string {
 	return filepath.Join(h.cfg.work, "cpu-"+id+".pprof")

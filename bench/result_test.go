@@ -96,3 +96,12 @@ func TestSequenceRounds(t *testing.T) {
 		t.Fatalf("the step before scale-1 is %v of round %d, want the last of round 3", steps[max(lastLater, 0)].ids, steps[max(lastLater, 0)].round)
 	}
 }
+
+func TestStoreDirIsNewEachRound(t *testing.T) {
+	h := &harness{storeTmp: "/tmp/x"}
+	got := []string{h.storeDir("raw-kv-sync"), h.storeDir("raw-kv-sync"), h.storeDir("kv-sync")}
+	want := []string{"/tmp/x/raw-kv-sync", "/tmp/x/raw-kv-sync-2", "/tmp/x/kv-sync"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("store dirs %v, want %v", got, want)
+	}
+}

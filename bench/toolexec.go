@@ -53,8 +53,11 @@ type executor struct {
 	w       *bus.Worker
 	done    chan error
 	closers []func()
-	// pg is the PostgreSQL store, whose group commits the check reports.
-	pg *pgstore.Store
+	// groups counts the store's group commits (nil: the store has none): the
+	// transactions or atomic batches of two writes or more, the writes they
+	// carried, and the ones the server refused, whose writes then went one by
+	// one. The check reports them.
+	groups func() (batches, writes, refused int64)
 }
 
 // startExecutor starts the executor of cfg.
@@ -94,6 +97,7 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 		if err != nil {
 			return nil, "", err
 		}
+
 		ex.closers = append(ex.closers, func() { _ = s.Close() })
 		store = s
 	case "postgres":
@@ -120,7 +124,11 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 			return nil, "", err
 		}
 		durability += ", synchronous_commit=" + pgSetting(ctx, pool, "synchronous_commit") + fmt.Sprintf(", %d connections", h.cfg.pgConns)
-		store, ex.pg = s, s
+		store = s
+		ex.groups = func() (int64, int64, int64) {
+			st := s.BatchStats()
+			return st.Batches, st.Writes, st.Retried
+		}
 	case "redis":
 		c, err := h.redisClient(ctx)
 		if err != nil {
@@ -252,9 +260,9 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 // entered against the dispatcher's own.
 func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, calls, conc int) Result {
 	before := ex.d.Stats().BodiesEntered.Load()
-	var batches pgstore.BatchStats
-	if ex.pg != nil {
-		batches = ex.pg.BatchStats()
+	var batches, writes, refused int64
+	if ex.groups != nil {
+		batches, writes, refused = ex.groups()
 	}
 	rep, err := h.emit(ctx, ex.env.url, benchTool, calls, conc, h.cfg.duplicates)
 	if err != nil {
@@ -266,11 +274,11 @@ func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, c
 	r.CheckOK = rep.Check.OK && entered == int64(rep.DistinctKeys) && rep.Answered == calls
 	r.Check = fmt.Sprintf("%d of %d answered (%s); emitter: %s; executor's own count of bodies entered: %d",
 		rep.Answered, calls, kinds(rep.Answers), rep.Check.Verdict, entered)
-	if ex.pg != nil {
-		now := ex.pg.BatchStats()
-		n, w := now.Batches-batches.Batches, now.Writes-batches.Writes
-		r.Check += fmt.Sprintf("; group commit: %d store writes in %d transactions of two or more (%.1f a transaction), %d refused and written one by one",
-			w, n, float64(w)/float64(max(n, 1)), now.Retried-batches.Retried)
+	if ex.groups != nil {
+		b, w, ref := ex.groups()
+		b, w, ref = b-batches, w-writes, ref-refused
+		r.Check += fmt.Sprintf("; group commit: %d store writes in %d batches of two or more (%.1f a batch), %d refused and written one by one",
+			w, b, float64(w)/float64(max(b, 1)), ref)
 	}
 	return r
 }
