@@ -131,6 +131,9 @@ func targets(rs []Result, gb []goBenchmark) []target {
 	lat := target{What: "End-to-end latency at concurrency 1, lazy fsync: p99 ≤ 3 ms"}
 	if r, ok := find(rs, "kv-lazy-c1"); ok {
 		lat.Measured = fmt.Sprintf("kv-lazy-c1: p50 %s ms, p99 **%s ms**", trimFloat(r.P50), trimFloat(r.P99))
+		if len(r.RoundsP99) > 1 {
+			lat.Measured += fmt.Sprintf(" (the median round by rate of %d; every round's p99: %s ms)", len(r.RoundsP99), roundsList(r.RoundsP99, "%.3g"))
+		}
 		lat.Verdict = verdictOf(r.P99 <= 3)
 	} else {
 		lat.Measured, lat.Verdict = "row missing", "not measured"
@@ -236,8 +239,9 @@ func renderReport(in reportInput) string {
 		w(" The pairs a ratio target\n")
 		w("compares (the hand-rolled loop and toolexec's KV store; each raw store cycle and its\n")
 		w("toolexec store) ran %d rounds, each pair back to back and its order swapped every other\n", c.rounds)
-		w("round: such a row shows its median round (rate, latency, load), its check holds only if\n")
-		w("every round's did, and the check column lists every round's rate.")
+		w("round, toolexec's KV store with its run at concurrency 1: such a row shows its median\n")
+		w("round by rate (rate, latency, load), its check holds only if every round's did, and the\n")
+		w("check column lists every round's rate and p99.")
 	}
 	w("\n\n")
 	a, hasA := find(in.results, "a")
@@ -265,7 +269,11 @@ func renderReport(in reportInput) string {
 		}
 		check := r.Check
 		if len(r.Rounds) > 1 {
-			check += fmt.Sprintf("; %d rounds, ops/s in the order run: %s (the median shown)", len(r.Rounds), roundsList(r.Rounds))
+			check += fmt.Sprintf("; %d rounds, ops/s in the order run: %s", len(r.Rounds), roundsList(r.Rounds, "%.0f"))
+			if len(r.RoundsP99) == len(r.Rounds) {
+				check += fmt.Sprintf(", p99 ms: %s", roundsList(r.RoundsP99, "%.3g"))
+			}
+			check += " (the median round by ops/s shown)"
 		}
 		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, xa, xr, r.Load, checkWord(r), escapeCell(check))
 	}
@@ -455,13 +463,14 @@ func renderRSS(b *strings.Builder, in reportInput) {
 	w("\n")
 }
 
-// roundsList prints rates, 0 (a round that failed) as "failed".
-func roundsList(rates []float64) string {
-	parts := make([]string, len(rates))
-	for i, x := range rates {
+// roundsList prints the figures of the rounds with format, 0 (a round that
+// failed) as "failed".
+func roundsList(figures []float64, format string) string {
+	parts := make([]string, len(figures))
+	for i, x := range figures {
 		parts[i] = "failed"
 		if x > 0 {
-			parts[i] = fmt.Sprintf("%.0f", x)
+			parts[i] = fmt.Sprintf(format, x)
 		}
 	}
 	return strings.Join(parts, ", ")

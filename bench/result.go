@@ -45,6 +45,8 @@ type Result struct {
 	// (-rounds), in the order they ran (0 for a round that failed); the other
 	// fields are the median round's.
 	Rounds []float64 `json:"rounds,omitempty"`
+	// RoundsP99 is every round's p99 latency, in the same order.
+	RoundsP99 []float64 `json:"rounds_p99_ms,omitempty"`
 }
 
 // mergeRounds folds the later rounds of each row (extra, by row id) into its
@@ -59,13 +61,13 @@ func mergeRounds(rs []Result, extra map[string][]Result) {
 		}
 		all := append([]Result{first}, later...)
 		var measured []Result
-		rounds := make([]float64, len(all))
+		rounds, p99s := make([]float64, len(all)), make([]float64, len(all))
 		checkOK := true
 		var failures []string
 		for k, r := range all {
 			if r.Err == "" {
 				measured = append(measured, r)
-				rounds[k] = r.PerSec
+				rounds[k], p99s[k] = r.PerSec, r.P99
 			}
 			if r.Err != "" || !r.CheckOK {
 				checkOK = false
@@ -82,6 +84,9 @@ func mergeRounds(rs []Result, extra map[string][]Result) {
 		slices.SortStableFunc(measured, func(a, b Result) int { return cmp.Compare(a.PerSec, b.PerSec) })
 		m := measured[len(measured)/2]
 		m.Rounds = rounds
+		if slices.ContainsFunc(p99s, func(x float64) bool { return x > 0 }) {
+			m.RoundsP99 = p99s
+		}
 		m.CheckOK = m.CheckOK && checkOK
 		if len(failures) > 0 {
 			m.Check += "; " + strings.Join(failures, "; ")

@@ -27,13 +27,13 @@ func TestMergeRounds(t *testing.T) {
 	// b: the median round is the first (900 among 800, 900, 1000), every
 	// round's rate listed in the order run.
 	if b := rs[0]; b.PerSec != 900 || b.P99 != 9 || b.Check != "first" || b.Load != "1.0" || !b.CheckOK ||
-		!slices.Equal(b.Rounds, []float64{900, 1000, 800}) {
+		!slices.Equal(b.Rounds, []float64{900, 1000, 800}) || !slices.Equal(b.RoundsP99, []float64{9, 10, 8}) {
 		t.Errorf("b merged to %+v", b)
 	}
 	// kv-lazy: the median of the two measured rounds (the higher of two), its
 	// check failed by the round that failed it and the one not measured.
 	kv := rs[1]
-	if kv.PerSec != 700 || kv.CheckOK || !slices.Equal(kv.Rounds, []float64{500, 700, 0}) {
+	if kv.PerSec != 700 || kv.CheckOK || !slices.Equal(kv.Rounds, []float64{500, 700, 0}) || kv.RoundsP99 != nil {
 		t.Errorf("kv-lazy merged to %+v", kv)
 	}
 	for _, want := range []string{"round 2: 2 keys entered twice", "round 3: emitter bench: timeout"} {
@@ -81,10 +81,11 @@ func TestSequenceRounds(t *testing.T) {
 	if !slices.Equal(first1, first3) {
 		t.Fatalf("the first round changed with -rounds: %v vs %v", first1, first3)
 	}
-	// Rounds 2 and 3: each pair, its order swapped in round 2.
+	// Rounds 2 and 3: each pair, its order swapped in round 2; the run at
+	// concurrency 1 goes with the KV store's.
 	want := []string{
-		"kv-lazy", "b", "kv-sync", "raw-kv-sync", "pg", "raw-pg", "redis", "raw-redis",
-		"b", "kv-lazy", "raw-kv-sync", "kv-sync", "raw-pg", "pg", "raw-redis", "redis",
+		"kv-lazy", "kv-lazy-c1", "b", "kv-sync", "raw-kv-sync", "pg", "raw-pg", "redis", "raw-redis",
+		"b", "kv-lazy", "kv-lazy-c1", "raw-kv-sync", "kv-sync", "raw-pg", "pg", "raw-redis", "redis",
 	}
 	if !slices.Equal(later3, want) {
 		t.Fatalf("later rounds run %v, want %v", later3, want)
@@ -103,5 +104,19 @@ func TestStoreDirIsNewEachRound(t *testing.T) {
 	want := []string{"/tmp/x/raw-kv-sync", "/tmp/x/raw-kv-sync-2", "/tmp/x/kv-sync"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("store dirs %v, want %v", got, want)
+	}
+}
+
+func TestLatencyTargetShowsEveryRound(t *testing.T) {
+	c1 := Result{ID: "kv-lazy-c1", PerSec: 900, P50: 0.8, P99: 2.5, Rounds: []float64{900, 1000, 800}, RoundsP99: []float64{2.5, 1.75, 6.5}}
+	var lat target
+	for _, tg := range targets([]Result{c1}, nil) {
+		if strings.HasPrefix(tg.What, "End-to-end latency") {
+			lat = tg
+		}
+	}
+	want := "kv-lazy-c1: p50 0.8 ms, p99 **2.5 ms** (the median round by rate of 3; every round's p99: 2.5, 1.75, 6.5 ms)"
+	if lat.Measured != want || lat.Verdict != "met" {
+		t.Fatalf("latency target %q, %q; want %q, met", lat.Measured, lat.Verdict, want)
 	}
 }
