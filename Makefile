@@ -46,7 +46,7 @@ BENCH_FLAGS ?=
 bench: ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rolled loop, raw store cycles and River, its scale-out over 1, 2 and 4 executors and its memory over 1,000,000 calls; writes docs/BENCHMARKS.md (needs PostgreSQL and Redis).
 	@mkdir -p $(BENCH_WORK)
 	$(GO) build -o $(BENCH_WORK)/ ./cmd/emitter ./cmd/executor
-	bash -o pipefail -c "$(GO) test -run '^$$' -bench . -benchmem $(PKGS) | tee $(BENCH_WORK)/go-bench.txt"
+	bash -o pipefail -c "$(GO) test -run '^$$' -bench . -benchmem -count 3 $(PKGS) | tee $(BENCH_WORK)/go-bench.txt"
 	cd bench && $(GO) run . -emitter $(BENCH_WORK)/emitter -executor $(BENCH_WORK)/executor -gobench $(BENCH_WORK)/go-bench.txt -work $(BENCH_WORK) \
 		-out $(CURDIR)/docs/BENCHMARKS.md -chart $(CURDIR)/docs/benchmarks.svg $(BENCH_FLAGS)
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,6 +19,7 @@ type goBenchmark struct {
 	BytesPerOp  float64 // -1 when not reported
 	AllocsPerOp float64 // -1 when not reported
 	MBPerSec    float64 // 0 when not reported
+	Runs        int     // how many runs the figures are the median of
 }
 
 func parseGoBenchFile(path string) ([]goBenchmark, error) {
@@ -66,7 +69,32 @@ func parseGoBench(r io.Reader) ([]goBenchmark, error) {
 		}
 		out = append(out, b)
 	}
-	return out, sc.Err()
+	return medianRuns(out), sc.Err()
+}
+
+// medianRuns folds the runs of each benchmark (go test -count N prints one
+// line per run) into its median run by ns/op, in the order the benchmarks
+// first appeared; Runs says how many there were.
+func medianRuns(bs []goBenchmark) []goBenchmark {
+	type key struct{ pkg, name string }
+	runs := map[key][]goBenchmark{}
+	var order []key
+	for _, b := range bs {
+		k := key{b.Pkg, b.Name}
+		if _, seen := runs[k]; !seen {
+			order = append(order, k)
+		}
+		runs[k] = append(runs[k], b)
+	}
+	out := make([]goBenchmark, 0, len(order))
+	for _, k := range order {
+		rs := runs[k]
+		slices.SortStableFunc(rs, func(a, b goBenchmark) int { return cmp.Compare(a.NsPerOp, b.NsPerOp) })
+		m := rs[(len(rs)-1)/2]
+		m.Runs = len(rs)
+		out = append(out, m)
+	}
+	return out
 }
 
 // trimProcs drops the "-N" GOMAXPROCS suffix go test appends to names.
