@@ -10,7 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tesserix/toolexec/internal/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -234,5 +236,41 @@ func TestGroupCommitTimeoutWritesNothing(t *testing.T) {
 	}
 	if n := rowCount(t, s, "holder LIKE 'h%'"); n != 0 {
 		t.Fatalf("%d rows of the failed batch were written", n)
+	}
+}
+
+// TestBatchWritersFollowThePool: by default a store runs up to four batch
+// writers but no more than half its pool's connections, and at least one; a
+// number given is kept.
+func TestBatchWritersFollowThePool(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	for _, tt := range []struct {
+		conns   int32
+		give    int
+		writers int
+	}{
+		{conns: 1, writers: 1},
+		{conns: 4, writers: 2},
+		{conns: 16, writers: 4},
+		{conns: 4, give: 3, writers: 3},
+	} {
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = tt.conns
+		pool, err := pgxpool.NewWithConfig(ctx(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(ctx(t), pool, Config{SweepInterval: -1, BatchWriters: tt.give})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Config().BatchWriters; got != tt.writers {
+			t.Errorf("pool of %d, %d asked: %d writers, want %d", tt.conns, tt.give, got, tt.writers)
+		}
+		_ = s.Close()
+		pool.Close()
 	}
 }

@@ -81,7 +81,10 @@ type Config struct {
 	MaxBatch int
 
 	// BatchWriters is how many group commits may be in flight at once, each on
-	// a connection of the pool. Default 4. Must not be negative.
+	// a connection of the pool. Default DefaultBatchWriters, but no more than
+	// half the pool's connections (at least one), so that reads and waiters
+	// always find a connection (pgxpool's own default pool is max(4, CPUs)
+	// connections: two writers). Must not be negative.
 	BatchWriters int
 
 	// Logger receives errors from the background sweeper and the notification
@@ -141,11 +144,8 @@ func (c Config) withDefaults() (Config, error) {
 	case c.MaxBatch == 0:
 		c.MaxBatch = DefaultMaxBatch
 	}
-	switch {
-	case c.BatchWriters < 0:
+	if c.BatchWriters < 0 {
 		return c, fmt.Errorf("%w: negative batch writers %d", ErrBadConfig, c.BatchWriters)
-	case c.BatchWriters == 0:
-		c.BatchWriters = DefaultBatchWriters
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout

@@ -71,6 +71,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.BatchWriters == 0 {
+		cfg.BatchWriters = max(1, min(DefaultBatchWriters, int(pool.Config().MaxConns)/2))
+	}
 	s := &Store{
 		pool:         pool,
 		cfg:          cfg,

@@ -19,7 +19,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if got.Schema != "toolexec" || got.Channel != "toolexec_records" || got.Retention != 24*time.Hour ||
 		got.SweepInterval != time.Minute || got.SweepBatch != 1000 || got.RecheckInterval != 5*time.Second ||
-		got.MaxOutcomeBytes != 1<<20 || got.Logger == nil {
+		got.MaxOutcomeBytes != 1<<20 || got.MaxBatch != 64 || got.BatchWriters != 0 || got.Logger == nil {
 		t.Fatalf("defaults: %+v", got)
 	}
 	if SchemaVersion != len(migrations) {
@@ -41,6 +41,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"negative batch", Config{SweepBatch: -1}},
 		{"negative recheck", Config{RecheckInterval: -1}},
 		{"negative max outcome", Config{MaxOutcomeBytes: -1}},
+		{"negative max batch", Config{MaxBatch: -1}},
+		{"negative batch writers", Config{BatchWriters: -1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := tt.give.withDefaults(); !errors.Is(err, ErrBadConfig) {
