@@ -124,7 +124,7 @@ func main() {
 	flag.IntVar(&c.rssCalls, "rss-calls", 1000000, "calls of the RSS run (the target compares the RSS after all of them with that after a tenth)")
 	flag.Float64Var(&c.waitLoad, "wait-load", 1, "first wait (up to -wait-max) until the 1-minute load average is at most this (what ran before, the Go benchmarks included, has settled); 0: do not wait")
 	flag.DurationVar(&c.waitMax, "wait-max", 5*time.Minute, "longest wait for -wait-load")
-	flag.IntVar(&c.rounds, "rounds", 5, "rounds of each pair of rows a ratio target compares (the hand-rolled loop and toolexec's KV store, each raw store cycle and its toolexec store); and of the run at concurrency 1; the table shows each row's median round")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds of each pair of rows a ratio target compares (the hand-rolled loop and toolexec's KV store, each raw store cycle and its toolexec store) and of the run at concurrency 1; the table shows each row's median round")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
 	flag.Parse()
 
