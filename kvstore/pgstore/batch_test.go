@@ -237,6 +237,9 @@ func TestGroupCommitTimeoutWritesNothing(t *testing.T) {
 	if n := rowCount(t, s, "holder LIKE 'h%'"); n != 0 {
 		t.Fatalf("%d rows of the failed batch were written", n)
 	}
+	if st := s.BatchStats(); st.Batches != 1 || st.Retried != 0 {
+		t.Fatalf("stats %+v: want one batch, not run again (its outcome was unknown)", st)
+	}
 }
 
 // TestBatchWritersFollowThePool: by default a store runs up to four batch
