@@ -333,3 +333,34 @@ func TestHandler(t *testing.T) {
 		t.Error("registering twice succeeded")
 	}
 }
+
+// TestGroupCommits: the store's counts are read at each scrape, under the
+// store's label, and a second registration of the same store is refused.
+func TestGroupCommits(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	b, w, r := int64(0), int64(0), int64(0)
+	if err := metrics.GroupCommits(reg, "postgres", func() (int64, int64, int64) { return b, w, r }); err != nil {
+		t.Fatal(err)
+	}
+	b, w, r = 3, 40, 1
+	want := `
+# HELP toolexec_store_group_commit_writes_total Store writes carried by group commits, by store.
+# TYPE toolexec_store_group_commit_writes_total counter
+toolexec_store_group_commit_writes_total{store="postgres"} 40
+# HELP toolexec_store_group_commits_refused_total Group commits the store refused, whose writes were then made one by one, by store.
+# TYPE toolexec_store_group_commits_refused_total counter
+toolexec_store_group_commits_refused_total{store="postgres"} 1
+# HELP toolexec_store_group_commits_total Transactions (or batches) of two store writes or more, by store.
+# TYPE toolexec_store_group_commits_total counter
+toolexec_store_group_commits_total{store="postgres"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+	if err := metrics.GroupCommits(reg, "postgres", func() (int64, int64, int64) { return 0, 0, 0 }); err == nil {
+		t.Fatal("the same store registered twice")
+	}
+}

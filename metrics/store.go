@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -160,4 +162,30 @@ func (s *instrumentedLister) List(ctx context.Context, tenant string, state kvst
 	recs, err := s.l.List(ctx, tenant, state, limit)
 	s.observe(OpList, start, err)
 	return recs, err
+}
+
+// GroupCommits exports the group commits of a store that writes concurrent
+// operations together (pgstore), read from stats at each scrape:
+// toolexec_store_group_commits_total (transactions of two writes or more),
+// toolexec_store_group_commit_writes_total (the writes they carried) and
+// toolexec_store_group_commits_refused_total (those the store refused, whose
+// writes then went one by one), labelled with the store's name. Writes over
+// group commits is the average batch.
+func GroupCommits(reg prometheus.Registerer, store string, stats func() (batches, writes, refused int64)) error {
+	for _, c := range []struct {
+		name, help string
+		pick       func(b, w, r int64) int64
+	}{
+		{"store_group_commits_total", "Transactions (or batches) of two store writes or more, by store.", func(b, _, _ int64) int64 { return b }},
+		{"store_group_commit_writes_total", "Store writes carried by group commits, by store.", func(_, w, _ int64) int64 { return w }},
+		{"store_group_commits_refused_total", "Group commits the store refused, whose writes were then made one by one, by store.", func(_, _, r int64) int64 { return r }},
+	} {
+		f := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: c.name, Help: c.help, ConstLabels: prometheus.Labels{"store": store},
+		}, func() float64 { return float64(c.pick(stats())) })
+		if err := reg.Register(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -280,8 +280,21 @@ func TestRunWithPostgres(t *testing.T) {
 			conn.Close(context.Background())
 		}
 	})
-	url, _ := startExecutor(t, "--demo", "--store", "postgres", "--postgres-url", pgURL, "--postgres-schema", schema, "--ensure-schema")
+	addr := freeAddr(t)
+	url, _ := startExecutor(t, "--demo", "--store", "postgres", "--postgres-url", pgURL, "--postgres-schema", schema, "--ensure-schema", "--metrics-addr", addr)
 	threeOutcomes(t, url)
+	// One call at a time: every write went alone, and the group commit
+	// counters say so.
+	_, body := httpGet(t, "http://"+addr+"/metrics")
+	for _, want := range []string{
+		`toolexec_store_group_commits_total{store="postgres"} 0`,
+		`toolexec_store_group_commit_writes_total{store="postgres"} 0`,
+		`toolexec_store_group_commits_refused_total{store="postgres"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 func TestRunWithRedis(t *testing.T) {

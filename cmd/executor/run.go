@@ -95,6 +95,14 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	closers = append(closers, closeStore)
 	store := m.Store(rawStore, cfg.store)
+	if pg, ok := rawStore.(*pgstore.Store); ok {
+		if err := metrics.GroupCommits(reg, cfg.store, func() (int64, int64, int64) {
+			st := pg.BatchStats()
+			return st.Batches, st.Writes, st.Retried
+		}); err != nil {
+			return err
+		}
+	}
 
 	maxOutcome := cfg.maxOutcome
 	if maxOutcome <= 0 {
