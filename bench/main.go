@@ -285,7 +285,7 @@ func run(ctx context.Context, c config) error {
 			} else {
 				h.results = append(h.results, r)
 			}
-			fmt.Fprintf(os.Stderr, "    %-12s %10.0f /s  p50 %7.2fms  p99 %7.2fms  %s%s\n", r.ID, r.PerSec, r.P50, r.P99, r.Check, errSuffix(r))
+			fmt.Fprintf(os.Stderr, "    %-12s %10.0f /s  p50 %7.2fms  p99 %7.2fms  CPU %s µs/op  %s%s\n", r.ID, r.PerSec, r.P50, r.P99, cpuCell(r), r.Check, errSuffix(r))
 		}
 		fmt.Fprintf(os.Stderr, "    (%.1fs)\n", time.Since(t0).Seconds())
 	}

@@ -203,6 +203,7 @@ func (h *harness) runCeiling(ctx context.Context, id string, syncAlways bool, n 
 		}
 	}()
 	payload := callPayload("call_0", "run_0", 0)
+	cpu0 := takeCPU()
 	start := time.Now()
 	var stalls, retries atomic.Int64
 	futures := make(chan jetstream.PubAckFuture, 8192)
@@ -236,6 +237,7 @@ func (h *harness) runCeiling(ctx context.Context, id string, syncAlways bool, n 
 		return failed(r, fmt.Errorf("only %d of %d messages consumed", acked.Load(), n))
 	}
 	r.rate(n, time.Since(start))
+	r.cpu(cpu0, takeCPU())
 	if err, ok := settleErr.Load().(error); ok {
 		return failed(r, err)
 	}
@@ -421,11 +423,13 @@ func (h *harness) runHandRolled(ctx context.Context, id string, syncAlways bool)
 	entriesMu.Lock()
 	clear(entries)
 	entriesMu.Unlock()
+	cpu0 := takeCPU()
 	out, err := client.run(ctx, "run", n, h.cfg.duplicates, conc)
 	if err != nil {
 		return failed(r, err)
 	}
 	r.rate(out.answered, out.elapsed)
+	r.cpu(cpu0, takeCPU())
 	out.lat.fill(&r)
 	if err, ok := workErr.Load().(error); ok {
 		return failed(r, fmt.Errorf("worker: %w", err))
@@ -597,6 +601,7 @@ func (h *harness) cycles(ctx context.Context, r Result, n int, cycle func(ctx co
 	var lat latencies
 	var firstErr atomic.Value
 	deadline := time.Now().Add(h.cfg.rawCap)
+	cpu0 := takeCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range r.Concurrency {
@@ -618,6 +623,7 @@ func (h *harness) cycles(ctx context.Context, r Result, n int, cycle func(ctx co
 	}
 	wg.Wait()
 	r.rate(int(done.Load()), time.Since(start))
+	r.cpu(cpu0, takeCPU())
 	lat.fill(&r)
 	if err, ok := firstErr.Load().(error); ok {
 		return failed(r, err)

@@ -237,7 +237,12 @@ func renderReport(in reportInput) string {
 	w("to receiving its answer (its completion). × (a) compares with the lazy-fsync work-queue\n")
 	w("ceiling, × River with the faster of River's two rows on the same PostgreSQL. The rows a\n")
 	w("target compares ran one after the other; *load* is the machine's 1-minute load average\n")
-	w("when a row started (above %d, something else was competing for the CPUs).", m.CPUs)
+	w("when a row started (above %d, something else was competing for the CPUs).\n", m.CPUs)
+	w("*CPU µs/op* is the CPU time (user and system) used during the measured part, per\n")
+	w("operation, by the harness process (the NATS server, and the executor or the loop, run in\n")
+	w("it) and by emitter bench; \"+ … db\" adds the PostgreSQL or Redis server processes' own.\n")
+	w("With %d CPUs shared by all of them, a row that keeps the CPUs busy cannot exceed\n", m.CPUs)
+	w("%d s / (CPU per op) operations per second.", m.CPUs)
 	if c.rounds > 1 {
 		w(" The pairs a ratio target\n")
 		w("compares (the hand-rolled loop and toolexec's KV store; each raw store cycle and its\n")
@@ -249,14 +254,14 @@ func renderReport(in reportInput) string {
 	w("\n\n")
 	a, hasA := find(in.results, "a")
 	river, hasRiver := find(in.results, bestRiver)
-	w("| configuration | durability | ops/s | p50 ms | p99 ms | × (a) | × River | load | check |\n")
-	w("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	w("| configuration | durability | ops/s | p50 ms | p99 ms | CPU µs/op | × (a) | × River | load | check |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range in.results {
 		if !inComparison(r) {
 			continue
 		}
 		if r.Err != "" {
-			w("| %s | %s | — | — | — | — | — | %s | not measured: %s |\n", label(r), r.Durability, r.Load, escapeCell(r.Err))
+			w("| %s | %s | — | — | — | — | — | — | %s | not measured: %s |\n", label(r), r.Durability, r.Load, escapeCell(r.Err))
 			continue
 		}
 		xa, xr := "—", "—"
@@ -278,7 +283,7 @@ func renderReport(in reportInput) string {
 			}
 			check += " (the median round by ops/s shown)"
 		}
-		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, xa, xr, r.Load, checkWord(r), escapeCell(check))
+		w("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s: %s |\n", label(r), r.Durability, r.PerSec, p50, p99, cpuCell(r), xa, xr, r.Load, checkWord(r), escapeCell(check))
 	}
 	w("\n![Throughput and p99 latency by configuration](%s)\n\n", in.chartPath)
 	renderScale(&b, in)
@@ -318,9 +323,15 @@ func renderReport(in reportInput) string {
 	}
 
 	for _, p := range in.profiles {
-		w("## CPU profile: %s\n\n", label(Result{ID: p.ID}))
-		w("The executor's process (worker, dispatcher, store client and the embedded NATS server;\n")
-		w("emitter bench ran as another process) during the measured run of `%s`. %s.\n", p.ID, p.Header)
+		if p.Client {
+			w("## CPU profile: %s, emitter bench\n\n", label(Result{ID: p.ID}))
+			w("The client's process (emitter bench: encoding and publishing calls, waiting for their\n")
+			w("PubAcks, decoding answers) during the measured run of `%s`. %s.\n", p.ID, p.Header)
+		} else {
+			w("## CPU profile: %s\n\n", label(Result{ID: p.ID}))
+			w("The executor's process (worker, dispatcher, store client and the embedded NATS server;\n")
+			w("emitter bench ran as another process) during the measured run of `%s`. %s.\n", p.ID, p.Header)
+		}
 		w("The profile is kept at `%s`: `go tool pprof -http=: %s`.\n\n", p.Path, p.Path)
 		w("Own (flat) time by area:\n\n| area | seconds | share |\n|---|---:|---:|\n")
 		for _, a := range p.Areas {

@@ -177,9 +177,9 @@ func sampleResults() []Result {
 		{ID: "raw-kv-sync", Group: groupRawStore, PerSec: 1000, P50: 50, P99: 90, CheckOK: true},
 		{ID: "raw-pg", Group: groupRawStore, PerSec: 3000, P50: 20, P99: 40, CheckOK: true},
 		{ID: "kv-sync", Group: groupToolexec, PerSec: 900, P50: 60, P99: 100, CheckOK: true},
-		{ID: "kv-lazy", Group: groupToolexec, PerSec: 7000, P50: 8, P99: 20, CheckOK: true},
+		{ID: "kv-lazy", Group: groupToolexec, PerSec: 7000, P50: 8, P99: 20, CheckOK: true, CPUPerOp: 250},
 		{ID: "kv-lazy-c1", Group: groupToolexec, PerSec: 700, P50: 1.2, P99: 2.5, CheckOK: true},
-		{ID: "pg", Group: groupToolexec, PerSec: 1000, P50: 50, P99: 120, CheckOK: false, Check: "1 | 2"},
+		{ID: "pg", Group: groupToolexec, PerSec: 1000, P50: 50, P99: 120, CheckOK: false, Check: "1 | 2", CPUPerOp: 300, ServerCPUPerOp: 150.4},
 		{ID: "redis", Group: groupToolexec, Err: "Redis at x: refused"},
 		{ID: "river", Group: groupPeer, PerSec: 250, P50: 250, P99: 500, CheckOK: true},
 		{ID: "river-open", Group: groupPeer, PerSec: 600, P50: 100, P99: 300, CheckOK: true},
@@ -236,10 +236,10 @@ func TestRenderReport(t *testing.T) {
 		results: sampleResults(), chartPath: "benchmarks.svg", notes: "\nmy analysis\n",
 	})
 	for _, want := range []string{
-		"| (c) toolexec, JetStream KV, fsync lazy |  | 7000 | 8 | 20 | 0.14 | 11.7 |  | ok:  |",
-		"| (c) toolexec, PostgreSQL store |  | 1000 | 50 | 120 | 0.02 | 1.7 |  | **FAILED**: 1 \\| 2 |",
-		"| (c) toolexec, Redis store |  | — | — | — | — | — |  | not measured: Redis at x: refused |",
-		"| (a) JetStream work queue, fsync lazy |  | 50000 | — | — | 1.00 | 83.3 |  | ok:  |",
+		"| (c) toolexec, JetStream KV, fsync lazy |  | 7000 | 8 | 20 | 250 | 0.14 | 11.7 |  | ok:  |",
+		"| (c) toolexec, PostgreSQL store |  | 1000 | 50 | 120 | 300 + 150 db | 0.02 | 1.7 |  | **FAILED**: 1 \\| 2 |",
+		"| (c) toolexec, Redis store |  | — | — | — | — | — | — |  | not measured: Redis at x: refused |",
+		"| (a) JetStream work queue, fsync lazy |  | 50000 | — | — | — | 1.00 | 83.3 |  | ok:  |",
 		"![Throughput and p99 latency by configuration](benchmarks.svg)",
 		notesStart + "\nmy analysis\n" + notesEnd,
 	} {

@@ -47,6 +47,12 @@ type Result struct {
 	Rounds []float64 `json:"rounds,omitempty"`
 	// RoundsP99 is every round's p99 latency, in the same order.
 	RoundsP99 []float64 `json:"rounds_p99_ms,omitempty"`
+	// CPUPerOp is the CPU time, in microseconds per operation, that the
+	// harness process (the embedded NATS server and whatever runs in it) and
+	// the emitter used during the measured part; ServerCPUPerOp is the same for
+	// the PostgreSQL and Redis servers. Zero where not measured.
+	CPUPerOp       float64 `json:"cpu_us_per_op,omitempty"`
+	ServerCPUPerOp float64 `json:"server_cpu_us_per_op,omitempty"`
 }
 
 // mergeRounds folds the later rounds of each row (extra, by row id) into its

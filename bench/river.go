@@ -227,11 +227,13 @@ func (h *harness) runRiver(ctx context.Context, id string, open bool) Result {
 	worker.mu.Lock()
 	clear(worker.entered)
 	worker.mu.Unlock()
+	cpu0 := takeCPU()
 	done, distinct, elapsed, lat, err := drive("run", n, h.cfg.duplicates, open)
 	if err != nil {
 		return failed(r, err)
 	}
 	r.rate(done, elapsed)
+	r.cpu(cpu0, takeCPU())
 	lat.fill(&r)
 	entered := worker.total.Load() - before
 	twice := 0
