@@ -10,14 +10,17 @@ import (
 	"strings"
 )
 
-// profileRun is a CPU profile written during one configuration.
+// profileRun is a CPU profile written during one configuration: of this
+// process (the executor and its NATS server), or of emitter bench (client).
 type profileRun struct {
 	id, path string
+	client   bool
 }
 
 // profileSummary is what the report shows of a profile.
 type profileSummary struct {
 	ID       string
+	Client   bool // emitter bench's profile
 	Path     string
 	Header   string        // pprof's duration and sample total
 	Total    float64       // seconds of samples
@@ -44,7 +47,7 @@ type profileArea struct {
 
 // summarizeProfile reads a profile with go tool pprof.
 func summarizeProfile(ctx context.Context, p profileRun) (profileSummary, error) {
-	s := profileSummary{ID: p.id, Path: p.path}
+	s := profileSummary{ID: p.id, Path: p.path, Client: p.client}
 	flat, header, err := pprofTop(ctx, p.path, false)
 	if err != nil {
 		return s, err

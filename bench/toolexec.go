@@ -205,11 +205,12 @@ type emitterReport struct {
 }
 
 // emit runs emitter bench against url, calling the tool toolName, and returns
-// its report.
-func (h *harness) emit(ctx context.Context, url, toolName string, calls, concurrency int, dup float64) (*emitterReport, error) {
+// its report. extra are more flags of emitter bench.
+func (h *harness) emit(ctx context.Context, url, toolName string, calls, concurrency int, dup float64, extra ...string) (*emitterReport, error) {
 	args := []string{"-s", url, "--json", "--timeout", "60s", "bench", "--tool", toolName,
 		"--calls", strconv.Itoa(calls), "--concurrency", strconv.Itoa(concurrency),
 		"--duplicates", strconv.FormatFloat(dup, 'f', -1, 64), "--warmup", "0"}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, h.cfg.emitter, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -238,13 +239,17 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 		}
 	}
 	var stopProfile func()
+	var emitterFlags []string
 	if cfg.profile {
 		stopProfile, err = h.startProfile(cfg.id)
 		if err != nil {
 			return []Result{failed(r, err)}
 		}
+		path := h.profilePath(cfg.id + "-emitter")
+		emitterFlags = []string{"--cpuprofile", path}
+		h.profiles = append(h.profiles, profileRun{id: cfg.id, path: path, client: true})
 	}
-	out := []Result{h.measureToolexec(ctx, r, ex, h.cfg.calls, h.cfg.concurrency)}
+	out := []Result{h.measureToolexec(ctx, r, ex, h.cfg.calls, h.cfg.concurrency, emitterFlags...)}
 	if stopProfile != nil {
 		stopProfile()
 	}
@@ -258,18 +263,21 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 
 // measureToolexec runs emitter bench once and checks its count of bodies
 // entered against the dispatcher's own.
-func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, calls, conc int) Result {
+func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, calls, conc int, emitterFlags ...string) Result {
 	before := ex.d.Stats().BodiesEntered.Load()
 	var batches, writes, refused int64
 	if ex.groups != nil {
 		batches, writes, refused = ex.groups()
 	}
-	rep, err := h.emit(ctx, ex.env.url, benchTool, calls, conc, h.cfg.duplicates)
+	cpu0 := takeCPU()
+	rep, err := h.emit(ctx, ex.env.url, benchTool, calls, conc, h.cfg.duplicates, emitterFlags...)
 	if err != nil {
 		return failed(r, err)
 	}
+	cpu1 := takeCPU()
 	entered := ex.d.Stats().BodiesEntered.Load() - before
 	r.rate(rep.Answered, time.Duration(rep.ElapsedSeconds*float64(time.Second)))
+	r.cpu(cpu0, cpu1)
 	r.P50, r.P99, r.Max = rep.Latency.P50, rep.Latency.P99, rep.Latency.Max
 	r.CheckOK = rep.Check.OK && entered == int64(rep.DistinctKeys) && rep.Answered == calls
 	r.Check = fmt.Sprintf("%d of %d answered (%s); emitter: %s; executor's own count of bodies entered: %d",

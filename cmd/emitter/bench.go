@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 
@@ -22,6 +24,7 @@ type benchOptions struct {
 	duplicates                    float64
 	seed                          uint64
 	binary                        bool
+	cpuProfile                    string
 }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
@@ -83,6 +86,7 @@ report says why), or for any other failure; 2 for bad input.`,
 	f.Float64Var(&o.duplicates, "duplicates", 0.2, "share of calls that repeat another call's key, 0 to below 1")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the order of keys (default: random)")
 	f.BoolVar(&o.binary, "binary", false, "publish calls in CloudEvents binary mode")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of this process during the measured run to `file`")
 	return cmd
 }
 
@@ -191,7 +195,14 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	if show {
 		p = startProgress(out, r, "bench")
 	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
 	elapsed, runErr := r.run(ctx)
+	if err := stopProfile(); err != nil && runErr == nil {
+		runErr = err
+	}
 	if p != nil {
 		p.Stop()
 	}
@@ -216,6 +227,29 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 		return fmt.Errorf("%w: %s", errBenchCheck, rep.Check.Verdict)
 	}
 	return nil
+}
+
+// startCPUProfile writes a CPU profile to path until the returned function is
+// called; with no path it does nothing.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // benchToolNames lists the tools bench has argument templates for.
