@@ -79,9 +79,11 @@ type Config struct {
 // many goroutines and, on one bucket, by many processes. Create one with [New].
 type Store struct {
 	kv         jetstream.KeyValue
+	pub        publisher // writes of values (update)
 	stream     jetstream.Stream
 	nc         *nats.Conn
 	msgGet     string        // the subject of the stream's message-get API
+	putPrefix  string        // the subject of a key's writes, less the key
 	apiTimeout time.Duration // for requests whose context has no deadline
 	bucket     string
 	retention  time.Duration
@@ -145,9 +147,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	}
 	return &Store{
 		kv:         kv,
+		pub:        js,
 		stream:     stream,
 		nc:         js.Conn(),
 		msgGet:     apiPrefixOf(js) + "STREAM.MSG.GET.KV_" + cfg.Bucket,
+		putPrefix:  putPrefixOf(js, cfg.Bucket),
 		apiTimeout: js.Options().DefaultTimeout,
 		bucket:     cfg.Bucket,
 		retention:  cfg.Retention,
@@ -221,10 +225,10 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		if err := pause(ctx, waits); err != nil {
 			return kvstore.ClaimResult{}, unavailable(op, err)
 		}
-		// kv.Update at revision 0 is kv.Create's write without the read
+		// A write at revision 0 is kv.Create's write without the read
 		// kv.Create makes when it is refused (from any replica): the read below
 		// goes to the leader and does for both.
-		rev, err := s.kv.Update(ctx, key, b, over)
+		rev, err := s.update(ctx, key, b, over)
 		if err == nil {
 			return s.won(req, v, rev), nil
 		}
@@ -476,7 +480,7 @@ func (s *Store) cas(ctx context.Context, key string, b []byte, writeID string, r
 		if err := pause(ctx, attempt); err != nil {
 			return 0, err
 		}
-		nrev, err := s.kv.Update(ctx, key, b, rev)
+		nrev, err := s.update(ctx, key, b, rev)
 		if err == nil {
 			return nrev, nil
 		}

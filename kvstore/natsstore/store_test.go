@@ -222,10 +222,11 @@ func TestStoreClose(t *testing.T) {
 
 // faultKV wraps a bucket to lose answers: a write that lands but whose
 // acknowledgement is replaced by a timeout (as during a leader change), or a
-// write that times out without landing. It also records every error Update
-// (the store's every write of a value, Claim's included) returned.
+// write that times out without landing. It also records every error a write
+// of a value (the store's update, Claim's included) returned.
 type faultKV struct {
 	jetstream.KeyValue
+	pub            publisher
 	mu             sync.Mutex
 	loseUpdateAcks int
 	failUpdates    int
@@ -243,21 +244,22 @@ func (f *faultKV) take(n *int) bool {
 	return false
 }
 
-func (f *faultKV) Update(ctx context.Context, key string, v []byte, last uint64) (uint64, error) {
+// PublishMsg is the store's write of a value.
+func (f *faultKV) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	if f.take(&f.failUpdates) {
-		return 0, nats.ErrTimeout
+		return nil, nats.ErrTimeout
 	}
-	rev, err := f.KeyValue.Update(ctx, key, v, last)
+	ack, err := f.pub.PublishMsg(ctx, m, opts...)
 	if err != nil {
 		f.mu.Lock()
 		f.updateErrs = append(f.updateErrs, err)
 		f.mu.Unlock()
-		return rev, err
+		return nil, err
 	}
 	if f.take(&f.loseUpdateAcks) {
-		return 0, nats.ErrTimeout
+		return nil, nats.ErrTimeout
 	}
-	return rev, nil
+	return ack, nil
 }
 
 func (f *faultKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
@@ -269,8 +271,8 @@ func (f *faultKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDe
 }
 
 func withFaults(s *Store) *faultKV {
-	f := &faultKV{KeyValue: s.kv}
-	s.kv = f
+	f := &faultKV{KeyValue: s.kv, pub: s.pub}
+	s.kv, s.pub = f, f
 	return f
 }
 

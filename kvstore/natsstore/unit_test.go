@@ -197,17 +197,22 @@ func TestAPIPrefixOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name string
-		js   jetstream.JetStream
-		want string
+		name      string
+		js        jetstream.JetStream
+		want, put string
 	}{
-		{"default", natstest.JetStream(t, nc), "$JS.API."},
-		{"domain", withDomain, "$JS.hub.API."},
-		{"prefix without dot", withPrefix, "$JS.acme.API."},
+		{"default", natstest.JetStream(t, nc), "$JS.API.", "$KV.b."},
+		{"domain", withDomain, "$JS.hub.API.", "$JS.hub.API.$KV.b."},
+		{"prefix without dot", withPrefix, "$JS.acme.API.", "$JS.acme.API.$KV.b."},
 	}
 	for _, tt := range tests {
 		if got := apiPrefixOf(tt.js); got != tt.want {
 			t.Errorf("%s: apiPrefixOf = %q, want %q", tt.name, got, tt.want)
+		}
+		// Writes go where nats.go's KV writes go: behind an API prefix of
+		// js's own.
+		if got := putPrefixOf(tt.js, "b"); got != tt.put {
+			t.Errorf("%s: putPrefixOf = %q, want %q", tt.name, got, tt.put)
 		}
 	}
 }
