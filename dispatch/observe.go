@@ -85,16 +85,24 @@ const (
 // traceContext is the W3C trace context propagator: calls carry a traceparent.
 var traceContext = propagation.TraceContext{}
 
+// newTracer returns the tracer of tp, or nil without one: the dispatcher then
+// makes no spans at all, and spends nothing on them.
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
-		tp = noop.NewTracerProvider()
+		return nil
 	}
 	return tp.Tracer(TracerName)
 }
 
+// noSpan stands for every span when the dispatcher has no tracer.
+var noSpan trace.Span = noop.Span{}
+
 // startCall starts the call's span as a child of the call's traceparent, if it
 // carries a valid one.
 func (d *Dispatcher) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
+	if d.tracer == nil {
+		return ctx, noSpan
+	}
 	if c.TraceParent != "" {
 		ctx = traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": c.TraceParent})
 	}
@@ -105,6 +113,9 @@ func (d *Dispatcher) startCall(ctx context.Context, c Call) (context.Context, tr
 // endCall records the answer on the call's span and ends it.
 func endCall(span trace.Span, a events.Answer, err error) {
 	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, "no answer")
 		return
@@ -126,20 +137,26 @@ func endCall(span trace.Span, a events.Answer, err error) {
 
 // span starts a child span of the call for one step.
 func (r *run) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if r.d.tracer == nil {
+		return ctx, noSpan
+	}
 	return r.d.tracer.Start(ctx, name, trace.WithAttributes(append(attrs, AttrTool.String(r.call.Tool))...))
 }
 
 // endStep ends a step's span, marking it failed when err is one.
 func endStep(span trace.Span, err error) {
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
 }
 
 // traceParent returns the traceparent of the span in ctx, or fallback when ctx
-// has no valid span context (no tracing and no valid traceparent on the call).
+// has no valid span context (no valid traceparent on the call, or no tracing).
 func traceParent(ctx context.Context, fallback string) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return fallback
+	}
 	carrier := propagation.MapCarrier{}
 	traceContext.Inject(ctx, carrier)
 	if tp := carrier.Get("traceparent"); tp != "" {
