@@ -288,13 +288,13 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	case dup != "":
 		return nil, Reject(CodeDuplicateMember, "data", "member %s appears twice", quote(dup))
 	}
-	args, ok := members["arguments"]
+	args, ok := members.Get("arguments")
 	if ok && args[0] != '{' {
 		return nil, Reject(CodeArgumentsNotObject, "arguments", "arguments must be a JSON object, got %s", rawKind(args))
 	}
-	for name := range members {
-		if name != "arguments" {
-			return nil, schemaViolation("member %s is not allowed: the data of a call holds only arguments", quote(name))
+	for _, m := range members {
+		if m.Name != "arguments" {
+			return nil, schemaViolation("member %s is not allowed: the data of a call holds only arguments", quote(m.Name))
 		}
 	}
 	if !ok {

@@ -179,7 +179,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	if name := loneSurrogateIn(top); name != "" {
 		return event.Event{}, events.Reject(events.CodeInvalidUnicode, name, "attribute %s holds a lone surrogate escape", short(name))
 	}
-	raw, ok := top["specversion"]
+	raw, ok := top.Get("specversion")
 	if !ok {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "the payload has no specversion: not a CloudEvent")
 	}
@@ -299,8 +299,12 @@ func Peek(h nats.Header, data []byte) Address {
 		return Address{}
 	}
 	var a Address
-	_ = json.Unmarshal(top["id"], &a.ID)
-	_ = json.Unmarshal(top[events.ExtRunID], &a.RunID)
+	if id, ok := top.Get("id"); ok {
+		_ = json.Unmarshal(id, &a.ID)
+	}
+	if runID, ok := top.Get(events.ExtRunID); ok {
+		_ = json.Unmarshal(runID, &a.RunID)
+	}
 	return a
 }
 
@@ -380,9 +384,10 @@ func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
 // problem is reported every time. encoding/json would quietly turn it into
 // U+FFFD. (The data is judged later: the arguments' strings when the key is
 // derived.)
-func loneSurrogateIn(top map[string]json.RawMessage) string {
+func loneSurrogateIn(top jsonobj.Object) string {
 	found := ""
-	for name, v := range top {
+	for _, m := range top {
+		name, v := m.Name, m.Value
 		if name == "data" || name == "data_base64" || (found != "" && name >= found) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/types"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/jsonobj"
 )
 
 // plainExtensions are the extensions plainEvent reads: toolexec's own and the
@@ -28,10 +29,11 @@ var plainExtensions = map[string]bool{
 // bytes and its allocations. For anything else ok is false and the SDK reads
 // the payload, with its own errors. The caller has checked that the payload is
 // valid JSON and that specversion is "1.0".
-func plainEvent(top map[string]json.RawMessage) (e event.Event, ok bool) {
+func plainEvent(top jsonobj.Object) (e event.Event, ok bool) {
 	ec := &event.EventContextV1{}
 	var data json.RawMessage
-	for name, raw := range top {
+	for _, m := range top {
+		name, raw := m.Name, m.Value
 		if name == "data" {
 			data = raw
 			continue

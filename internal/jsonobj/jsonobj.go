@@ -9,10 +9,45 @@ import (
 	"unicode/utf8"
 )
 
-// Members splits data, a JSON object, into its top-level members: each name,
-// decoded, mapped to the raw bytes of its value (without the whitespace around
-// it). dup is the first name that appears more than once (the map keeps its
-// first value); ok is false when data is not a JSON object.
+// Member is one top-level member of an object: its name, decoded, and the raw
+// bytes of its value (without the whitespace around it).
+type Member struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// Object is the top level of a JSON object: its members in the order they
+// appear, the first of each name only. An event has a dozen members: a slice
+// scanned in order costs less to build and to read than a map.
+type Object []Member
+
+// Get returns the value of the member called name.
+func (o Object) Get(name string) (json.RawMessage, bool) {
+	for i := range o {
+		if o[i].Name == name {
+			return o[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Map returns the members as a map from name to value.
+func (o Object) Map() map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, len(o))
+	for _, mb := range o {
+		m[mb.Name] = mb.Value
+	}
+	return m
+}
+
+// smallObject is the number of members up to which Members looks for a repeated
+// name by scanning those it has; past it, a set of the names is kept, so that
+// an object of many members costs linear time, not quadratic.
+const smallObject = 16
+
+// Members splits data, a JSON object, into its top-level members. dup is the
+// first name that appears more than once (the object keeps its first value);
+// ok is false when data is not a JSON object.
 //
 // Members checks the object's own structure and its member names, not the
 // grammar inside the values (numbers, literals, matching brackets): callers
@@ -20,7 +55,7 @@ import (
 // depth is not limited here — a value nested deeper than encoding/json reads
 // does not hide the members beside it. Nor does Members look past the object's
 // closing brace: whatever follows is for json.Valid to refuse.
-func Members(data []byte) (members map[string]json.RawMessage, dup string, ok bool) {
+func Members(data []byte) (members Object, dup string, ok bool) {
 	return (*Names)(nil).Members(data)
 }
 
@@ -51,13 +86,23 @@ func (n *Names) name(raw []byte) string {
 	return string(raw)
 }
 
+// expected is the number of members to make room for: as many as n knows (an
+// object's usual members), or a few.
+func (n *Names) expected() int {
+	if n == nil || len(n.known) == 0 {
+		return 4
+	}
+	return len(n.known)
+}
+
 // Members is the package's Members, with n's names not allocated.
-func (n *Names) Members(data []byte) (members map[string]json.RawMessage, dup string, ok bool) {
+func (n *Names) Members(data []byte) (members Object, dup string, ok bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, "", false
 	}
-	members = make(map[string]json.RawMessage, 8)
+	members = make(Object, 0, n.expected())
+	var names map[string]struct{} // once there are more than smallObject members
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return members, "", true
@@ -89,12 +134,15 @@ func (n *Names) Members(data []byte) (members map[string]json.RawMessage, dup st
 		if vend < 0 {
 			return nil, "", false
 		}
-		if _, seen := members[name]; seen {
+		if members.seen(name, &names) {
 			if dup == "" {
 				dup = name
 			}
 		} else {
-			members[name] = json.RawMessage(data[i:vend:vend])
+			members = append(members, Member{Name: name, Value: json.RawMessage(data[i:vend:vend])})
+			if names != nil {
+				names[name] = struct{}{}
+			}
 		}
 		i = skipSpace(data, vend)
 		if i >= len(data) {
@@ -109,6 +157,24 @@ func (n *Names) Members(data []byte) (members map[string]json.RawMessage, dup st
 			return nil, "", false
 		}
 	}
+}
+
+// seen reports whether o has a member called name. Past smallObject members
+// it builds the set *names of their names and looks there; the caller adds
+// each new name to it.
+func (o Object) seen(name string, names *map[string]struct{}) bool {
+	if *names == nil {
+		if len(o) < smallObject {
+			_, ok := o.Get(name)
+			return ok
+		}
+		*names = make(map[string]struct{}, 2*len(o))
+		for _, m := range o {
+			(*names)[m.Name] = struct{}{}
+		}
+	}
+	_, ok := (*names)[name]
+	return ok
 }
 
 // isSpace reports whether c is JSON whitespace.

@@ -3,6 +3,7 @@ package jsonobj
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"reflect"
@@ -91,8 +92,11 @@ func TestMembers(t *testing.T) {
 				return
 			}
 			gotS := map[string]string{}
-			for k, v := range got {
-				gotS[k] = string(v)
+			for _, m := range got {
+				if _, twice := gotS[m.Name]; twice {
+					t.Fatalf("Members(%.60q) holds %q twice", tt.in, m.Name)
+				}
+				gotS[m.Name] = string(m.Value)
 			}
 			if !maps.Equal(gotS, tt.want) {
 				t.Fatalf("Members(%.60q) = %v, want %v", tt.in, gotS, tt.want)
@@ -106,7 +110,8 @@ func TestMembers(t *testing.T) {
 func TestMembersAppendSafe(t *testing.T) {
 	data := []byte(`{"a":[1],"b":2}`)
 	m, _, _ := Members(data)
-	_ = append(m["a"], '!')
+	a, _ := m.Get("a")
+	_ = append(a, '!')
 	if string(data) != `{"a":[1],"b":2}` {
 		t.Fatalf("appending to a member changed the input: %s", data)
 	}
@@ -125,10 +130,39 @@ func FuzzMembers(f *testing.F) {
 		if ok != wantOK || dup != wantDup {
 			t.Fatalf("Members(%q): dup %q ok %v; tokenizer: dup %q ok %v", data, dup, ok, wantDup, wantOK)
 		}
-		if !maps.EqualFunc(got, want, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
+		if len(got) != len(want) || !maps.EqualFunc(got.Map(), want, func(a, b json.RawMessage) bool { return bytes.Equal(a, b) }) {
 			t.Fatalf("Members(%q) = %q; tokenizer: %q", data, got, want)
 		}
 	})
+}
+
+// TestManyMembers: past smallObject members, repeated names are still found,
+// the first value kept, and the order of the members is the document's.
+func TestManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 100 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"m%d":%d`, i%60, i)
+	}
+	b.WriteString("}")
+	got, dup, ok := Members([]byte(b.String()))
+	if !ok || dup != "m0" || len(got) != 60 {
+		t.Fatalf("Members: %d members, dup %q, ok %v; want 60, m0, true", len(got), dup, ok)
+	}
+	for i, m := range got {
+		if m.Name != fmt.Sprintf("m%d", i) || string(m.Value) != fmt.Sprint(i) {
+			t.Fatalf("member %d is %s:%s, want m%d:%d", i, m.Name, m.Value, i, i)
+		}
+	}
+	if v, ok := got.Get("m59"); !ok || string(v) != "59" {
+		t.Fatalf("Get(m59) = %s, %v", v, ok)
+	}
+	if _, ok := got.Get("m60"); ok {
+		t.Fatal("Get found a member that is not there")
+	}
 }
 
 func BenchmarkMembers(b *testing.B) {
