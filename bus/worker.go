@@ -57,9 +57,10 @@ type WorkerConfig struct {
 	// MaxAckPending configures the shared consumer; default the larger of
 	// DefaultMaxAckPending and Concurrency.
 	MaxAckPending int
-	// InProgressEvery is how often the worker tells JetStream that a call is still
-	// being worked on, from its delivery until it is acknowledged; default
-	// AckWait/3.
+	// InProgressEvery is the longest time between two of the signals telling
+	// JetStream that a call is still being worked on, and between its delivery
+	// and the first, until it is acknowledged; a signal comes no sooner than
+	// half of it. Default AckWait/3.
 	InProgressEvery time.Duration
 	// PullWait bounds one pull request; default DefaultPullWait. A graceful
 	// shutdown cancels the pending pull at once.
@@ -160,7 +161,8 @@ type Worker struct {
 	log *slog.Logger
 	obs WorkerObserver
 
-	stats WorkerStats
+	stats    WorkerStats
+	progress *progressKeeper // sends the in-progress signals of the calls being worked on
 
 	mu         sync.Mutex // protects the fields below
 	started    bool
@@ -182,7 +184,8 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	cfg = cfg.withDefaults()
 	return &Worker{
 		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
-		done: make(chan struct{}),
+		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
+		done:     make(chan struct{}),
 	}, nil
 }
 
@@ -289,6 +292,11 @@ type pullEnd struct {
 func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc ConsumerConfig) error {
 	work := make(chan jetstream.Msg)
 	slots := make(chan struct{}, w.cfg.Concurrency)
+	stopProgress := make(chan struct{})
+	var keeping sync.WaitGroup
+	keeping.Go(func() { w.progress.run(stopProgress) })
+	defer keeping.Wait()
+	defer close(stopProgress)
 	var running sync.WaitGroup
 	for range w.cfg.Concurrency {
 		slots <- struct{}{}
@@ -413,8 +421,8 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		redelivered = md.NumDelivered > 1
 	}
 	w.obs.MessageReceived(redelivered)
-	stop := w.keepInProgress(m)
-	defer stop()
+	held := w.progress.hold(m)
+	defer w.progress.release(held)
 
 	in := w.decode(m)
 	switch {
@@ -547,36 +555,6 @@ func (w *Worker) handBack(m jetstream.Msg, why string) {
 	w.obs.CallHandedBack()
 	if err := m.Nak(); err != nil {
 		w.log.Warn("handing a message back failed; it returns after the ack wait", "reason", why, "error", err)
-	}
-}
-
-// keepInProgress tells JetStream every InProgressEvery that m is being worked on,
-// until the returned function is called; no signal is sent after it returns.
-// A timer, not a goroutine, waits between signals.
-func (w *Worker) keepInProgress(m jetstream.Msg) (stop func()) {
-	var (
-		mu      sync.Mutex // held while a signal is sent, and by stop
-		stopped bool
-		t       *time.Timer
-	)
-	mu.Lock()
-	defer mu.Unlock()
-	t = time.AfterFunc(w.cfg.InProgressEvery, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		if err := m.InProgress(); err != nil {
-			w.log.Debug("in-progress signal failed", "subject", m.Subject(), "error", err)
-		}
-		t.Reset(w.cfg.InProgressEvery)
-	})
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
 	}
 }
 
