@@ -53,6 +53,32 @@ func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool {
 	}
 }
 
+// AfterFunc calls f, in a goroutine of its own, once d has passed on c, unless
+// the returned stop is called first; stop reports whether it prevented the
+// call. On the wall clock (Real) it is time.AfterFunc: no goroutine waits
+// meanwhile. On another clock a goroutine waits on one of its timers, made
+// before AfterFunc returns.
+func AfterFunc(c Clock, d time.Duration, f func()) (stop func() bool) {
+	if _, ok := c.(Real); ok {
+		return time.AfterFunc(d, f).Stop
+	}
+	t := c.NewTimer(d)
+	cancel := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-t.C():
+			f()
+		case <-cancel:
+		}
+	}()
+	return func() bool {
+		stopped := t.Stop()
+		once.Do(func() { close(cancel) })
+		return stopped
+	}
+}
+
 // Fake is a clock that moves only when Advance or Set is called. Timers fire,
 // in deadline order, when the clock reaches them. It is safe for concurrent use.
 type Fake struct {

@@ -328,7 +328,7 @@ func (r *run) body(ctx context.Context, attempt int) (out string, err error, tim
 	defer func() {
 		// The tool's error text may quote anything, its arguments included: the
 		// span says only how it failed.
-		if err != nil {
+		if err != nil && span.IsRecording() {
 			span.SetStatus(codes.Error, string(failureCode(err, timedOut)))
 		}
 		span.End()
@@ -536,36 +536,61 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 // runClaimed runs the body while renewing the lease, and returns the body's result
 // and the lease as it stands afterwards.
 func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, attempt int) (string, error, bool, kvstore.Lease) {
-	var (
-		mu      sync.Mutex // protects current
-		current = lease
-	)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for clock.Sleep(r.d.clock, r.d.lease/3, stop) {
-			mu.Lock()
-			l := current
-			mu.Unlock()
-			nl, err := r.d.store.Renew(ctx, l, r.d.lease)
-			switch {
-			case err == nil:
-				mu.Lock()
-				current = nl
-				mu.Unlock()
-			case errors.Is(err, kvstore.ErrNotHolder):
-				r.d.log.Error("lease lost while the tool runs", r.logAttrs("error", err)...)
-				return
-			default:
-				r.d.log.Warn("lease renewal failed; retrying", r.logAttrs("error", err)...)
-			}
-		}
-	}()
+	rn := &renewer{r: r, ctx: ctx, current: lease}
+	rn.mu.Lock()
+	rn.arm()
+	rn.mu.Unlock()
 	out, err, timedOut := r.body(ctx, attempt)
-	close(stop)
-	<-done
-	return out, err, timedOut, current
+	return out, err, timedOut, rn.stop()
+}
+
+// renewer renews a claim's lease every third of a lease while its body runs.
+// A timer waits between renewals, not a goroutine: most bodies end long before
+// the first.
+type renewer struct {
+	r   *run
+	ctx context.Context
+
+	mu       sync.Mutex // held during a renewal, and by stop
+	current  kvstore.Lease
+	stopped  bool
+	stopNext func() bool // stops the next renewal's timer
+}
+
+// arm sets the timer of the next renewal. rn.mu is held.
+func (rn *renewer) arm() {
+	rn.stopNext = clock.AfterFunc(rn.r.d.clock, rn.r.d.lease/3, rn.renew)
+}
+
+// renew renews the lease, and arms the next renewal unless the claim is lost.
+func (rn *renewer) renew() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.stopped {
+		return
+	}
+	r := rn.r
+	nl, err := r.d.store.Renew(rn.ctx, rn.current, r.d.lease)
+	switch {
+	case err == nil:
+		rn.current = nl
+	case errors.Is(err, kvstore.ErrNotHolder):
+		r.d.log.Error("lease lost while the tool runs", r.logAttrs("error", err)...)
+		return
+	default:
+		r.d.log.Warn("lease renewal failed; retrying", r.logAttrs("error", err)...)
+	}
+	rn.arm()
+}
+
+// stop ends the renewals, waiting for one in progress, and returns the lease
+// as it stands.
+func (rn *renewer) stop() kvstore.Lease {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.stopped = true
+	rn.stopNext()
+	return rn.current
 }
 
 // record stores the outcome, retrying transient failures for up to a lease. A
@@ -601,7 +626,7 @@ func (r *run) record(ctx context.Context, lease kvstore.Lease, out string) {
 func (r *run) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
 	ctx, span := r.span(ctx, SpanClaim)
 	res, err := r.d.store.Claim(ctx, req)
-	if err == nil {
+	if err == nil && span.IsRecording() {
 		span.SetAttributes(AttrClaimed.Bool(res.Claimed))
 		if !res.Claimed {
 			span.SetAttributes(AttrState.String(string(res.Record.State)))
@@ -617,7 +642,9 @@ func (r *run) wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, er
 	rec, err := r.d.store.Wait(ctx, seen)
 	switch {
 	case err == nil:
-		span.SetAttributes(AttrState.String(string(rec.State)))
+		if span.IsRecording() {
+			span.SetAttributes(AttrState.String(string(rec.State)))
+		}
 		endStep(span, nil)
 	case errors.Is(err, kvstore.ErrNotFound):
 		endStep(span, nil) // released: not a failure
