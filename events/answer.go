@@ -329,12 +329,13 @@ func (a Answer) data(source string) ([]byte, error) {
 	if source == "" {
 		return nil, invalid(a, "no source")
 	}
+	// Pointers to copies, not into a: that would move all of a to the heap.
 	d := answerData{Tool: a.Tool, Error: a.Error, Code: a.Code, Reason: a.Reason}
 	switch a.Kind {
 	case KindCompleted, KindDeduplicated:
-		d.Outcome = &a.Outcome
+		d.Outcome = ptrTo(a.Outcome)
 	case KindIndeterminate:
-		d.BodyEntered = &a.BodyEntered
+		d.BodyEntered = ptrTo(a.BodyEntered)
 	case KindRejected:
 		d.Tool = validOrEmpty(a.Tool)
 		d.Field = truncate(a.Field, MaxFieldLen)
@@ -342,7 +343,7 @@ func (a Answer) data(source string) ([]byte, error) {
 		d.Tool = validOrEmpty(a.Tool)
 		d.Key, d.Action, d.Operator = a.Key, a.Action, a.Operator
 		if a.Action == ActionComplete {
-			d.Outcome = &a.Outcome
+			d.Outcome = ptrTo(a.Outcome)
 		}
 	}
 	var buf bytes.Buffer
@@ -363,6 +364,9 @@ func (a Answer) data(source string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// ptrTo returns a pointer to a copy of v.
+func ptrTo[T any](v T) *T { return &v }
 
 // StructuredJSON returns a's event (see [Answer.Event]) in the CloudEvents
 // JSON event format: the bytes the NATS binding's structured mode writes for
@@ -453,19 +457,26 @@ func AnswerFromEvent(e event.Event) (Answer, error) {
 	}
 	a := Answer{Kind: kind, Time: e.Time()}
 	exts := Extensions(e)
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{ExtTenant, &a.Tenant}, {ExtRunID, &a.RunID}, {ExtCallID, &a.CallID}, {ExtIdempotencyKey, &a.Key}} {
-		v, ok := exts[f.name]
+	// Not a table of pointers into a: that would move a to the heap.
+	for _, name := range [...]string{ExtTenant, ExtRunID, ExtCallID, ExtIdempotencyKey} {
+		v, ok := exts[name]
 		if !ok {
 			continue
 		}
 		s, ok := v.(string)
 		if !ok {
-			return Answer{}, invalid(a, "extension %s is %T, want a string", f.name, v)
+			return Answer{}, invalid(a, "extension %s is %T, want a string", name, v)
 		}
-		*f.dst = s
+		switch name {
+		case ExtTenant:
+			a.Tenant = s
+		case ExtRunID:
+			a.RunID = s
+		case ExtCallID:
+			a.CallID = s
+		default:
+			a.Key = s
+		}
 	}
 	for _, f := range []struct{ name, v string }{{ExtRunID, a.RunID}, {ExtCallID, a.CallID}} {
 		if f.v != "" && !ValidToken(f.v) {

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -145,6 +146,36 @@ var attributeNames = jsonobj.NewNames("specversion", "id", "source", "type", "su
 	"datacontenttype", "dataschema", "data", "data_base64", "traceparent", "tracestate",
 	events.ExtTenant, events.ExtRunID, events.ExtCallID, events.ExtIdempotencyKey)
 
+// objects holds the buffers decodeStructured splits payloads into: the split
+// is read before decodeStructured returns, and nothing it returns shares it.
+var objects = sync.Pool{New: func() any {
+	o := make(jsonobj.Object, 0, 16)
+	return &o
+}}
+
+// maxPooledObject is the capacity above which a buffer is not put back: one
+// payload of many members should not keep its buffer alive for all later ones.
+const maxPooledObject = 64
+
+func putObject(o *jsonobj.Object) {
+	if cap(*o) > maxPooledObject {
+		return
+	}
+	clear((*o)[:cap(*o)]) // keep no payload alive through the pool
+	*o = (*o)[:0]
+	objects.Put(o)
+}
+
+// jsonString decodes raw, a JSON value, when it is a string. (In a function of
+// its own so that the caller's variable stays off the heap.)
+func jsonString(raw []byte) (string, bool) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
 func decodeStructured(ct string, data []byte) (event.Event, error) {
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
@@ -169,7 +200,12 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
 	}
-	top, dup, isObject := attributeNames.Members(data)
+	buf := objects.Get().(*jsonobj.Object)
+	defer putObject(buf)
+	top, dup, isObject := attributeNames.AppendMembers(*buf, data)
+	if isObject {
+		*buf = top // for putObject to reuse, grown or not
+	}
 	switch {
 	case !isObject:
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "", "the payload is JSON but not an object")
@@ -183,11 +219,11 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	if !ok {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "the payload has no specversion: not a CloudEvent")
 	}
-	var sv string
-	if string(raw) == `"`+event.CloudEventsVersionV1+`"` {
-		sv = event.CloudEventsVersionV1
-	} else if err := json.Unmarshal(raw, &sv); err != nil {
-		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "specversion must be the string %q", event.CloudEventsVersionV1)
+	sv := event.CloudEventsVersionV1
+	if string(raw) != `"`+event.CloudEventsVersionV1+`"` {
+		if sv, ok = jsonString(raw); !ok {
+			return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "specversion must be the string %q", event.CloudEventsVersionV1)
+		}
 	}
 	if sv != event.CloudEventsVersionV1 {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)

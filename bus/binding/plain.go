@@ -58,9 +58,9 @@ func plainEvent(top jsonobj.Object) (e event.Event, ok bool) {
 			}
 			ec.Source = *ref
 		case "subject":
-			ec.Subject = &v
+			ec.Subject = ptr(v)
 		case "datacontenttype":
-			ec.DataContentType = &v
+			ec.DataContentType = ptr(v)
 		case "time":
 			t, err := types.ParseTimestamp(v)
 			if err != nil || t == nil {
@@ -86,6 +86,10 @@ func plainEvent(top jsonobj.Object) (e event.Event, ok bool) {
 	}
 	return e, true
 }
+
+// ptr returns a pointer to a copy of s. (Taking the address of the loop's
+// variable instead would move it to the heap for every attribute.)
+func ptr(s string) *string { return &s }
 
 // plainString returns the string a JSON value holds when it is a non-empty
 // string without escapes.

@@ -97,11 +97,18 @@ func (n *Names) expected() int {
 
 // Members is the package's Members, with n's names not allocated.
 func (n *Names) Members(data []byte) (members Object, dup string, ok bool) {
+	return n.AppendMembers(make(Object, 0, n.expected()), data)
+}
+
+// AppendMembers is Members appending the members to dst, which must be empty
+// (a buffer to reuse): on success it returns dst grown, on failure nil. The
+// members' values share data's bytes, and names n knows are its own strings.
+func (n *Names) AppendMembers(dst Object, data []byte) (members Object, dup string, ok bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, "", false
 	}
-	members = make(Object, 0, n.expected())
+	members = dst[:0]
 	var names map[string]struct{} // once there are more than smallObject members
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
@@ -117,9 +124,8 @@ func (n *Names) Members(data []byte) (members Object, dup string, ok bool) {
 		}
 		var name string
 		if escaped || !utf8.Valid(data[i+1:end-1]) {
-			// encoding/json decodes the escapes and turns bytes that are not
-			// UTF-8 into U+FFFD; a name is the same here as there.
-			if err := json.Unmarshal(data[i:end], &name); err != nil {
+			var ok bool
+			if name, ok = decodeName(data[i:end]); !ok {
 				return nil, "", false
 			}
 		} else {
@@ -175,6 +181,17 @@ func (o Object) seen(name string, names *map[string]struct{}) bool {
 	}
 	_, ok := (*names)[name]
 	return ok
+}
+
+// decodeName decodes the JSON string raw as encoding/json does: escapes
+// decoded, bytes that are not UTF-8 turned into U+FFFD. (In a function of its
+// own so that the caller's name does not move to the heap on every member.)
+func decodeName(raw []byte) (string, bool) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // isSpace reports whether c is JSON whitespace.

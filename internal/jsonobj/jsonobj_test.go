@@ -191,7 +191,22 @@ func TestNamesMembers(t *testing.T) {
 			t.Errorf("%s: Names.Members = %v, %q, %v; Members = %v, %q, %v", in, got, gotDup, gotOK, want, wantDup, wantOK)
 		}
 	}
+	// A buffer reused from one object to the next gives the same members.
+	buf := make(Object, 0, 2)
+	for _, in := range []string{`{"id":"1","type":"t","data":{"a":1},"other":2}`, `{"id":"2"}`, `[]`, `{"a":1,"a":2}`} {
+		want, wantDup, wantOK := Members([]byte(in))
+		got, gotDup, gotOK := names.AppendMembers(buf[:0], []byte(in))
+		if !reflect.DeepEqual(got, want) || gotDup != wantDup || gotOK != wantOK {
+			t.Errorf("%s: AppendMembers = %v, %q, %v; Members = %v, %q, %v", in, got, gotDup, gotOK, want, wantDup, wantOK)
+		}
+		if gotOK {
+			buf = got
+		}
+	}
 	data := []byte(`{"id":"1","type":"t","data":{}}`)
+	if n := testing.AllocsPerRun(100, func() { names.AppendMembers(buf[:0], data) }); n != 0 {
+		t.Errorf("AppendMembers into a buffer large enough allocates %v times, want 0", n)
+	}
 	plain := testing.AllocsPerRun(100, func() { Members(data) })
 	known := testing.AllocsPerRun(100, func() { names.Members(data) })
 	if known != plain-3 {
