@@ -16,14 +16,21 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
+// claimedRow is what a claim's statement returned: the record, and whether
+// the statement claimed it.
+type claimedRow struct {
+	row
+	claimed bool
+}
+
 // claimWrite is the write Claim queues for r, and where its row goes.
-func claimWrite(s *Store, r kvstore.ClaimRequest, token string) (*write, *row) {
-	var got row
+func claimWrite(s *Store, r kvstore.ClaimRequest, token string) (*write, *claimedRow) {
+	var got claimedRow
 	w := &write{
 		tenant: r.Tenant, digest: r.Digest, query: s.sql.claim,
 		args: []any{r.Tenant, r.Digest, r.CheckDigest, r.Tool, r.RunID, r.CallID,
 			r.Holder, token, micros(r.Lease), s.retention()},
-		scan: func(q pgx.Row) (err error) { got, err = scanRecord(q); return err },
+		scan: func(q pgx.Row) (err error) { got.row, err = scanRecord(q, &got.claimed); return err },
 		done: make(chan error, 1),
 	}
 	return w, &got
@@ -130,21 +137,22 @@ func TestGroupCommitConcurrentClaims(t *testing.T) {
 }
 
 // TestGroupCommitSameKeyTwiceInOneBatch: the second claim of a key in the batch
-// that first claims it writes nothing, as it would alone after the first.
+// that first claims it writes nothing and reads the first one's record, as it
+// would alone after the first.
 func TestGroupCommitSameKeyTwiceInOneBatch(t *testing.T) {
 	s := newTestStore(t, Config{MaxBatch: 64, BatchWriters: 1})
 	d := newDigest(t)
 	w1, r1 := claimWrite(s, req("t1", d, "first", time.Minute), "tok1")
-	w2, _ := claimWrite(s, req("t1", d, "second", time.Minute), "tok2")
+	w2, r2 := claimWrite(s, req("t1", d, "second", time.Minute), "tok2")
 	s.writeBatch([]*write{w1, w2})
 	if err := <-w1.done; err != nil {
 		t.Fatalf("first claim: %v", err)
 	}
-	if err := <-w2.done; !errors.Is(err, pgx.ErrNoRows) {
-		t.Fatalf("second claim: %v, want no row (the key is taken)", err)
+	if r1.rec.Holder != "first" || r1.rec.State != kvstore.StateClaimed || !r1.claimed {
+		t.Fatalf("first claim's row: %+v, claimed %v", r1.rec, r1.claimed)
 	}
-	if r1.rec.Holder != "first" || r1.rec.State != kvstore.StateClaimed {
-		t.Fatalf("first claim's row: %+v", r1.rec)
+	if err := <-w2.done; err != nil || r2.claimed || r2.rec.Holder != "first" || r2.rec.Revision != r1.rec.Revision {
+		t.Fatalf("second claim: %v, %+v, claimed %v; want the first claim's record, unclaimed", err, r2.rec, r2.claimed)
 	}
 	if st := s.BatchStats(); st.Batches != 1 || st.Writes != 2 {
 		t.Fatalf("stats %+v, want one batch of two", st)

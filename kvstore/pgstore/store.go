@@ -169,7 +169,15 @@ func buildStatements(schema string) statements {
 		// $8 token $9 lease $10 retention. It notifies nobody: nobody waits on a
 		// row that is absent or expired (a waiter on an expired record wakes at the
 		// expiry it read), and the overwritten row's watched mark goes with it.
+		//
+		// The record comes back with a last column saying whether this statement
+		// claimed it: the new row, or else the live row in the way, read in the
+		// same statement (saving the loser a second round trip). The read sees
+		// the statement's snapshot: a row another transaction committed since
+		// (the insert waited for it) is not in it, and then no row comes back at
+		// all; Claim reads it with a statement of its own.
 		claim: r.Replace(`
+WITH claimed AS (
 INSERT INTO {t} AS r (tenant, digest, state, check_digest, tool, run_id, call_id, holder,
 	token, lease, lease_until, revision, created_at, updated_at, expires_at)
 VALUES ($1, $2, 'claimed', $3, $4, $5, $6, $7,
@@ -182,7 +190,12 @@ ON CONFLICT (tenant, digest) DO UPDATE SET
 	created_at = excluded.created_at, updated_at = excluded.updated_at,
 	expires_at = excluded.expires_at, watched = false
 WHERE r.expires_at <= now()
-RETURNING ` + recordCols),
+RETURNING ` + recordCols + `
+)
+SELECT *, true FROM claimed
+UNION ALL
+SELECT ` + recordCols + `, false FROM {t}
+WHERE tenant = $1 AND digest = $2 AND expires_at > now() AND NOT EXISTS (SELECT FROM claimed)`),
 
 		get: r.Replace(`SELECT ` + recordCols + ` FROM {t}
 WHERE tenant = $1 AND digest = $2 AND expires_at > now()`),
@@ -333,7 +346,8 @@ func (s *Store) checkOpen() error {
 // INSERT ... ON CONFLICT statement judged by the database clock: a row whose
 // retention has run out is overwritten as if absent; any other row is left alone
 // — including a claim whose lease has run out (that is TakeOver's) — and returned,
-// read by a second statement, with LeaseExpired as the database judged it. It
+// with LeaseExpired as the database judged it: read by the same statement, or by
+// a second one when it was committed while the first ran. It
 // returns kvstore.ErrInvalid for a malformed request and an error wrapping
 // kvstore.ErrUnavailable if the database cannot be reached; it never reports a
 // claim it did not make.
@@ -357,22 +371,28 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	}
 	lease := micros(req.Lease)
 	for range claimAttempts {
-		var r row
+		var (
+			r       row
+			claimed bool
+		)
 		err := s.queryRow(ctx, req.Tenant, req.Digest, s.sql.claim,
 			[]any{req.Tenant, req.Digest, req.CheckDigest, req.Tool, req.RunID, req.CallID,
 				req.Holder, token, lease, s.retention()},
-			func(q pgx.Row) (err error) { r, err = scanRecord(q); return err })
-		if err == nil {
+			func(q pgx.Row) (err error) { r, err = scanRecord(q, &claimed); return err })
+		switch {
+		case err == nil && claimed:
 			return kvstore.ClaimResult{
 				Claimed: true,
 				Lease:   kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token},
 				Record:  r.rec,
 			}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		case err == nil:
+			return kvstore.ClaimResult{Record: r.rec}, nil // the live row in the way
+		case !errors.Is(err, pgx.ErrNoRows):
 			return kvstore.ClaimResult{}, err
 		}
-		// A live row is in the way. Read it; if it vanished meanwhile, try again.
+		// A live row committed after the statement began is in the way. Read
+		// it; if it vanished meanwhile, try again.
 		r, err = s.get(ctx, req.Tenant, req.Digest)
 		switch {
 		case err == nil:

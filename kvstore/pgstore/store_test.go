@@ -726,3 +726,49 @@ func keys(m map[string]any) []string {
 	}
 	return out
 }
+
+// TestClaimBehindUncommittedClaim: a claim whose key another transaction has
+// just claimed, uncommitted, waits for it; the claim statement's own read
+// cannot see a row committed after it began, so Claim reads the record with a
+// statement of its own, and reports the other claim, never its own.
+func TestClaimBehindUncommittedClaim(t *testing.T) {
+	s := newTestStore(t, Config{MaxBatch: 1})
+	d := newDigest(t)
+	first := req("acme", d, "first", time.Minute)
+	tx, err := s.pool.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx(t)) }()
+	var claimed bool
+	if _, err := scanRecord(tx.QueryRow(ctx(t), s.sql.claim, first.Tenant, first.Digest, first.CheckDigest, first.Tool,
+		first.RunID, first.CallID, first.Holder, "tok-first", micros(first.Lease), s.retention()), &claimed); err != nil || !claimed {
+		t.Fatalf("the first claim, in its transaction: claimed %v, %v", claimed, err)
+	}
+	holderPID := tx.Conn().PgConn().PID()
+
+	type result struct {
+		res kvstore.ClaimResult
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		res, err := s.Claim(ctx(t), req("acme", d, "second", time.Minute))
+		second <- result{res, err}
+	}()
+	eventually(t, "the second claim to wait for the first's row lock", func() bool {
+		var n int
+		if err := s.pool.QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(holderPID)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
+	if err := tx.Commit(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got.err != nil || got.res.Claimed || got.res.Record.Holder != "first" || got.res.Record.State != kvstore.StateClaimed {
+		t.Fatalf("second claim = %+v, %v; want the first claim's record", got.res, got.err)
+	}
+}
