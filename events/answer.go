@@ -492,7 +492,7 @@ func AnswerFromEvent(e event.Event) (Answer, error) {
 	if tc, ok := tracing(exts); ok {
 		a.TraceParent, a.TraceState = tc.TraceParent, tc.TraceState
 	}
-	if ct := e.DataContentType(); ct != "" {
+	if ct := e.DataContentType(); ct != "" && ct != event.ApplicationJSON {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != event.ApplicationJSON {
 			return Answer{}, invalid(a, "datacontenttype %s, want %q", quote(ct), event.ApplicationJSON)
 		}

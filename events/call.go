@@ -352,7 +352,7 @@ func NestsDeeper(data []byte, limit int) bool {
 // as JSON; a +json type is usable in binary mode.)
 func checkJSONContentType(e event.Event) error {
 	ct := e.DataContentType()
-	if ct == "" {
+	if ct == "" || ct == event.ApplicationJSON { // the type as toolexec writes it needs no parsing
 		return nil
 	}
 	mt, params, err := mime.ParseMediaType(ct)

@@ -177,15 +177,17 @@ func jsonString(raw []byte) (string, bool) {
 }
 
 func decodeStructured(ct string, data []byte) (event.Event, error) {
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "%s is not a media type", short(ct))
-	}
-	if mt != StructuredJSON {
-		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "event format %s is not supported: send %s", short(mt), StructuredJSON)
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "charset %s: only utf-8 is accepted", short(cs))
+	if ct != StructuredJSON { // the type as toolexec writes it needs no parsing
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "%s is not a media type", short(ct))
+		}
+		if mt != StructuredJSON {
+			return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "event format %s is not supported: send %s", short(mt), StructuredJSON)
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "charset %s: only utf-8 is accepted", short(cs))
+		}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is empty; a structured event is a JSON object")
