@@ -473,7 +473,8 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 			return storeAway(err)
 		}
 		if res.Claimed {
-			return &res.Lease, nil, nil
+			lease := res.Lease // not &res.Lease: that would move res to the heap on every call
+			return &lease, nil, nil
 		}
 		rec := res.Record
 		if rec.CheckDigest != r.check {
