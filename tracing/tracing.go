@@ -36,8 +36,10 @@ type Config struct {
 }
 
 // Provider is the tracer provider the environment asked for: a no-op one when
-// tracing is off. Give it to dispatch.Config.TracerProvider and call Shutdown
-// before the process exits, so that buffered spans are sent.
+// tracing is off. Give it to dispatch.Config.TracerProvider when it is Enabled
+// (without a provider the dispatcher makes no spans at all, which costs less
+// than no-op ones), and call Shutdown before the process exits, so that
+// buffered spans are sent.
 type Provider struct {
 	trace.TracerProvider
 	exporters []string

@@ -109,8 +109,11 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		// JSON escaping can make an outcome six times longer in its answer event.
 		maxOutcome = int(nc.MaxPayload() / 8)
 	}
-	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, MaxOutcomeBytes: maxOutcome, Logger: log,
-		Observer: m, TracerProvider: traces})
+	dcfg := dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, MaxOutcomeBytes: maxOutcome, Logger: log, Observer: m}
+	if traces.Enabled() {
+		dcfg.TracerProvider = traces // without one the dispatcher spends nothing on spans
+	}
+	d, err := dispatch.New(dcfg)
 	if err != nil {
 		return err
 	}
