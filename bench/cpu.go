@@ -91,7 +91,9 @@ func (r *Result) cpu(before, after cpuSample) {
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(r.Ops) }
 	r.CPUPerOp = per(after.harness - before.harness)
-	r.ServerCPUPerOp = per(after.servers - before.servers)
+	if r.dbServer {
+		r.ServerCPUPerOp = per(after.servers - before.servers)
+	}
 }
 
 // cpuCell shows a row's CPU per operation: the harness's and emitter's, plus
@@ -101,7 +103,7 @@ func cpuCell(r Result) string {
 		return "—"
 	}
 	s := strconv.FormatFloat(r.CPUPerOp, 'f', 0, 64)
-	if r.ServerCPUPerOp >= 0.5 {
+	if r.ServerCPUPerOp > 0 {
 		s += " + " + strconv.FormatFloat(r.ServerCPUPerOp, 'f', 0, 64) + " db"
 	}
 	return s

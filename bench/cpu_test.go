@@ -35,7 +35,7 @@ func TestOwnStatParses(t *testing.T) {
 }
 
 func TestResultCPU(t *testing.T) {
-	r := Result{Ops: 1000}
+	r := Result{Ops: 1000, dbServer: true}
 	r.cpu(cpuSample{harness: time.Second, servers: 2 * time.Second},
 		cpuSample{harness: 1250 * time.Millisecond, servers: 2100 * time.Millisecond})
 	if r.CPUPerOp != 250 || r.ServerCPUPerOp != 100 {
@@ -50,5 +50,11 @@ func TestResultCPU(t *testing.T) {
 	}
 	if got := cpuCell(Result{}); got != "—" {
 		t.Fatalf("cpuCell of an unmeasured row = %q", got)
+	}
+	// A row without a database does not count the servers' background work.
+	nats := Result{Ops: 1000}
+	nats.cpu(cpuSample{servers: time.Second}, cpuSample{harness: time.Second, servers: 2 * time.Second})
+	if got := cpuCell(nats); got != "1000" {
+		t.Fatalf("cpuCell of a row without a database = %q, want 1000", got)
 	}
 }

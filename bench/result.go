@@ -53,6 +53,9 @@ type Result struct {
 	// the PostgreSQL and Redis servers. Zero where not measured.
 	CPUPerOp       float64 `json:"cpu_us_per_op,omitempty"`
 	ServerCPUPerOp float64 `json:"server_cpu_us_per_op,omitempty"`
+	// dbServer says that the row uses PostgreSQL or Redis, whose servers' CPU
+	// it counts; other rows would only count their background work.
+	dbServer bool
 }
 
 // mergeRounds folds the later rounds of each row (extra, by row id) into its

@@ -83,7 +83,7 @@ func (c *completions) wait(id int64) <-chan time.Time {
 // open, the inserters do not wait and the run lasts until every job completed.
 func (h *harness) runRiver(ctx context.Context, id string, open bool) Result {
 	n, conc := h.cfg.riverJobs, h.cfg.concurrency
-	r := Result{ID: id, Group: groupPeer, Name: "River unique jobs (ByArgs), no-op worker", Concurrency: conc, Duplicates: h.cfg.duplicates}
+	r := Result{ID: id, Group: groupPeer, Name: "River unique jobs (ByArgs), no-op worker", Concurrency: conc, Duplicates: h.cfg.duplicates, dbServer: true}
 	if open {
 		r.Name += ", inserted without waiting"
 	}

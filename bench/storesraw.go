@@ -44,7 +44,7 @@ func pgSetting(ctx context.Context, pool *pgxpool.Pool, name string) string {
 // own, from conc goroutines over the pool. With notify each statement also
 // calls pg_notify, as pgstore's writes do for its waiters.
 func (h *harness) runPGCycles(ctx context.Context, id string, notify bool) Result {
-	r := Result{ID: id, Group: groupRawStore, Name: "PostgreSQL: INSERT … ON CONFLICT + UPDATE", Concurrency: h.cfg.concurrency}
+	r := Result{ID: id, Group: groupRawStore, Name: "PostgreSQL: INSERT … ON CONFLICT + UPDATE", Concurrency: h.cfg.concurrency, dbServer: true}
 	if notify {
 		r.Name += ", each with pg_notify"
 	}
@@ -153,7 +153,7 @@ func unlinkPrefix(ctx context.Context, c *redis.Client, prefix string) error {
 // runRedisCycles measures the raw Redis claim cycle: SET NX PX of a new key,
 // then SET XX PX with the outcome, from conc goroutines.
 func (h *harness) runRedisCycles(ctx context.Context) Result {
-	r := Result{ID: "raw-redis", Group: groupRawStore, Name: "Redis: SET NX + SET XX", Concurrency: h.cfg.concurrency}
+	r := Result{ID: "raw-redis", Group: groupRawStore, Name: "Redis: SET NX + SET XX", Concurrency: h.cfg.concurrency, dbServer: true}
 	c, err := h.redisClient(ctx)
 	if err != nil {
 		return failed(r, err)

@@ -226,7 +226,8 @@ func (h *harness) emit(ctx context.Context, url, toolName string, calls, concurr
 // measured run of emitter bench (a separate process, as a client is), then,
 // where asked, the run at concurrency 1.
 func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result {
-	r := Result{ID: cfg.id, Group: groupToolexec, Name: "toolexec, " + cfg.name, Concurrency: h.cfg.concurrency, Duplicates: h.cfg.duplicates}
+	r := Result{ID: cfg.id, Group: groupToolexec, Name: "toolexec, " + cfg.name, Concurrency: h.cfg.concurrency, Duplicates: h.cfg.duplicates,
+		dbServer: cfg.store == "postgres" || cfg.store == "redis"}
 	ex, durability, err := h.startExecutor(ctx, cfg)
 	if err != nil {
 		return []Result{failed(r, err)}
