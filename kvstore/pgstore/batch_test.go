@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -253,6 +254,24 @@ func TestGroupCommitTimeoutWritesNothing(t *testing.T) {
 // TestBatchWritersFollowThePool: by default a store runs up to four batch
 // writers but no more than half its pool's connections, and at least one; a
 // number given is kept.
+// TestDefaultBatchWriters: one writer per two CPUs, at least one, at most
+// DefaultBatchWriters, and no more than half the pool's connections.
+func TestDefaultBatchWriters(t *testing.T) {
+	for _, tt := range []struct{ conns, procs, want int }{
+		{conns: 32, procs: 1, want: 1},
+		{conns: 32, procs: 2, want: 1},
+		{conns: 32, procs: 4, want: 2},
+		{conns: 32, procs: 8, want: 4},
+		{conns: 32, procs: 64, want: DefaultBatchWriters},
+		{conns: 4, procs: 64, want: 2},
+		{conns: 1, procs: 64, want: 1},
+	} {
+		if got := defaultBatchWriters(tt.conns, tt.procs); got != tt.want {
+			t.Errorf("%d connections, %d CPUs: %d writers, want %d", tt.conns, tt.procs, got, tt.want)
+		}
+	}
+}
+
 func TestBatchWritersFollowThePool(t *testing.T) {
 	url := testenv.PostgresURL(t)
 	for _, tt := range []struct {
@@ -261,8 +280,8 @@ func TestBatchWritersFollowThePool(t *testing.T) {
 		writers int
 	}{
 		{conns: 1, writers: 1},
-		{conns: 4, writers: 2},
-		{conns: 16, writers: 4},
+		{conns: 4, writers: defaultBatchWriters(4, runtime.GOMAXPROCS(0))},
+		{conns: 16, writers: defaultBatchWriters(16, runtime.GOMAXPROCS(0))},
 		{conns: 4, give: 3, writers: 3},
 	} {
 		cfg, err := pgxpool.ParseConfig(url)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if cfg.BatchWriters == 0 {
-		cfg.BatchWriters = max(1, min(DefaultBatchWriters, int(pool.Config().MaxConns)/2))
+		cfg.BatchWriters = defaultBatchWriters(int(pool.Config().MaxConns), runtime.GOMAXPROCS(0))
 	}
 	s := &Store{
 		pool:         pool,
@@ -127,6 +128,12 @@ func (s *Store) Close() error {
 
 // Config returns the configuration in use, defaults applied.
 func (s *Store) Config() Config { return s.cfg }
+
+// defaultBatchWriters is Config.BatchWriters' default for a pool of maxConns
+// connections on procs CPUs.
+func defaultBatchWriters(maxConns, procs int) int {
+	return max(1, min(DefaultBatchWriters, procs/2, maxConns/2))
+}
 
 // statements are the store's SQL, with the schema substituted once by New.
 type statements struct {
