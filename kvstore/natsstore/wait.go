@@ -101,6 +101,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 
 	arm(safetyRecheck) // until the watch has said what it sees
 	armed = false
+	initial := true // the watch is delivering the key's current value
 	for {
 		select {
 		case <-ctx.Done():
@@ -113,6 +114,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 			}
 			if e == nil {
 				// All current values delivered.
+				initial = false
 				if !present {
 					// The watch sees no value. Its view may lag the leader's
 					// (a claim just made): ask the leader before saying gone.
@@ -148,6 +150,19 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 			}
 			rec := s.recordOf(seen.Tenant, seen.Digest, v, e)
 			if e.Revision() > seen.Revision {
+				if initial {
+					// The current value comes from the server that hosts the
+					// watch, which may lag the leader (a replicated bucket): a
+					// record renewed, then completed, before Wait was called
+					// may show as renewed. The leader's is at least as new.
+					lrec, done, err := s.recheck(ctx, seen)
+					switch {
+					case done && err == nil:
+						return lrec, nil
+					case errors.Is(err, kvstore.ErrNotFound):
+						return kvstore.Record{}, err // gone since
+					}
+				}
 				return rec, nil
 			}
 			// The revision the caller saw, as the server has it: its timestamp
