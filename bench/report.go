@@ -80,6 +80,9 @@ func ratioTarget(rs []Result, what, a, b string, want float64) target {
 	if lo, hi, n, ok := roundRatios(ra, rb); ok {
 		t.Measured += fmt.Sprintf(" (medians of %d rounds; the rounds' own ratios %.2f–%.2f×)", n, lo, hi)
 	}
+	if ca, cb := ra.CPUPerOp+ra.ServerCPUPerOp, rb.CPUPerOp+rb.ServerCPUPerOp; ra.CPUPerOp > 0 && rb.CPUPerOp > 0 {
+		t.Measured += fmt.Sprintf("; CPU per operation, databases included: %.0f against %.0f µs", ca, cb)
+	}
 	t.Verdict = verdictOf(ratio >= want)
 	return t
 }

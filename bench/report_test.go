@@ -508,3 +508,21 @@ func TestExecutorEnv(t *testing.T) {
 		t.Errorf("executorEnv = %v, want %s", got, want)
 	}
 }
+
+// TestRatioTargetCPU: a ratio target quotes both rows' CPU per operation,
+// databases included, when both were measured, and nothing about CPU otherwise.
+func TestRatioTargetCPU(t *testing.T) {
+	rs := []Result{
+		{ID: "pg", PerSec: 5000, CPUPerOp: 200, ServerCPUPerOp: 90},
+		{ID: "raw-pg", PerSec: 8000, CPUPerOp: 50, ServerCPUPerOp: 130},
+		{ID: "redis", PerSec: 8000},
+		{ID: "raw-redis", PerSec: 50000, CPUPerOp: 20},
+	}
+	got := ratioTarget(rs, "pg", "pg", "raw-pg", 0.8)
+	if want := "pg / raw-pg = 5000 / 8000 = **0.62×**; CPU per operation, databases included: 290 against 180 µs"; got.Measured != want || got.Verdict != "**not met**" {
+		t.Errorf("got %q, %q; want %q", got.Measured, got.Verdict, want)
+	}
+	if got := ratioTarget(rs, "redis", "redis", "raw-redis", 0.5); strings.Contains(got.Measured, "CPU") {
+		t.Errorf("a row without CPU figures: %q", got.Measured)
+	}
+}
