@@ -20,13 +20,17 @@ import (
 // (--event-max-age), the message ids the streams deduplicate by — lasts
 // rssWindow, so that the data kept stops growing long before the first
 // reference point (a tenth of the calls) and what grows after it grows per
-// call. With 15 s the kept data peaked at about 70,000 calls and the RSS was
-// still climbing into its working set at 100,000 (a run of 2026-12-03); 10 s
-// leaves the reference point two and a half windows in, past that warm-up.
+// call. The window must be short against the time the reference point takes:
+// with 15 s the kept data peaked at about 70,000 calls and the RSS was still
+// climbing into its working set at 100,000 (a run of 2026-12-03 at about 6,000
+// calls/s); with 10 s at about 7,900 calls/s the 100,000th call came 13 s in,
+// its median RSS 382 MiB against 424–434 MiB from 250,000 calls to the end
+// (a line fitted from 100,000 on rose by 0.03 MiB per 100,000 calls). 5 s
+// leaves the reference point more than two windows in at up to 10,000 calls/s.
 // The lease must be shorter than the retention.
 const (
-	rssWindow = 10 * time.Second
-	rssLease  = 5 * time.Second
+	rssWindow = 5 * time.Second
+	rssLease  = 2 * time.Second
 	// rssTool is the demo tool the run calls: update_profile is Idempotent and
 	// keyed by the passenger, so the demo airline keeps one profile per key
 	// number (as many as one emitter run has), not one booking per call as book
