@@ -221,3 +221,17 @@ func recv(t *testing.T, ch <-chan waitResult) waitResult {
 		return waitResult{}
 	}
 }
+
+// waitBlockedBy waits until some backend waits for a lock that the backend
+// with process id pid holds: what describes.
+func waitBlockedBy(t *testing.T, s *Store, pid uint32, what string) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		var n int
+		if err := s.pool.QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
+			WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(pid)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
+}

@@ -287,14 +287,7 @@ func TestWaitMarkBehindInFlightWrite(t *testing.T) {
 			writer := tx.Conn().PgConn().PID()
 
 			waiting := goWait(t, s, ctx(t), res.Record)
-			eventually(t, "the waiter's mark to wait for the write's row lock", func() bool {
-				var n int
-				if err := s.pool.QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
-					WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(writer)).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				return n > 0
-			})
+			waitBlockedBy(t, s, writer, "the waiter's mark to wait for the write's row lock")
 			if err := tx.Commit(ctx(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -322,14 +315,7 @@ func TestWriteBehindInFlightMarkNotifies(t *testing.T) {
 
 	recorded := make(chan error, 1)
 	go func() { recorded <- s.Record(ctx(t), res.Lease, "done") }()
-	eventually(t, "the write to wait for the mark's row lock", func() bool {
-		var n int
-		if err := s.pool.QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
-			WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(marker)).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n > 0
-	})
+	waitBlockedBy(t, s, marker, "the write to wait for the mark's row lock")
 	if err := tx.Commit(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -756,14 +756,7 @@ func TestClaimBehindUncommittedClaim(t *testing.T) {
 		res, err := s.Claim(ctx(t), req("acme", d, "second", time.Minute))
 		second <- result{res, err}
 	}()
-	eventually(t, "the second claim to wait for the first's row lock", func() bool {
-		var n int
-		if err := s.pool.QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
-			WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(holderPID)).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n > 0
-	})
+	waitBlockedBy(t, s, holderPID, "the second claim to wait for the first's row lock")
 	if err := tx.Commit(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
