@@ -541,9 +541,9 @@ const rowsExplained = `
   count of bodies entered (dispatch.Stats) read; emitter bench, a separate process, calls the
   demo tool book (effectful, key [flight]). The memory, PostgreSQL and Redis stores run on a
   NATS server with lazy fsync, so that the store is what differs between them. The
-  PostgreSQL store group-commits (pgstore's default, MaxBatch 64 over 4 writers): claims and
-  record writes that arrive while others are being written go in one transaction; its check
-  says how many writes went together.
+  PostgreSQL store group-commits (pgstore's defaults: MaxBatch 64, a batch writer per two
+  CPUs): claims and record writes that arrive while others are being written go in one
+  transaction; its check says how many writes went together.
 - **(d) River**: River v0.51.2 with riverpgxv5 on the same PostgreSQL, in its own schema, a
   no-op worker, ` + "`MaxWorkers: 64`" + `, River's defaults otherwise (FetchCooldown 100 ms); 64
   inserters, each ` + "`Insert`" + ` (one job at a time: batched unique inserts fail on duplicates

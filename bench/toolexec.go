@@ -97,7 +97,6 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 		if err != nil {
 			return nil, "", err
 		}
-
 		ex.closers = append(ex.closers, func() { _ = s.Close() })
 		store = s
 	case "postgres":

@@ -31,15 +31,6 @@ func (o Object) Get(name string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-// Map returns the members as a map from name to value.
-func (o Object) Map() map[string]json.RawMessage {
-	m := make(map[string]json.RawMessage, len(o))
-	for _, mb := range o {
-		m[mb.Name] = mb.Value
-	}
-	return m
-}
-
 // smallObject is the number of members up to which Members looks for a repeated
 // name by scanning those it has; past it, a set of the names is kept, so that
 // an object of many members costs linear time, not quadratic.
