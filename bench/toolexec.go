@@ -93,20 +93,12 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 		ex.closers = append(ex.closers, func() { _ = s.Close() })
 		store = s
 	case "jetstream":
-		// As the executor's --kv-group-commit auto: group commit on a
-		// server that syncs every write.
-		s, err := natsstore.New(ctx, js, natsstore.Config{GroupCommit: cfg.syncAlways})
+		s, err := natsstore.New(ctx, js, natsstore.Config{})
 		if err != nil {
 			return nil, "", err
 		}
 		ex.closers = append(ex.closers, func() { _ = s.Close() })
 		store = s
-		if cfg.syncAlways {
-			ex.groups = func() (int64, int64, int64) {
-				st := s.GroupStats()
-				return st.Batches, st.Writes, st.Rejected
-			}
-		}
 	case "postgres":
 		pool, err := h.pgPool(ctx)
 		if err != nil {

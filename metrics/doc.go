@@ -20,7 +20,7 @@
 //	holder_wait_seconds{tool}               time spent waiting for another caller's claim
 //	store_operation_duration_seconds{store,operation}
 //	store_errors_total{store,operation,error} failures (unavailable, invalid, too_large, other)
-//	store_group_commits_total{store}        group commits of two writes or more (PostgreSQL, JetStream KV; GroupCommits)
+//	store_group_commits_total{store}        group commits of two writes or more (PostgreSQL; GroupCommits)
 //	store_group_commit_writes_total{store}  the writes they carried
 //	store_group_commits_refused_total{store} group commits refused, their writes then made one by one
 //	messages_received_total                 calls delivered by JetStream

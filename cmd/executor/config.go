@@ -29,7 +29,6 @@ type config struct {
 	postgresURL  string
 	pgSchema     string
 	pgMaxBatch   int
-	kvGroup      string
 	redisURL     string
 	redisPrefix  string
 	ensureSchema bool
@@ -82,7 +81,6 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.eventMaxAge, "event-max-age", 7*24*time.Hour, "how long TOOLEXEC_EVENTS keeps answers and audit events")
 
 	fs.StringVar(&c.store, "store", "jetstream", "idempotency store: jetstream, postgres, redis or memory")
-	fs.StringVar(&c.kvGroup, "kv-group-commit", "auto", "JetStream store: write claims and records that arrive together as one atomic batch, under one fsync (nats-server 2.12+); auto: on with an embedded server that syncs every write; on or off")
 	fs.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL URL for --store postgres")
 	fs.StringVar(&c.pgSchema, "postgres-schema", "toolexec", "PostgreSQL schema holding the records")
 	fs.IntVar(&c.pgMaxBatch, "postgres-max-batch", pgstore.DefaultMaxBatch, "most claims and record writes one PostgreSQL transaction carries when they arrive together (group commit); 1: each its own")
@@ -154,9 +152,6 @@ func (c *config) check() error {
 	default:
 		errs = append(errs, fmt.Errorf("--store %q: want jetstream, postgres, redis or memory", c.store))
 	}
-	if c.kvGroup != "auto" && c.kvGroup != "on" && c.kvGroup != "off" {
-		errs = append(errs, fmt.Errorf("--kv-group-commit %q: want auto, on or off", c.kvGroup))
-	}
 	if c.pgMaxBatch < 1 {
 		errs = append(errs, fmt.Errorf("--postgres-max-batch %d: must be at least 1", c.pgMaxBatch))
 	}
@@ -183,17 +178,6 @@ func (c *config) check() error {
 
 // embedded reports whether the executor runs its own NATS server.
 func (c *config) embedded() bool { return c.natsURL == "" }
-
-// kvGroupCommit reports whether the JetStream store group-commits its writes:
-// --kv-group-commit, where auto means only on an embedded server that syncs
-// every write (the one setup where a batch saves a disk sync per write and
-// the server is known to be recent enough).
-func (c *config) kvGroupCommit() bool {
-	if c.kvGroup == "auto" {
-		return c.embedded() && c.syncInterval == 0
-	}
-	return c.kvGroup == "on"
-}
 
 func (c *config) natsStoreDir() string { return filepath.Join(c.dataDir, "nats") }
 

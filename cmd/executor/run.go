@@ -95,23 +95,11 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	closers = append(closers, closeStore)
 	store := m.Store(rawStore, cfg.store)
-	var groupStats func() (int64, int64, int64)
-	switch s := rawStore.(type) {
-	case *pgstore.Store:
-		groupStats = func() (int64, int64, int64) {
-			st := s.BatchStats()
+	if pg, ok := rawStore.(*pgstore.Store); ok {
+		if err := metrics.GroupCommits(reg, cfg.store, func() (int64, int64, int64) {
+			st := pg.BatchStats()
 			return st.Batches, st.Writes, st.Retried
-		}
-	case *natsstore.Store:
-		if cfg.kvGroupCommit() {
-			groupStats = func() (int64, int64, int64) {
-				st := s.GroupStats()
-				return st.Batches, st.Writes, st.Rejected
-			}
-		}
-	}
-	if groupStats != nil {
-		if err := metrics.GroupCommits(reg, cfg.store, groupStats); err != nil {
+		}); err != nil {
 			return err
 		}
 	}
@@ -276,7 +264,7 @@ func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, st
 func openStore(ctx context.Context, cfg config, js jetstream.JetStream, log *slog.Logger) (kvstore.Store, func(), error) {
 	switch cfg.store {
 	case "jetstream":
-		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.replicas, Retention: cfg.retention, GroupCommit: cfg.kvGroupCommit()})
+		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.replicas, Retention: cfg.retention})
 		if err != nil {
 			return nil, nil, fmt.Errorf("jetstream store: %w", err)
 		}

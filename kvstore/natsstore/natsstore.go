@@ -73,18 +73,6 @@ type Config struct {
 	// The bucket enforces it too. Default: 0, as much as the server's max_payload
 	// allows (1 MiB by default, less a little for headers).
 	MaxValueSize int32
-
-	// GroupCommit sends the writes that arrive while one is being stored
-	// together, as one atomic batch the server stores under a single disk
-	// sync (see the package documentation). It pays on servers that sync
-	// every write (sync_interval always); on others it only adds work. It
-	// needs nats-server 2.12 or later and sets the bucket's stream to allow
-	// atomic batches.
-	GroupCommit bool
-
-	// MaxBatch caps the writes of one batch with GroupCommit. Default:
-	// DefaultMaxBatch.
-	MaxBatch int
 }
 
 // Store is the JetStream KV [kvstore.Store]. It is safe for concurrent use by
@@ -100,7 +88,6 @@ type Store struct {
 	bucket     string
 	retention  time.Duration
 	maxValue   int
-	group      *committer // nil without Config.GroupCommit
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -137,11 +124,6 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 		return nil, fmt.Errorf("natsstore: retention %v: %w", cfg.Retention, kvstore.ErrInvalid)
 	case cfg.MaxValueSize < 0:
 		return nil, fmt.Errorf("natsstore: max value size %d: %w", cfg.MaxValueSize, kvstore.ErrInvalid)
-	case cfg.MaxBatch < 0 || cfg.MaxBatch > 1000:
-		return nil, fmt.Errorf("natsstore: max batch %d, want 0..1000: %w", cfg.MaxBatch, kvstore.ErrInvalid)
-	}
-	if cfg.MaxBatch == 0 {
-		cfg.MaxBatch = DefaultMaxBatch
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:       cfg.Bucket,
@@ -159,16 +141,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	if err != nil {
 		return nil, setupError("look up stream of bucket "+cfg.Bucket, err)
 	}
-	if cfg.GroupCommit {
-		if err := allowAtomic(ctx, js, stream); err != nil {
-			return nil, err
-		}
-	}
 	maxValue := int(js.Conn().MaxPayload()) - headroom
 	if cfg.MaxValueSize > 0 && int(cfg.MaxValueSize) < maxValue {
 		maxValue = int(cfg.MaxValueSize)
 	}
-	s := &Store{
+	return &Store{
 		kv:         kv,
 		pub:        js,
 		stream:     stream,
@@ -180,39 +157,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 		retention:  cfg.Retention,
 		maxValue:   maxValue,
 		done:       make(chan struct{}),
-	}
-	if cfg.GroupCommit {
-		s.group = newCommitter(s.nc, s.publishOne, s.apiTimeout, cfg.MaxBatch)
-	}
-	return s, nil
-}
-
-// allowAtomic sets the bucket's stream to accept atomic batches, for group
-// commit. A server older than 2.12 drops the setting it does not know, which
-// New reports as an error.
-func allowAtomic(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream) error {
-	cfg := stream.CachedInfo().Config
-	if cfg.AllowAtomicPublish {
-		return nil
-	}
-	cfg.AllowAtomicPublish = true
-	updated, err := js.UpdateStream(ctx, cfg)
-	if err != nil {
-		return setupError("allow atomic batches on stream "+cfg.Name+" (group commit)", err)
-	}
-	if !updated.CachedInfo().Config.AllowAtomicPublish {
-		return fmt.Errorf("natsstore: group commit needs nats-server 2.12 or later: stream %s did not keep allow_atomic: %w", cfg.Name, kvstore.ErrInvalid)
-	}
-	return nil
-}
-
-// GroupStats returns what group commit has done so far: all zero without
-// Config.GroupCommit.
-func (s *Store) GroupStats() GroupStats {
-	if s.group == nil {
-		return GroupStats{}
-	}
-	return GroupStats{Batches: s.group.batches.Load(), Writes: s.group.writes.Load(), Rejected: s.group.rejected.Load()}
+	}, nil
 }
 
 // setupError classifies a failure of New: unreachable JetStream is
@@ -280,27 +225,22 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		if err := pause(ctx, waits); err != nil {
 			return kvstore.ClaimResult{}, unavailable(op, err)
 		}
-		// With group commit the key is read first: a claim of a held key
-		// would reject the whole batch it went in (see group.go).
-		readFirst := attempt == 0 && s.group != nil
-		if !readFirst {
-			// A write at revision 0 is kv.Create's write without the read
-			// kv.Create makes when it is refused (from any replica): the read
-			// below goes to the leader and does for both.
-			rev, err := s.update(ctx, key, b, over)
-			if err == nil {
-				return s.won(req, v, rev), nil
+		// A write at revision 0 is kv.Create's write without the read
+		// kv.Create makes when it is refused (from any replica): the read below
+		// goes to the leader and does for both.
+		rev, err := s.update(ctx, key, b, over)
+		if err == nil {
+			return s.won(req, v, rev), nil
+		}
+		if !isConflict(err) {
+			if isTooLarge(err) {
+				return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: %w: %w", op, kvstore.ErrInvalid, kvstore.ErrTooLarge)
 			}
-			if !isConflict(err) {
-				if isTooLarge(err) {
-					return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: %w: %w", op, kvstore.ErrInvalid, kvstore.ErrTooLarge)
-				}
-				if notWritten(err) || ctx.Err() != nil {
-					return kvstore.ClaimResult{}, unavailable(op, err)
-				}
-				// The write may have landed although its answer was lost:
-				// read the key to find out.
+			if notWritten(err) || ctx.Err() != nil {
+				return kvstore.ClaimResult{}, unavailable(op, err)
 			}
+			// The write may have landed although its answer was lost: read
+			// the key to find out.
 		}
 		e, err := s.latest(ctx, key)
 		switch {
@@ -317,8 +257,6 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		case err == nil:
 			// Released: write over the delete marker, at once.
 			over = e.revision
-		case errors.Is(err, jetstream.ErrKeyNotFound) && readFirst:
-			over = 0
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			// Expired or forgotten between the write and the read: try
 			// again, after a pause.

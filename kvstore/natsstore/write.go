@@ -41,14 +41,6 @@ func (s *Store) update(ctx context.Context, key string, b []byte, rev uint64) (u
 		Header:  nats.Header{jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(rev, 10)}},
 		Data:    b,
 	}
-	if s.group != nil {
-		return s.group.write(ctx, m)
-	}
-	return s.publishOne(ctx, m)
-}
-
-// publishOne publishes the write m on its own and returns its revision.
-func (s *Store) publishOne(ctx context.Context, m *nats.Msg) (uint64, error) {
 	ack, err := s.pub.PublishMsg(ctx, m)
 	if err != nil {
 		return 0, err
