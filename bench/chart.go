@@ -21,6 +21,7 @@ var shortLabels = map[string]string{
 	"raw-pg-notify":  "raw PostgreSQL cycle, with pg_notify",
 	"raw-redis":      "raw Redis SET NX+SET XX",
 	"mem":            "(c) toolexec, memory store",
+	"mem-sync":       "(c) toolexec, memory store, fsync always",
 	"kv-sync":        "(c) toolexec, JetStream KV, fsync always",
 	"kv-lazy":        "(c) toolexec, JetStream KV, fsync lazy",
 	"kv-lazy-c1":     "(c) toolexec, JetStream KV, lazy, 1 in flight",

@@ -176,6 +176,11 @@ func sequence(c config) []step {
 				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
 			})
 		}},
+		{ids: []string{"mem-sync"}, fn: func(ctx context.Context, h *harness) []Result {
+			return withCalls(h, c.syncCalls, func() []Result {
+				return h.runToolexec(ctx, toolexecConfig{id: "mem-sync", name: "memory store", store: "memory", syncAlways: true})
+			})
+		}},
 		{ids: []string{"b-sync"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
 		})},

@@ -540,7 +540,9 @@ const rowsExplained = `
   64 calls at once), in this program's process so that its CPU can be profiled and its own
   count of bodies entered (dispatch.Stats) read; emitter bench, a separate process, calls the
   demo tool book (effectful, key [flight]). The memory, PostgreSQL and Redis stores run on a
-  NATS server with lazy fsync, so that the store is what differs between them. The
+  NATS server with lazy fsync, so that the store is what differs between them; the memory
+  store runs once more on a server that syncs every write, the bound of any store there
+  (the call and its answer are synced writes of their own). The
   PostgreSQL store group-commits (pgstore's defaults: MaxBatch 64, a batch writer per two
   CPUs): claims and record writes that arrive while others are being written go in one
   transaction; its check says how many writes went together.

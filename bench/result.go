@@ -108,7 +108,7 @@ func mergeRounds(rs []Result, extra map[string][]Result) {
 // hand-rolled loop, raw store cycles, toolexec, River.
 var displayOrder = []string{
 	"a", "a-sync", "b", "b-sync", "raw-kv-lazy", "raw-kv-sync", "raw-pg", "raw-pg-notify", "raw-redis",
-	"mem", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open",
+	"mem", "mem-sync", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open",
 	"scale-1", "scale-2", "scale-4", "rss",
 }
 
