@@ -13,6 +13,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/binding"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/jspub"
 )
 
 // DefaultCallSource is the CloudEvents source of calls whose Source is empty.
@@ -36,6 +37,7 @@ type ClientConfig struct {
 // for concurrent use.
 type Client struct {
 	js   jetstream.JetStream
+	pub  jspub.Publisher
 	nc   *nats.Conn
 	cfg  ClientConfig
 	log  *slog.Logger
@@ -51,7 +53,7 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
+	c := &Client{js: js, pub: jspub.Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout}, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -106,11 +108,23 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 }
 
 func (c *Client) publish(ctx context.Context, msg *nats.Msg, callID string) (*jetstream.PubAck, error) {
-	ack, err := c.js.PublishMsg(ctx, msg, jetstream.WithMsgID(callID), jetstream.WithExpectStream(events.CallStream))
+	setPublishHeaders(msg, callID, events.CallStream)
+	ack, err := c.pub.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: publishing call %s: %w", callID, err)
 	}
 	return ack, nil
+}
+
+// setPublishHeaders sets what JetStream checks a publication by: its message id,
+// whose repeat within the stream's duplicate window is not stored again, and
+// the stream it must land in.
+func setPublishHeaders(msg *nats.Msg, msgID, stream string) {
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	msg.Header[jetstream.MsgIDHeader] = []string{msgID}
+	msg.Header[jetstream.ExpectedStreamHeader] = []string{stream}
 }
 
 // Call publishes call and waits for its answer. It subscribes to the call's

@@ -16,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus/binding"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/jspub"
 )
 
 // Dispatcher runs one call to its answer. *dispatch.Dispatcher is one. Dispatch
@@ -156,6 +157,7 @@ type WorkerStats struct {
 // the message back (Nak) for another worker.
 type Worker struct {
 	js  jetstream.JetStream
+	pub jspub.Publisher // publishes answers
 	d   Dispatcher
 	cfg WorkerConfig
 	log *slog.Logger
@@ -183,7 +185,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	}
 	cfg = cfg.withDefaults()
 	return &Worker{
-		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
+		js: js, pub: jspub.Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout}, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
 		done:     make(chan struct{}),
 	}, nil
@@ -572,9 +574,10 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
+	setPublishHeaders(msg, a.MsgID(), events.EventStream)
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
-		ack, err := w.js.PublishMsg(pctx, msg, jetstream.WithMsgID(a.MsgID()), jetstream.WithExpectStream(events.EventStream))
+		ack, err := w.pub.PublishMsg(pctx, msg)
 		cancel()
 		if err == nil {
 			if ack.Duplicate {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/internal/jspub"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -147,7 +148,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	}
 	return &Store{
 		kv:         kv,
-		pub:        js,
+		pub:        jspub.Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout},
 		stream:     stream,
 		nc:         js.Conn(),
 		msgGet:     apiPrefixOf(js) + "STREAM.MSG.GET.KV_" + cfg.Bucket,
