@@ -7,10 +7,11 @@
 // json.Unmarshal into a struct, a few microseconds apiece, which the profile of
 // a busy executor showed as one of its larger single costs. The server writes
 // a PubAck as a flat object of a stream name, a sequence and at most a few
-// flags; Parse reads exactly that shape by hand and hands anything else (an
-// error, an escape in a string, a member it does not know) to encoding/json,
-// so that its answers are json.Unmarshal's for every input (FuzzParse holds it
-// to that).
+// flags, and a refusal (a claim of a taken key) as that with an error object
+// of three members; Parse reads exactly those shapes by hand and hands
+// anything else (an escape in a string, a member it does not know, a repeated
+// one) to encoding/json, so that its answers are json.Unmarshal's for every
+// input (FuzzParse holds it to that).
 package jspub
 
 import (
@@ -78,7 +79,10 @@ func (p Publisher) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstrea
 // error wrapped (a *jetstream.APIError), jetstream.ErrInvalidJSAck for an
 // answer that is not a PubAck, or the PubAck.
 func Parse(b []byte) (*jetstream.PubAck, error) {
-	if ack, ok := parseFlat(b); ok {
+	if ack, apiErr, ok := parseFlat(b); ok {
+		if apiErr != nil {
+			return nil, fmt.Errorf("nats: %w", apiErr)
+		}
 		if ack.Stream == "" {
 			return nil, jetstream.ErrInvalidJSAck
 		}
@@ -108,97 +112,117 @@ func parseJSON(b []byte) (*jetstream.PubAck, error) {
 	return r.PubAck, nil
 }
 
-// parseFlat reads b if it is a PubAck in the shape the server writes: one
+// parseFlat reads b if it is an answer in the shape the server writes: one
 // object whose members are stream, domain, val (strings without escapes),
-// seq (an unsigned integer) and duplicate (true or false), each at most once,
-// with JSON whitespace anywhere between tokens. ok is false for anything
-// else, which parseJSON then reads.
-func parseFlat(b []byte) (ack *jetstream.PubAck, ok bool) {
+// seq (an unsigned integer), duplicate (true or false) and error (an object
+// of code, err_code and description), each at most once, with JSON
+// whitespace anywhere between tokens. ok is false for anything else, which
+// parseJSON then reads.
+func parseFlat(b []byte) (ack *jetstream.PubAck, apiErr *jetstream.APIError, ok bool) {
 	p := flat{b: b}
-	p.space()
-	if !p.byte('{') {
-		return nil, false
-	}
 	var a jetstream.PubAck
-	var seen uint8
-	p.space()
-	if p.byte('}') {
-		return nil, false // no PubAck member: leave it to parseJSON
-	}
-	for {
-		p.space()
-		name, ok := p.str()
-		if !ok {
-			return nil, false
-		}
-		p.space()
-		if !p.byte(':') {
-			return nil, false
-		}
-		p.space()
-		var bit uint8
+	ok = p.object(func(name []byte) bool {
 		switch string(name) {
 		case "stream":
-			bit = 1
 			s, ok := p.str()
-			if !ok {
-				return nil, false
-			}
 			a.Stream = string(s)
+			return ok
 		case "seq":
-			bit = 2
-			n, ok := p.uint()
-			if !ok {
-				return nil, false
-			}
+			n, ok := p.uint(1<<64 - 1)
 			a.Sequence = n
+			return ok
 		case "duplicate":
-			bit = 4
 			v, ok := p.boolean()
-			if !ok {
-				return nil, false
-			}
 			a.Duplicate = v
+			return ok
 		case "domain":
-			bit = 8
 			s, ok := p.str()
-			if !ok {
-				return nil, false
-			}
 			a.Domain = string(s)
+			return ok
 		case "val":
-			bit = 16
 			s, ok := p.str()
-			if !ok {
-				return nil, false
-			}
 			a.Value = string(s)
-		default:
-			return nil, false
+			return ok
+		case "error":
+			apiErr = &jetstream.APIError{}
+			return p.object(func(name []byte) bool {
+				switch string(name) {
+				case "code":
+					n, ok := p.uint(1<<31 - 1)
+					apiErr.Code = int(n)
+					return ok
+				case "err_code":
+					n, ok := p.uint(1<<16 - 1)
+					apiErr.ErrorCode = jetstream.ErrorCode(n)
+					return ok
+				case "description":
+					s, ok := p.str()
+					apiErr.Description = string(s)
+					return ok
+				}
+				return false
+			})
 		}
-		if seen&bit != 0 {
-			return nil, false // a repeated member: encoding/json's rules apply
-		}
-		seen |= bit
+		return false
+	})
+	if ok {
 		p.space()
-		if p.byte(',') {
-			continue
-		}
-		if !p.byte('}') {
-			return nil, false
-		}
-		p.space()
-		if p.i != len(p.b) {
-			return nil, false
-		}
-		return &a, true
 	}
+	if !ok || p.i != len(p.b) {
+		return nil, nil, false
+	}
+	return &a, apiErr, true
 }
 
 // flat is a cursor over a flat JSON object.
 type flat struct {
 	b []byte
 	i int
+}
+
+// object reads an object whose member values member reads (given the
+// member's name, the cursor on its value). Each name may appear once.
+func (p *flat) object(member func(name []byte) bool) bool {
+	p.space()
+	if !p.byte('{') {
+		return false
+	}
+	p.space()
+	if p.byte('}') {
+		return true
+	}
+	var names [8]string
+	n := 0
+	for {
+		p.space()
+		name, ok := p.str()
+		if !ok {
+			return false
+		}
+		for _, seen := range names[:n] {
+			if seen == string(name) {
+				return false // a repeated member: encoding/json's rules apply
+			}
+		}
+		if n == len(names) {
+			return false
+		}
+		names[n] = string(name)
+		n++
+		p.space()
+		if !p.byte(':') {
+			return false
+		}
+		p.space()
+		if !member(name) {
+			return false
+		}
+		p.space()
+		if p.byte(',') {
+			continue
+		}
+		return p.byte('}')
+	}
 }
 
 func (p *flat) space() {
@@ -241,13 +265,13 @@ func (p *flat) str() ([]byte, bool) {
 	return nil, false
 }
 
-// uint reads an unsigned integer without leading zeros that fits in uint64.
-func (p *flat) uint() (uint64, bool) {
+// uint reads an unsigned integer without leading zeros, at most limit.
+func (p *flat) uint(limit uint64) (uint64, bool) {
 	start := p.i
 	var n uint64
 	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
 		d := uint64(p.b[p.i] - '0')
-		if n > (1<<64-1-d)/10 {
+		if n > (limit-d)/10 {
 			return 0, false
 		}
 		n = n*10 + d

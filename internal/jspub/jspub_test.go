@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 		{name: "unknown member", in: `{"stream":"S","seq":1,"x":[1]}`, want: &jetstream.PubAck{Stream: "S", Sequence: 1}},
 		{name: "no stream", in: `{"seq":1}`, err: jetstream.ErrInvalidJSAck, flat: true},
 		{name: "empty stream", in: `{"stream":"","seq":1}`, err: jetstream.ErrInvalidJSAck, flat: true},
-		{name: "empty object", in: `{}`, err: jetstream.ErrInvalidJSAck},
+		{name: "empty object", in: `{}`, err: jetstream.ErrInvalidJSAck, flat: true},
 		{name: "not JSON", in: `nope`, err: jetstream.ErrInvalidJSAck},
 		{name: "trailing bytes", in: `{"stream":"S","seq":1}x`, err: jetstream.ErrInvalidJSAck},
 		{name: "empty", in: ``, err: jetstream.ErrInvalidJSAck},
@@ -61,7 +61,16 @@ func TestParse(t *testing.T) {
 			name: "server error",
 			in:   `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"},"stream":"S","seq":0}`,
 			code: 10071,
+			flat: true,
 		},
+		{
+			name: "server error, escaped description",
+			in:   `{"error":{"code":400,"err_code":10060,"description":"expected \"X\""},"stream":"S","seq":0}`,
+			code: 10060,
+		},
+		{name: "error code too large", in: `{"error":{"code":400,"err_code":70000}}`, err: jetstream.ErrInvalidJSAck},
+		{name: "empty error", in: `{"error":{}}`, code: 0, flat: true},
+		{name: "null error", in: `{"error":null,"stream":"S","seq":1}`, want: &jetstream.PubAck{Stream: "S", Sequence: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ack, err := Parse([]byte(tc.in))
@@ -69,11 +78,11 @@ func TestParse(t *testing.T) {
 			if !sameResult(ack, err, jack, jerr) {
 				t.Errorf("Parse = %+v, %v; encoding/json reads %+v, %v", ack, err, jack, jerr)
 			}
-			if _, ok := parseFlat([]byte(tc.in)); ok != tc.flat {
+			if _, _, ok := parseFlat([]byte(tc.in)); ok != tc.flat {
 				t.Errorf("read by hand: %v, want %v", ok, tc.flat)
 			}
 			switch {
-			case tc.code != 0:
+			case tc.code != 0 || tc.name == "empty error":
 				var apiErr *jetstream.APIError
 				if !errors.As(err, &apiErr) || apiErr.ErrorCode != tc.code {
 					t.Errorf("error %v, want API error %d", err, tc.code)
