@@ -130,7 +130,9 @@ func TestPublishMsg(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Publisher{Conn: nc, Timeout: 5 * time.Second}
-	msg := func(subj string, h nats.Header) *nats.Msg { return &nats.Msg{Subject: subj, Header: h, Data: []byte("x")} }
+	msg := func(subj string, h nats.Header) *nats.Msg {
+		return &nats.Msg{Subject: subj, Header: h, Data: []byte("x")}
+	}
 
 	ack, err := p.PublishMsg(ctx, msg("s.a", nats.Header{jetstream.MsgIDHeader: {"m1"}}))
 	if err != nil || ack.Stream != "S" || ack.Sequence != 1 || ack.Duplicate {
