@@ -15,6 +15,7 @@
 package jspub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -191,7 +192,7 @@ func (p *flat) object(member func(name []byte) bool) bool {
 	if p.byte('}') {
 		return true
 	}
-	var names [8]string
+	var names [8][]byte // slices of p.b: no copies
 	n := 0
 	for {
 		p.space()
@@ -200,14 +201,14 @@ func (p *flat) object(member func(name []byte) bool) bool {
 			return false
 		}
 		for _, seen := range names[:n] {
-			if seen == string(name) {
+			if bytes.Equal(seen, name) {
 				return false // a repeated member: encoding/json's rules apply
 			}
 		}
 		if n == len(names) {
 			return false
 		}
-		names[n] = string(name)
+		names[n] = name
 		n++
 		p.space()
 		if !p.byte(':') {

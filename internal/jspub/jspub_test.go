@@ -164,22 +164,28 @@ func TestPublishMsg(t *testing.T) {
 	}
 }
 
+// BenchmarkParse reads a PubAck and a refusal by hand and with encoding/json.
 func BenchmarkParse(b *testing.B) {
-	in := []byte(`{"stream":"KV_toolexec_idempotency", "seq":123456}`)
-	b.Run("flat", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := Parse(in); err != nil {
-				b.Fatal(err)
-			}
+	for _, in := range []struct {
+		name, data string
+		refused    bool
+	}{
+		{"ack", `{"stream":"KV_toolexec_idempotency", "seq":123456}`, false},
+		{"refusal", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"},"stream":"KV_toolexec_idempotency","seq":0}`, true},
+	} {
+		for _, p := range []struct {
+			name  string
+			parse func([]byte) (*jetstream.PubAck, error)
+		}{{"flat", Parse}, {"encoding-json", parseJSON}} {
+			b.Run(in.name+"/"+p.name, func(b *testing.B) {
+				data := []byte(in.data)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.parse(data); (err != nil) != in.refused {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := parseJSON(in); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	}
 }
