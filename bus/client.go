@@ -53,7 +53,7 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, pub: jspub.Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout}, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
+	c := &Client{js: js, pub: jspub.New(js), nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

@@ -185,7 +185,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	}
 	cfg = cfg.withDefaults()
 	return &Worker{
-		js: js, pub: jspub.Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout}, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
+		js: js, pub: jspub.New(js), d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
 		done:     make(chan struct{}),
 	}, nil

@@ -43,6 +43,12 @@ type Publisher struct {
 	Timeout time.Duration
 }
 
+// New returns a publisher on js's connection, bounding a publish without a
+// deadline by js's default timeout, as js.PublishMsg does.
+func New(js jetstream.JetStream) Publisher {
+	return Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout}
+}
+
 // PublishMsg stores m in the stream its subject belongs to and returns the
 // PubAck, with jetstream.JetStream.PublishMsg's errors: a server error is a
 // *jetstream.APIError (wrapped), no stream is jetstream.ErrNoStreamResponse,

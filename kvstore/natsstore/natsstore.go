@@ -148,7 +148,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	}
 	return &Store{
 		kv:         kv,
-		pub:        jspub.Publisher{Conn: js.Conn(), Timeout: js.Options().DefaultTimeout},
+		pub:        jspub.New(js),
 		stream:     stream,
 		nc:         js.Conn(),
 		msgGet:     apiPrefixOf(js) + "STREAM.MSG.GET.KV_" + cfg.Bucket,
