@@ -43,6 +43,7 @@ type config struct {
 	riverJobs                                           int
 	rssCalls, rounds                                    int
 	only                                                string
+	profile                                             string // toolexec rows to profile besides kv-lazy
 	waitLoad                                            float64
 	waitMax                                             time.Duration
 }
@@ -125,6 +126,7 @@ func main() {
 	flag.Float64Var(&c.waitLoad, "wait-load", 1, "first wait (up to -wait-max) until the 1-minute load average is at most this (what ran before, the Go benchmarks included, has settled); 0: do not wait")
 	flag.DurationVar(&c.waitMax, "wait-max", 5*time.Minute, "longest wait for -wait-load")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds of each pair of rows a ratio target compares (the hand-rolled loop and toolexec's KV store, each raw store cycle and its toolexec store) and of the run at concurrency 1; the table shows each row's median round")
+	flag.StringVar(&c.profile, "profile", "", "comma-separated toolexec row ids (mem, kv-sync, pg, redis, …) whose executor and emitter to profile too, as kv-lazy always is; the profiles are written to -work")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
 	flag.Parse()
 
