@@ -9,6 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tesserix/toolexec/internal/jsonvalue"
 	"github.com/tesserix/toolexec/schemas"
 )
 
@@ -93,7 +94,7 @@ func validateBytes(name string, data []byte) error {
 
 // parseData decodes data, one JSON value, as the validator reads it.
 func parseData(name string, data []byte) (any, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	v, err := jsonvalue.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("events: %s data is not JSON: %w: %w", name, ErrInvalidData, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/jsonvalue"
 )
 
 // Func is the body of a tool. It returns the outcome (recorded and answered as is)
@@ -183,7 +184,7 @@ func (e *ArgumentsError) Unwrap() error { return e.Err }
 // Validate checks arguments (a JSON object) against the tool's parameters schema.
 // It returns an *ArgumentsError when they do not satisfy it.
 func (t *Tool) Validate(args json.RawMessage) error {
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	inst, err := jsonvalue.Parse(args)
 	if err != nil {
 		return &ArgumentsError{Tool: t.spec.Name, Err: err}
 	}
