@@ -101,8 +101,8 @@ func parseData(name string, data []byte) (any, error) {
 	return v, nil
 }
 
-// validateValue checks v, decoded by jsonschema.UnmarshalJSON, against the schema
-// named name.
+// validateValue checks v, decoded by parseData (the values
+// jsonschema.UnmarshalJSON gives), against the schema named name.
 func validateValue(name string, v any) error {
 	s, err := schemaFor(name)
 	if err != nil {
