@@ -95,19 +95,14 @@ func (p *parser) object(depth int) (any, bool) {
 	if depth > maxDepth {
 		return nil, false
 	}
-	p.i++ // {
 	m := map[string]any{}
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == '}' {
-		p.i++
-		return m, true
-	}
-	for {
+	more, ok := p.open('}')
+	for ; more; more, ok = p.next('}') {
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
 			return nil, false
 		}
-		k, ok := p.string()
-		if !ok {
+		k, read := p.string()
+		if !read {
 			return nil, false
 		}
 		p.space()
@@ -116,60 +111,68 @@ func (p *parser) object(depth int) (any, bool) {
 		}
 		p.i++
 		p.space()
-		v, ok := p.value(depth)
-		if !ok {
+		v, read := p.value(depth)
+		if !read {
 			return nil, false
 		}
 		m[k] = v // a repeated name keeps its last value, as encoding/json does
-		p.space()
-		if p.i >= len(p.data) {
-			return nil, false
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case '}':
-			p.i++
-			return m, true
-		default:
-			return nil, false
-		}
 	}
+	if !ok {
+		return nil, false
+	}
+	return m, true
 }
 
 func (p *parser) array(depth int) (any, bool) {
 	if depth > maxDepth {
 		return nil, false
 	}
-	p.i++ // [
 	a := []any{}
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == ']' {
-		p.i++
-		return a, true
-	}
-	for {
-		v, ok := p.value(depth)
-		if !ok {
+	more, ok := p.open(']')
+	for ; more; more, ok = p.next(']') {
+		v, read := p.value(depth)
+		if !read {
 			return nil, false
 		}
 		a = append(a, v)
-		p.space()
-		if p.i >= len(p.data) {
-			return nil, false
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case ']':
-			p.i++
-			return a, true
-		default:
-			return nil, false
-		}
 	}
+	if !ok {
+		return nil, false
+	}
+	return a, true
+}
+
+// open steps over the bracket at i and the space after it. It reports whether
+// an element follows: false when the bracket is closed at once by end (which it
+// steps over too).
+func (p *parser) open(end byte) (more, ok bool) {
+	p.i++
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == end {
+		p.i++
+		return false, true
+	}
+	return true, true
+}
+
+// next steps over what follows an element: a comma and the space after it
+// (more is true), or the closing end (more is false). Anything else is not
+// JSON (ok is false).
+func (p *parser) next(end byte) (more, ok bool) {
+	p.space()
+	if p.i >= len(p.data) {
+		return false, false
+	}
+	switch p.data[p.i] {
+	case ',':
+		p.i++
+		p.space()
+		return true, true
+	case end:
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 // string reads the string at i (its opening quote). A string without escapes
