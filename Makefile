@@ -32,7 +32,7 @@ test: ## Run every test with the race detector (needs PostgreSQL and Redis; see 
 
 .PHONY: faults
 faults: ## Run the long fault suite (SIGKILLed executors, NATS restarts, cluster leader kills, stores away, skewed clocks); figures on FIGURES lines, log in bin/faults.log.
-	@mkdir -p $(BIN) && bash -o pipefail -c "$(GO) test -race -tags faults -count=1 -timeout 60m -v ./faults 2>&1 | tee $(BIN)/faults.log"
+	@mkdir -p $(BIN) && bash -o pipefail -c "$(GO) test -race -tags faults -count=1 -timeout 60m -v ./tests/faults 2>&1 | tee $(BIN)/faults.log"
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
@@ -56,9 +56,9 @@ bench-go: ## Run the Go benchmarks only (key derivation, events, the CloudEvents
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
-	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $${FUZZTIME:-20s} ./canonical
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $${FUZZTIME:-20s} ./idemkey/canonical
 	$(GO) test -run '^$$' -fuzz '^FuzzDerive$$' -fuzztime $${FUZZTIME:-20s} ./idemkey
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./toolsfile
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./tool/toolsfile
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $${FUZZTIME:-20s} ./bus/binding
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainEvent$$' -fuzztime $${FUZZTIME:-20s} ./bus/binding
 	$(GO) test -run '^$$' -fuzz '^FuzzCallFromEvent$$' -fuzztime $${FUZZTIME:-20s} ./events

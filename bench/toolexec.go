@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/demo"
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"

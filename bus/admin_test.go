@@ -12,7 +12,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )

@@ -21,7 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
 func TestConnectConfigOptionsRefusals(t *testing.T) {

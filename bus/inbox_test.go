@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
 // TestConnectInboxPrefix checks that ConnectConfig.InboxPrefix refuses prefixes

@@ -7,9 +7,9 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/internal/dbproc"
-	"github.com/tesserix/toolexec/internal/natstest"
-	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/dbproc"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"

@@ -14,7 +14,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
 )

@@ -17,9 +17,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tesserix/toolexec/clock"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
 )

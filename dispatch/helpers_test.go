@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/clock"
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"

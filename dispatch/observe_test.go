@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tesserix/toolexec/clock"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
 )

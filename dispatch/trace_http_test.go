@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/httptool"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/httptool"
 )
 
 // TestTraceReachesHTTPDownstream: the trace continues from the call's

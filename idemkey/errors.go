@@ -3,7 +3,7 @@ package idemkey
 import (
 	"errors"
 
-	"github.com/tesserix/toolexec/canonical"
+	"github.com/tesserix/toolexec/idemkey/canonical"
 )
 
 // Codes of the errors of this package that are not canonical's own; [Code] returns

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tesserix/toolexec/canonical"
+	"github.com/tesserix/toolexec/idemkey/canonical"
 )
 
 // MaxDepth is how deeply the arguments object may nest, the object itself counting

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tesserix/toolexec/canonical"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/idemkey/canonical"
 )
 
 const bookArgs = `{"seats":2,"flight":"BA117","request_id":"r-1","note":null,"cafe\u0301":"x"}`

@@ -9,9 +9,9 @@ import (
 	"golang.org/x/text/unicode/norm"
 	"pgregory.net/rapid"
 
-	"github.com/tesserix/toolexec/canonical"
-	"github.com/tesserix/toolexec/canonical/canonicaltest"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/idemkey/canonical"
+	"github.com/tesserix/toolexec/internal/testkit/canonicaltest"
 )
 
 // drawCall draws a call's arguments and a choice of key arguments among them: nil

@@ -9,8 +9,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tesserix/toolexec/canonical"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/idemkey/canonical"
 )
 
 // vectorFile is the shape of testdata/keys.json and of the published

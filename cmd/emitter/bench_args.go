@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tesserix/toolexec/demo"
+	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/tool"
-	"github.com/tesserix/toolexec/toolsfile"
+	"github.com/tesserix/toolexec/tool/toolsfile"
 )
 
 // The placeholders an --args template of emitter bench may hold.

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
 const (

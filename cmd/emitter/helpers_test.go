@@ -16,11 +16,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/demo"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
 )

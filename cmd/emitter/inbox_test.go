@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
 // TestInboxPrefix checks --inbox-prefix: the replies of a call (its PubAck)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/dbproc"
-	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/dbproc"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"

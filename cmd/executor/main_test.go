@@ -22,7 +22,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 func TestApplyEnv(t *testing.T) {

@@ -20,18 +20,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/console"
-	"github.com/tesserix/toolexec/demo"
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/metrics"
+	"github.com/tesserix/toolexec/internal/tracing"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
-	"github.com/tesserix/toolexec/metrics"
 	"github.com/tesserix/toolexec/tool"
-	"github.com/tesserix/toolexec/toolsfile"
-	"github.com/tesserix/toolexec/tracing"
+	"github.com/tesserix/toolexec/tool/toolsfile"
 )
 
 // run starts everything cfg describes and serves until ctx ends, then drains.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/clock"
+	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )

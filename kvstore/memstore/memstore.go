@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tesserix/toolexec/clock"
+	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/clock"
+	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/memstore"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/internal/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tesserix/toolexec/internal/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 )
