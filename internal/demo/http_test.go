@@ -26,7 +26,7 @@ func TestExampleToolsAgainstTheHandler(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	env := map[string]string{"AIRLINE_URL": srv.URL, "AIRLINE_TOKEN": "t"}
-	tools, err := toolsfile.LoadWith(filepath.Join("..", "examples", "tools.yaml"), toolsfile.Options{
+	tools, err := toolsfile.LoadWith(filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{
 		Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 	})
 	if err != nil {

@@ -409,7 +409,7 @@ func validateData(kind string, data []byte) error {
 		schemaByKey = map[string]*jsonschema.Schema{}
 		c := jsonschema.NewCompiler()
 		for _, k := range []string{"completed", "deduplicated", "indeterminate", "failed", "rejected"} {
-			path, err := filepath.Abs(filepath.Join("..", "schemas", "events", k+".json"))
+			path, err := filepath.Abs(filepath.Join("..", "..", "schemas", "events", k+".json"))
 			if err != nil {
 				schemasErr = err
 				return

@@ -22,7 +22,7 @@ import (
 func TestExampleFileLoads(t *testing.T) {
 	t.Setenv("AIRLINE_URL", "http://127.0.0.1:8080")
 	t.Setenv("AIRLINE_TOKEN", "example-token")
-	tools, err := toolsfile.Load(filepath.Join("..", "examples", "tools.yaml"))
+	tools, err := toolsfile.Load(filepath.Join("..", "..", "examples", "tools.yaml"))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestExampleFileLoads(t *testing.T) {
 }
 
 func TestExampleFileNamesUnsetVariables(t *testing.T) {
-	_, err := toolsfile.LoadWith(filepath.Join("..", "examples", "tools.yaml"), toolsfile.Options{Env: envOf(nil)})
+	_, err := toolsfile.LoadWith(filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{Env: envOf(nil)})
 	for _, name := range []string{"${AIRLINE_URL}", "${AIRLINE_TOKEN}"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("err = %v; want it to name %s", err, name)
