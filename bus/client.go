@@ -30,6 +30,12 @@ type ClientConfig struct {
 	// Logger receives answers that cannot be read while watching; default
 	// slog.Default().
 	Logger *slog.Logger
+	// OnDuplicate, when set, is asked by Call about a call whose PubAck says its
+	// call id was stored before, within the calls stream's duplicate window: nil
+	// lets Call look for that call's answer as usual, an error is returned by Call
+	// as its own (the call was not stored, and whoever published the id first
+	// owns its answer). Default: look for the answer.
+	OnDuplicate func(call events.Call) error
 }
 
 // Client publishes calls and reads their answers, for programs and the emitter.
@@ -155,6 +161,11 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	}
 	var stored chan lookupResult
 	if ack.Duplicate {
+		if c.cfg.OnDuplicate != nil {
+			if err := c.cfg.OnDuplicate(call); err != nil {
+				return events.Answer{}, err
+			}
+		}
 		// Published before, perhaps answered before this subscription existed:
 		// read the stream too.
 		actx, cancel := context.WithCancel(ctx)

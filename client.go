@@ -1,0 +1,276 @@
+package toolexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/events"
+)
+
+// Kind is the kind of an answer: what happened to a call.
+type Kind = events.Kind
+
+// The kinds of answers. Call returns a Result for the first two and an error
+// for the others.
+const (
+	Completed     = events.KindCompleted     // the tool ran and returned its outcome
+	Deduplicated  = events.KindDeduplicated  // answered from the record of an earlier call with the same key
+	Indeterminate = events.KindIndeterminate // nobody knows whether the effect landed (IndeterminateOutcomeError)
+	Failed        = events.KindFailed        // the call failed definitely (FailedError)
+	Rejected      = events.KindRejected      // the call was refused before anything happened (RejectedError)
+)
+
+// Answer is an answer or audit event as it is stored on the events stream; Watch
+// delivers them.
+type Answer = events.Answer
+
+// Result is the answer to a call that has an outcome: its Kind is Completed, or
+// Deduplicated when the outcome is that of an earlier call with the same key.
+type Result struct {
+	Kind    Kind
+	Outcome string
+	// Key is the call's idempotency key (64 hex digits): the same for every call
+	// of the same effect. Empty for tools without an idempotency policy.
+	Key string
+	// Tenant, Tool, RunID and CallID name the call answered.
+	Tenant, Tool, RunID, CallID string
+	// Time is when the answer was made.
+	Time time.Time
+}
+
+// ClientOption configures a Client; see NewClient.
+type ClientOption func(*clientOptions) error
+
+type clientOptions struct {
+	source string
+	binary bool
+	log    *slog.Logger
+	runID  string
+}
+
+// WithSource sets the CloudEvents source of the client's calls, which names the
+// agent that makes them; default "/toolexec/client".
+func WithSource(source string) ClientOption {
+	return func(o *clientOptions) error {
+		if source == "" {
+			return fmt.Errorf("%w: WithSource: empty source", ErrInvalidOption)
+		}
+		o.source = source
+		return nil
+	}
+}
+
+// WithBinaryMode publishes calls in CloudEvents binary mode (attributes in ce-
+// headers) instead of structured mode.
+func WithBinaryMode() ClientOption {
+	return func(o *clientOptions) error { o.binary = true; return nil }
+}
+
+// WithLogger sets where Watch logs events it skips; default slog.Default().
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(o *clientOptions) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+		}
+		o.log = l
+		return nil
+	}
+}
+
+// WithDefaultRunID sets the run of the calls that name none (see WithRunID).
+// Default: a fresh "run_" id drawn when the client is made.
+func WithDefaultRunID(runID string) ClientOption {
+	return func(o *clientOptions) error {
+		if err := events.CheckToken("run id", runID); err != nil {
+			return fmt.Errorf("%w: WithDefaultRunID: %w", ErrInvalidOption, err)
+		}
+		o.runID = runID
+		return nil
+	}
+}
+
+// Client publishes tool calls and waits for their answers over NATS JetStream.
+// It is safe for concurrent use.
+type Client struct {
+	bc    *bus.Client
+	runID string
+	sent  *sentIDs
+}
+
+// NewClient returns a client on nc. It returns an error matching
+// ErrInvalidOption for a nil connection or an option it cannot use.
+func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidOption)
+	}
+	var o clientOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.runID == "" {
+		o.runID = newID("run_")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("toolexec: %w", err)
+	}
+	c := &Client{runID: o.runID, sent: newSentIDs(bus.DefaultDuplicates)}
+	c.bc, err = bus.NewClient(js, bus.ClientConfig{Source: o.source, Binary: o.binary, Logger: o.log, OnDuplicate: c.duplicate})
+	if err != nil {
+		return nil, fmt.Errorf("toolexec: %w", err)
+	}
+	return c, nil
+}
+
+// RunID returns the run of the calls that name none.
+func (c *Client) RunID() string { return c.runID }
+
+// CallOption adjusts one call; see Call.
+type CallOption func(*events.Call)
+
+// WithRunID puts the call in run runID. The run is part of the idempotency key:
+// two calls of one tool with the same key arguments are one effect within a
+// run, and two effects in two runs. Default: the client's run (Client.RunID).
+func WithRunID(runID string) CallOption { return func(c *events.Call) { c.RunID = runID } }
+
+// WithCallID gives the call the id callID instead of a fresh one (NewCallID).
+// Calling again with the id of an earlier call of this client waits for that
+// call's answer instead of running it again. An id another publisher used first
+// is refused with a *CallIDTakenError; choose ids nobody can guess.
+func WithCallID(callID string) CallOption { return func(c *events.Call) { c.CallID = callID } }
+
+// WithTraceParent continues the W3C trace context traceparent (and tracestate,
+// which may be empty): the executor's spans, and an HTTP tool's request, join
+// that trace.
+func WithTraceParent(traceparent, tracestate string) CallOption {
+	return func(c *events.Call) { c.TraceParent, c.TraceState = traceparent, tracestate }
+}
+
+// Call calls tool for tenant with args and waits for the answer.
+//
+// args is the JSON object of the tool's arguments: a json.RawMessage or []byte
+// is sent as it is, nil as {}, anything else as encoding/json marshals it.
+//
+// A call that completed, or that was answered from the record of an earlier call
+// with the same key (Deduplicated), returns its Result. Otherwise the error says
+// what happened, for errors.As: *IndeterminateOutcomeError (the effect may or
+// may not have landed; retrying will not run the tool again), *FailedError,
+// *RejectedError (also for a call refused before anything was sent: a bad
+// token, arguments that are not a JSON object), *CallIDTakenError, or a
+// *NoAnswerError when ctx ends first (the call may still be answered: Attach
+// finds the answer). When an answer arrived, the Result describing it is
+// returned with its error.
+func (c *Client) Call(ctx context.Context, tenant, tool string, args any, opts ...CallOption) (*Result, error) {
+	raw, err := encodeArgs(args)
+	if err != nil {
+		return nil, &RejectedError{Tool: tool, Code: events.CodeInvalidJSON, Message: err.Error()}
+	}
+	call := events.Call{Tenant: tenant, Tool: tool, RunID: c.runID, Arguments: raw}
+	for _, opt := range opts {
+		opt(&call)
+	}
+	if call.CallID == "" {
+		call.CallID = NewCallID()
+	} else {
+		c.sent.add(call.CallID, time.Now())
+	}
+	a, err := c.bc.Call(ctx, call)
+	if err != nil {
+		return nil, c.callError(ctx, call, err)
+	}
+	return resultOf(a)
+}
+
+// duplicate judges a PubAck that says the call's id was stored before: the
+// call's own id, if this client published it at least twice (a retry by the
+// caller), or an id it never chose (a fresh one, which nobody else can know);
+// taken by someone else if this client published it once, now.
+func (c *Client) duplicate(call events.Call) error {
+	if c.sent.count(call.CallID, time.Now()) == 1 {
+		return &CallIDTakenError{CallID: call.CallID}
+	}
+	return nil
+}
+
+// Attach waits for the answer to a call published earlier, by this client or
+// another (after a restart, or a *NoAnswerError): from the events stream if it
+// is stored, else the moment it is. Its results and errors are Call's.
+func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string) (*Result, error) {
+	a, err := c.bc.Attach(ctx, tenant, tool, runID, callID)
+	if err != nil {
+		return nil, c.callError(ctx, events.Call{Tenant: tenant, Tool: tool, RunID: runID, CallID: callID}, err)
+	}
+	return resultOf(a)
+}
+
+// WatchOption adjusts where Watch starts; see WatchFromStart and WatchSince.
+type WatchOption = bus.WatchOption
+
+// WatchFromStart makes Watch deliver every stored event that matches, then new
+// ones.
+func WatchFromStart() WatchOption { return bus.WatchFromStart() }
+
+// WatchSince makes Watch deliver the stored events from t on, then new ones.
+func WatchSince(t time.Time) WatchOption { return bus.WatchSince(t) }
+
+// Watch delivers the answers and audit events whose subject matches filter, in
+// the order they were stored, with no gaps: "toolexec.event.acme.>" for one
+// tenant, "toolexec.event.*.indeterminate.>" for an auditor, "" for every
+// event. By default it starts with events stored after it returns. The channel
+// is closed when ctx ends.
+func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan Answer, error) {
+	return c.bc.Watch(ctx, filter, opts...)
+}
+
+// resultOf turns an answer into Call's returns.
+func resultOf(a events.Answer) (*Result, error) {
+	r := &Result{
+		Kind: a.Kind, Outcome: a.Outcome, Key: a.Key,
+		Tenant: a.Tenant, Tool: a.Tool, RunID: a.RunID, CallID: a.CallID, Time: a.Time,
+	}
+	return r, dispatch.AnswerError(a)
+}
+
+// callError restates an error of the bus client in this package's terms.
+func (c *Client) callError(ctx context.Context, call events.Call, err error) error {
+	var re *events.RejectError
+	switch {
+	case errors.As(err, &re):
+		msg := re.Msg
+		if re.Field != "" {
+			msg = re.Field + ": " + msg
+		}
+		return &RejectedError{Tool: call.Tool, Code: re.Code, Message: msg}
+	case ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+		return &NoAnswerError{Tenant: call.Tenant, Tool: call.Tool, RunID: call.RunID, CallID: call.CallID, Err: err}
+	}
+	return err
+}
+
+// encodeArgs returns args as the JSON text of a call's arguments.
+func encodeArgs(args any) (json.RawMessage, error) {
+	switch v := args.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		return v, nil
+	case []byte:
+		return v, nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("arguments: %w", err)
+	}
+	return b, nil
+}

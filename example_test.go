@@ -1,0 +1,32 @@
+package toolexec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tesserix/toolexec"
+)
+
+// A complete caller: book a seat, and tell an outcome nobody knows apart from an
+// answer. (examples/caller is this program.)
+func ExampleClient_Call() {
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, _ := toolexec.NewClient(nc, toolexec.WithDefaultRunID("run_1"))
+	res, err := c.Call(context.Background(), "acme", "book", map[string]any{"flight": "BA117", "seats": 1, "request_id": "a"})
+	var unknown *toolexec.IndeterminateOutcomeError
+	if errors.As(err, &unknown) {
+		fmt.Println("nobody knows whether it booked; an operator settles key", unknown.Key)
+		os.Exit(4)
+	} else if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Kind, res.Outcome)
+}

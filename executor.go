@@ -1,0 +1,227 @@
+package toolexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/natsstore"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// DefaultDrainTimeout is how long Executor.Run lets the calls in flight finish
+// once its context ends, unless ExecutorConfig.DrainTimeout says otherwise.
+const DefaultDrainTimeout = 30 * time.Second
+
+// ExecutorConfig configures an Executor. Only Tools is required; every other
+// field has the default cmd/executor uses.
+type ExecutorConfig struct {
+	// Tools are the tools this executor runs. Required. Every executor sharing
+	// the NATS streams must serve the same tools: any of them may take any call.
+	Tools []*tool.Tool
+
+	// Store keeps the idempotency records. Default: the JetStream KV bucket
+	// toolexec_idempotency on the executor's own connection (natsstore), with
+	// Replicas and Retention; Close closes it. A store given here is the
+	// caller's to close.
+	Store kvstore.Store
+	// Retention is how long the default store keeps a record after its last
+	// write; default 24h (natsstore.DefaultRetention). Ignored with Store set.
+	Retention time.Duration
+	// Replicas is how many servers keep the streams and the default store
+	// (1..5); default 1. Use 3 on a cluster.
+	Replicas int
+	// EventMaxAge is how long the events stream keeps answers, so that callers
+	// can Attach to them; default 24h (bus.DefaultEventMaxAge).
+	EventMaxAge time.Duration
+
+	// Concurrency bounds the calls this executor runs at once; default 64
+	// (bus.DefaultConcurrency).
+	Concurrency int
+	// Lease is how long a claim lasts unless renewed while its tool runs;
+	// default 15s (dispatch.DefaultLease).
+	Lease time.Duration
+	// AckWait is how long JetStream waits for a call's acknowledgement before it
+	// redelivers it, and MaxDeliver how often it delivers one call at most; see
+	// bus.WorkerConfig for the defaults.
+	AckWait    time.Duration
+	MaxDeliver int
+	// MaxOutcomeBytes bounds the outcome a tool may return; default an eighth of
+	// the NATS server's maximum payload (JSON escaping can make an outcome six
+	// times longer in its answer).
+	MaxOutcomeBytes int
+	// BinaryAnswers publishes answers in CloudEvents binary mode instead of
+	// structured mode.
+	BinaryAnswers bool
+	// Holder names this executor in the claims it makes; default
+	// "<hostname>-<pid>-<random>".
+	Holder string
+	// DrainTimeout is how long Run lets calls in flight finish once its context
+	// ends before it stops them hard (they are then redelivered and answered
+	// from their records); default DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// DisableAdmin leaves the admin subjects (forget, inspect, list, resolve)
+	// unserved by this executor. By default every executor serves them.
+	DisableAdmin bool
+
+	// Logger receives one line per notable event, never arguments; default
+	// slog.Default().
+	Logger *slog.Logger
+	// TracerProvider makes a span per call and its steps; default none.
+	TracerProvider trace.TracerProvider
+	// Observer is told what the executor does, for metrics; default none.
+	Observer Observer
+}
+
+// Observer hears what an executor does with its calls and messages, for metrics.
+type Observer interface {
+	dispatch.Observer
+	bus.WorkerObserver
+}
+
+// Executor runs the calls published for its tools: it takes them from the
+// calls stream through the consumer all executors share, claims each call's
+// key in its store, runs the tool and publishes the answer. Start as many as
+// you like, in as many processes.
+type Executor struct {
+	log        *slog.Logger
+	store      kvstore.Store
+	ownStore   bool
+	dispatcher *dispatch.Dispatcher
+	worker     *bus.Worker
+	admin      *bus.Admin
+	drain      time.Duration
+}
+
+// NewExecutor creates or updates the streams (and the default store's bucket)
+// on nc and returns an executor ready to Run. It returns an error matching
+// ErrInvalidOption for a nil connection or no tools, and the error of any step
+// that fails (a tool declared twice, JetStream not enabled, the store not
+// reachable).
+func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Executor, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidOption)
+	}
+	if len(cfg.Tools) == 0 {
+		return nil, fmt.Errorf("%w: no tools", ErrInvalidOption)
+	}
+	tools, err := tool.NewRegistry(cfg.Tools...)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("toolexec: %w", err)
+	}
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: cfg.Replicas, EventMaxAge: cfg.EventMaxAge}); err != nil {
+		return nil, fmt.Errorf("toolexec: creating the streams: %w", err)
+	}
+	e := &Executor{log: log, store: cfg.Store, drain: cfg.DrainTimeout}
+	if e.drain <= 0 {
+		e.drain = DefaultDrainTimeout
+	}
+	if e.store == nil {
+		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.Replicas, Retention: cfg.Retention})
+		if err != nil {
+			return nil, fmt.Errorf("toolexec: the idempotency store: %w", err)
+		}
+		e.store, e.ownStore = s, true
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			e.Close()
+		}
+	}()
+
+	maxOutcome := cfg.MaxOutcomeBytes
+	if maxOutcome <= 0 {
+		maxOutcome = int(nc.MaxPayload() / 8)
+	}
+	dcfg := dispatch.Config{
+		Tools: tools, Store: e.store, Holder: cfg.Holder, Lease: cfg.Lease,
+		MaxOutcomeBytes: maxOutcome, Logger: log, TracerProvider: cfg.TracerProvider,
+	}
+	wcfg := bus.WorkerConfig{
+		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		BinaryAnswers: cfg.BinaryAnswers, Logger: log,
+	}
+	if cfg.Observer != nil {
+		dcfg.Observer, wcfg.Observer = cfg.Observer, cfg.Observer
+	}
+	if e.dispatcher, err = dispatch.New(dcfg); err != nil {
+		return nil, err
+	}
+	wcfg.Source = "/toolexec/executor/" + e.dispatcher.Holder()
+	if e.worker, err = bus.NewWorker(js, e.dispatcher, wcfg); err != nil {
+		return nil, err
+	}
+	if !cfg.DisableAdmin {
+		if e.admin, err = bus.ServeAdmin(js, e.store, bus.AdminConfig{Logger: log}); err != nil {
+			return nil, fmt.Errorf("toolexec: serving the admin subjects: %w", err)
+		}
+	}
+	ok = true
+	return e, nil
+}
+
+// Holder returns the name this executor claims keys under.
+func (e *Executor) Holder() string { return e.dispatcher.Holder() }
+
+// Store returns the executor's idempotency store.
+func (e *Executor) Store() kvstore.Store { return e.store }
+
+// Admin returns the admin service this executor serves, nil with
+// DisableAdmin; the console resolves keys through it.
+func (e *Executor) Admin() *bus.Admin { return e.admin }
+
+// Run takes and answers calls until ctx ends, then stops taking calls and lets
+// those in flight finish for up to the drain timeout; calls still running then
+// are stopped and left to be redelivered, where their records answer them. It
+// returns nil after a stop, or the error that ended it early (the shared
+// consumer could not be created, the connection was closed). An executor runs
+// once.
+func (e *Executor) Run(ctx context.Context) error {
+	// The worker is stopped hard only when the drain deadline passes.
+	runCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	done := make(chan error, 1)
+	go func() { done <- e.worker.Run(runCtx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	drainCtx, cancel := context.WithTimeout(context.Background(), e.drain)
+	defer cancel()
+	if err := e.worker.Shutdown(drainCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	} else if err != nil {
+		e.log.Warn("drain deadline passed: calls still in flight were handed back", "drain_timeout", e.drain)
+	}
+	return <-done
+}
+
+// Close stops serving the admin subjects and closes the store NewExecutor
+// opened. Call it after Run returns.
+func (e *Executor) Close() {
+	if e.admin != nil {
+		_ = e.admin.Close()
+	}
+	if e.ownStore {
+		_ = e.store.Close()
+	}
+}

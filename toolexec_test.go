@@ -1,0 +1,375 @@
+package toolexec_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tesserix/toolexec"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// airline is the downstream the test tools act on: it counts the bookings each
+// tenant made per flight.
+type airline struct {
+	mu     sync.Mutex // protects booked
+	booked map[string]int
+	// hold, when not nil, keeps "slow" bookings waiting until it is closed.
+	hold chan struct{}
+}
+
+func (a *airline) book(tenant, flight string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.booked[tenant+"/"+flight]++
+	return a.booked[tenant+"/"+flight]
+}
+
+func (a *airline) count(tenant, flight string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.booked[tenant+"/"+flight]
+}
+
+type bookArgs struct {
+	Flight    string `json:"flight"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// fixture is one embedded NATS server with an executor serving the airline's
+// tools, and a connection for clients.
+type fixture struct {
+	nc  *nats.Conn
+	air *airline
+	ex  *toolexec.Executor
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	air := &airline{booked: map[string]int{}, hold: make(chan struct{})}
+	book, err := tool.Typed(tool.Spec{
+		Name:        "book",
+		Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"flight"}},
+	}, func(ctx context.Context, tc tool.Context, a bookArgs) (string, error) {
+		n := air.book(tc.Tenant, a.Flight)
+		switch a.Flight {
+		case "LOST":
+			return "", errors.New("the answer was lost after the seat was taken")
+		case "SLOW":
+			select {
+			case <-air.hold:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		return fmt.Sprintf("PNR-%s-%d", a.Flight, n), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := tool.Typed(tool.Spec{
+		Name:        "full",
+		Idempotency: &tool.Policy{Kind: tool.Effectful, KeyArguments: []string{"flight"}},
+	}, func(context.Context, tool.Context, bookArgs) (string, error) {
+		return "", tool.NoEffect(errors.New("the flight is full"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, srv), toolexec.ExecutorConfig{
+		Tools: []*tool.Tool{book, full}, Logger: quiet(), DrainTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ex.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Executor.Run: %v", err)
+		}
+		ex.Close()
+	})
+	return &fixture{nc: natstest.Connect(t, srv), air: air, ex: ex}
+}
+
+func (f *fixture) client(t *testing.T, opts ...toolexec.ClientOption) *toolexec.Client {
+	t.Helper()
+	c, err := toolexec.NewClient(f.nc, append([]toolexec.ClientOption{toolexec.WithLogger(quiet())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var callIDPattern = regexp.MustCompile(`^call_[0-9a-f]{32}$`)
+
+func TestCallAnswers(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t, toolexec.WithDefaultRunID("run_1"))
+	ctx := ctxFor(t, 30*time.Second)
+
+	first, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "BA117", RequestID: "a"})
+	if err != nil {
+		t.Fatalf("first booking: %v", err)
+	}
+	if first.Kind != toolexec.Completed || first.Outcome != "PNR-BA117-1" || len(first.Key) != 64 {
+		t.Fatalf("first booking: %+v", first)
+	}
+	if first.Tenant != "acme" || first.Tool != "book" || first.RunID != "run_1" || !callIDPattern.MatchString(first.CallID) {
+		t.Errorf("first booking names %+v", first)
+	}
+
+	// A retry with a fresh request id is the same effect: answered from the record.
+	retry, err := c.Call(ctx, "acme", "book", map[string]any{"flight": "BA117", "request_id": "b"})
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if retry.Kind != toolexec.Deduplicated || retry.Outcome != first.Outcome || retry.Key != first.Key {
+		t.Errorf("retry: %+v, want deduplicated with %q and key %s", retry, first.Outcome, first.Key)
+	}
+	if retry.CallID == first.CallID {
+		t.Errorf("two calls got one call id %s", retry.CallID)
+	}
+
+	// Another run is another effect.
+	other, err := c.Call(ctx, "acme", "book", []byte(`{"flight":"BA117"}`), toolexec.WithRunID("run_2"))
+	if err != nil || other.Kind != toolexec.Completed || other.Outcome != "PNR-BA117-2" || other.RunID != "run_2" {
+		t.Errorf("booking in run_2: %+v, %v", other, err)
+	}
+	if n := f.air.count("acme", "BA117"); n != 2 {
+		t.Errorf("BA117 booked %d times, want 2 (one per run)", n)
+	}
+
+	// The answer was lost after the effect: indeterminate, and its retry is not run.
+	for i := range 2 {
+		res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST", RequestID: fmt.Sprint(i)})
+		var unknown *toolexec.IndeterminateOutcomeError
+		if !errors.As(err, &unknown) {
+			t.Fatalf("lost booking %d: %+v, %v; want an IndeterminateOutcomeError", i, res, err)
+		}
+		if unknown.Reason != events.ReasonBodyFailed || !unknown.BodyEntered || len(unknown.Key) != 64 || unknown.Tool != "book" {
+			t.Errorf("lost booking %d: %+v", i, unknown)
+		}
+		if res == nil || res.Kind != toolexec.Indeterminate || res.Key != unknown.Key {
+			t.Errorf("lost booking %d: result %+v, want it to describe the indeterminate answer", i, res)
+		}
+	}
+	if n := f.air.count("acme", "LOST"); n != 1 {
+		t.Errorf("LOST booked %d times, want 1: an indeterminate key was run again", n)
+	}
+
+	// Failed without effect.
+	_, err = c.Call(ctx, "acme", "full", bookArgs{Flight: "BA117"})
+	var failed *toolexec.FailedError
+	if !errors.As(err, &failed) || failed.Code != events.CodeNoEffect {
+		t.Errorf("full flight: %v, want a FailedError with code no_effect", err)
+	}
+}
+
+func TestCallRejected(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for _, tc := range []struct {
+		name         string
+		tenant, tool string
+		args         any
+		opts         []toolexec.CallOption
+		want         events.Code
+	}{
+		{name: "unknown tool (answered by the executor)", tenant: "acme", tool: "cancel", args: bookArgs{Flight: "BA117"}, want: events.CodeUnknownTool},
+		{name: "schema violation (answered by the executor)", tenant: "acme", tool: "book", args: map[string]any{"flight": 7}, want: events.CodeSchemaViolation},
+		{name: "tenant not a token (refused before sending)", tenant: "acme corp", tool: "book", args: bookArgs{Flight: "BA117"}, want: events.CodeBadToken},
+		{name: "run id not a token", tenant: "acme", tool: "book", args: bookArgs{Flight: "BA117"}, opts: []toolexec.CallOption{toolexec.WithRunID("run.1")}, want: events.CodeBadToken},
+		{name: "arguments not an object", tenant: "acme", tool: "book", args: []int{1}, want: events.CodeArgumentsNotObject},
+		{name: "arguments that do not marshal", tenant: "acme", tool: "book", args: map[string]any{"flight": make(chan int)}, want: events.CodeInvalidJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := c.Call(ctx, tc.tenant, tc.tool, tc.args, tc.opts...)
+			var rejected *toolexec.RejectedError
+			if !errors.As(err, &rejected) || rejected.Code != tc.want {
+				t.Fatalf("got %+v, %v; want a RejectedError with code %s", res, err, tc.want)
+			}
+		})
+	}
+	if n := f.air.count("acme", "BA117"); n != 0 {
+		t.Errorf("rejected calls booked %d seats", n)
+	}
+}
+
+// TestCallIDTaken: a call id published first by someone else (another tenant,
+// or another client of the same tenant) is an error naming the id, at once, not
+// a wait for an answer that is not the caller's; and the caller's own second
+// call with its own id finds its answer.
+func TestCallIDTaken(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxFor(t, 30*time.Second)
+	acme := f.client(t)
+	first, err := acme.Call(ctx, "acme", "book", bookArgs{Flight: "BA117"}, toolexec.WithCallID("shared-1"))
+	if err != nil || first.Kind != toolexec.Completed {
+		t.Fatalf("acme's call: %+v, %v", first, err)
+	}
+
+	// The same client calling again with its own id waits for that call's answer.
+	again, err := acme.Call(ctx, "acme", "book", bookArgs{Flight: "BA117"}, toolexec.WithCallID("shared-1"))
+	if err != nil || again.Kind != toolexec.Completed || again.Outcome != first.Outcome || again.CallID != "shared-1" {
+		t.Errorf("acme's second call with its own id: %+v, %v; want the first answer %q", again, err, first.Outcome)
+	}
+
+	for _, tc := range []struct {
+		name, tenant string
+	}{
+		{"another tenant", "globex"},
+		{"another client of the same tenant", "acme"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := f.client(t)
+			start := time.Now()
+			res, err := other.Call(ctx, tc.tenant, "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1"))
+			var taken *toolexec.CallIDTakenError
+			if !errors.As(err, &taken) || !errors.Is(err, toolexec.ErrCallIDTaken) || taken.CallID != "shared-1" {
+				t.Fatalf("got %+v, %v; want a CallIDTakenError naming shared-1", res, err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the refusal took %v: it waited for an answer", d)
+			}
+		})
+	}
+	if n := f.air.count("acme", "BA117"); n != 1 {
+		t.Errorf("BA117 booked %d times, want 1", n)
+	}
+	if n := f.air.count("globex", "AF001") + f.air.count("acme", "AF001"); n != 0 {
+		t.Errorf("a call whose id was taken ran %d times", n)
+	}
+}
+
+func TestNoAnswerThenAttach(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t, toolexec.WithDefaultRunID("run_slow"))
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := c.Call(short, "acme", "book", bookArgs{Flight: "SLOW"})
+	var none *toolexec.NoAnswerError
+	if !errors.As(err, &none) || !errors.Is(err, toolexec.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v; want a NoAnswerError wrapping the deadline", err)
+	}
+	if none.Tenant != "acme" || none.Tool != "book" || none.RunID != "run_slow" || !callIDPattern.MatchString(none.CallID) {
+		t.Errorf("NoAnswerError names %+v", none)
+	}
+	close(f.air.hold)
+	res, err := c.Attach(ctxFor(t, 30*time.Second), none.Tenant, none.Tool, none.RunID, none.CallID)
+	if err != nil || res.Kind != toolexec.Completed || res.Outcome != "PNR-SLOW-1" || res.CallID != none.CallID {
+		t.Errorf("Attach: %+v, %v", res, err)
+	}
+
+	// Attach refuses ids that cannot be on the wire.
+	if _, err := c.Attach(ctxFor(t, 5*time.Second), "acme", "book", "run slow", none.CallID); err == nil {
+		t.Error("Attach with a run id that is not a token: no error")
+	}
+}
+
+func TestWatch(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t)
+	ctx := ctxFor(t, 30*time.Second)
+	answers, err := c.Watch(ctx, "toolexec.event.acme.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "BA117"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-answers:
+		if a.CallID != res.CallID || a.Kind != toolexec.Completed || a.Outcome != res.Outcome {
+			t.Errorf("watched %+v, want the answer to %s", a, res.CallID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer watched")
+	}
+	if _, err := c.Watch(ctx, "toolexec.call.>"); err == nil {
+		t.Error("Watch on call subjects: no error")
+	}
+}
+
+func TestNewClientRefuses(t *testing.T) {
+	f := newFixture(t)
+	if _, err := toolexec.NewClient(nil); !errors.Is(err, toolexec.ErrInvalidOption) {
+		t.Errorf("nil connection: %v", err)
+	}
+	for name, opt := range map[string]toolexec.ClientOption{
+		"run id not a token": toolexec.WithDefaultRunID("run 1"),
+		"empty source":       toolexec.WithSource(""),
+		"nil logger":         toolexec.WithLogger(nil),
+	} {
+		if _, err := toolexec.NewClient(f.nc, opt); !errors.Is(err, toolexec.ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
+	c := f.client(t)
+	if !regexp.MustCompile(`^run_[0-9a-f]{32}$`).MatchString(c.RunID()) {
+		t.Errorf("default run id %q", c.RunID())
+	}
+	if f.client(t).RunID() == c.RunID() {
+		t.Error("two clients drew one run id")
+	}
+}
+
+func TestNewExecutorRefuses(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	ctx := ctxFor(t, 30*time.Second)
+	noop, err := tool.New(tool.Spec{Name: "noop"}, func(context.Context, tool.Context, json.RawMessage) (string, error) { return "", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := toolexec.NewExecutor(ctx, nil, toolexec.ExecutorConfig{Tools: []*tool.Tool{noop}}); !errors.Is(err, toolexec.ErrInvalidOption) {
+		t.Errorf("nil connection: %v", err)
+	}
+	if _, err := toolexec.NewExecutor(ctx, nc, toolexec.ExecutorConfig{}); !errors.Is(err, toolexec.ErrInvalidOption) {
+		t.Errorf("no tools: %v", err)
+	}
+	if _, err := toolexec.NewExecutor(ctx, nc, toolexec.ExecutorConfig{Tools: []*tool.Tool{noop, noop}}); !errors.Is(err, tool.ErrDuplicateTool) {
+		t.Errorf("a tool twice: %v", err)
+	}
+}
+
+func TestNewCallID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := toolexec.NewCallID()
+		if !callIDPattern.MatchString(id) || !events.ValidToken(id) {
+			t.Fatalf("NewCallID() = %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("NewCallID() repeated %q", id)
+		}
+		seen[id] = true
+	}
+}
