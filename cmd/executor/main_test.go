@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
@@ -110,7 +111,7 @@ func TestPortTaken(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--demo", "--data-dir", t.TempDir(), "--nats-port", fmt.Sprint(port)})
 	err = cmd.ExecuteContext(context.Background())
-	if !errors.Is(err, bus.ErrPortInUse) {
+	if !errors.Is(err, embedded.ErrPortInUse) {
 		t.Fatalf("err = %v; want ErrPortInUse", err)
 	}
 	for _, hint := range []string{fmt.Sprint(port), "--nats-port", "--nats-url"} {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/internal/console"
 	"github.com/tesserix/toolexec/internal/demo"
@@ -238,7 +239,7 @@ func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, st
 	if err := os.MkdirAll(cfg.natsStoreDir(), 0o750); err != nil {
 		return nil, "", nil, fmt.Errorf("embedded NATS: data directory: %w", err)
 	}
-	s, err := bus.StartEmbedded(bus.EmbeddedConfig{
+	s, err := embedded.Start(embedded.Config{
 		Host: cfg.natsHost, Port: cfg.natsPort, StoreDir: cfg.natsStoreDir(),
 		SyncInterval: cfg.syncInterval, Logger: serverLogger(cfg, log, logOut),
 	})
