@@ -8,13 +8,14 @@
 //   - [EnsureStreams] creates TOOLEXEC_CALLS (work queue) and TOOLEXEC_EVENTS
 //     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
-//     calls and reads answers (Call, Publish, Attach, Watch); [ServeAdmin] and the
-//     Client's Forget, Inspect, Resolve and List are the admin request-reply
-//     subjects (the web console calls [Admin.Resolve] and [Admin.List], the same
-//     code, in process). A [WorkerObserver] hears what a worker does, for
-//     metrics.
+//     calls and reads answers (Call, Publish, Attach, Watch). A [WorkerObserver]
+//     hears what a worker does, for metrics.
 //   - Package binding (bus/binding) is the CloudEvents codec, structured and binary
 //     mode.
+//   - Package embedded (bus/embedded) runs a NATS server with JetStream inside
+//     the process; bus itself does not link the server.
+//   - The admin request-reply subjects (forget, inspect, resolve, list) are
+//     package admin's.
 //
 // # One call on the wire
 //

@@ -22,14 +22,6 @@ var (
 	// ErrBadFilter is returned by Client.Watch for a filter that is not an event
 	// subject.
 	ErrBadFilter = errors.New("bus: filter is not a toolexec event subject")
-
-	// ErrNoAdmin is returned by the Client's admin methods when no executor serves
-	// admin requests (no responders on the subject).
-	ErrNoAdmin = errors.New("bus: no executor answers admin requests")
-
-	// ErrAuditNotPublished is matched by the error of Client.Resolve when the
-	// resolution was applied but its resolved event could not be stored.
-	ErrAuditNotPublished = errors.New("bus: resolution applied but its audit event was not published")
 )
 
 func invalidConfig(format string, args ...any) error {

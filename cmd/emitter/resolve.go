@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -78,7 +78,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 	if err := checkTenantKey(o.tenant, o.key); err != nil {
 		return err
 	}
-	req := bus.ResolveRequest{Tenant: o.tenant, Key: o.key, Operator: o.operator}
+	req := admin.ResolveRequest{Tenant: o.tenant, Key: o.key, Operator: o.operator}
 	switch {
 	case o.complete && !cmd.Flags().Changed("outcome"):
 		return badInput(errors.New("--complete needs --outcome: the outcome to record"))
@@ -112,7 +112,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 			}
 			op := req.Operator
 			if op == "" {
-				op = bus.DefaultOperator
+				op = admin.DefaultOperator
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "resolved by %s: %s\n", display(op), verb)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
@@ -30,8 +31,8 @@ import (
 
 // adminConn is where an admin command's requests go.
 type adminConn interface {
-	Inspect(ctx context.Context, tenant, key string) (*bus.RecordInfo, error)
-	Resolve(ctx context.Context, req bus.ResolveRequest) (*bus.RecordInfo, error)
+	Inspect(ctx context.Context, tenant, key string) (*admin.RecordInfo, error)
+	Resolve(ctx context.Context, req admin.ResolveRequest) (*admin.RecordInfo, error)
 	Forget(ctx context.Context, tenant string) (int64, error)
 	// explain turns an error from the methods above into what the command
 	// reports, with its exit status (tenant and key as the request had them;
@@ -162,7 +163,7 @@ func (o *storeOptions) open(ctx context.Context, cmd *cobra.Command, g *globalOp
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if d.admin, err = bus.NewAdmin(js, d.store, bus.AdminConfig{Logger: log}); err != nil {
+	if d.admin, err = admin.New(js, d.store, admin.Config{Logger: log}); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -241,16 +242,16 @@ type busConn struct {
 	g *globalOptions
 }
 
-func (b *busConn) Inspect(ctx context.Context, tenant, key string) (*bus.RecordInfo, error) {
-	return b.s.client.Inspect(ctx, tenant, key)
+func (b *busConn) Inspect(ctx context.Context, tenant, key string) (*admin.RecordInfo, error) {
+	return b.s.admin.Inspect(ctx, tenant, key)
 }
 
-func (b *busConn) Resolve(ctx context.Context, req bus.ResolveRequest) (*bus.RecordInfo, error) {
-	return b.s.client.Resolve(ctx, req)
+func (b *busConn) Resolve(ctx context.Context, req admin.ResolveRequest) (*admin.RecordInfo, error) {
+	return b.s.admin.Resolve(ctx, req)
 }
 
 func (b *busConn) Forget(ctx context.Context, tenant string) (int64, error) {
-	return b.s.client.Forget(ctx, tenant)
+	return b.s.admin.Forget(ctx, tenant)
 }
 
 func (b *busConn) explain(ctx context.Context, tenant, key string, err error) error {
@@ -259,7 +260,7 @@ func (b *busConn) explain(ctx context.Context, tenant, key string, err error) er
 
 func (b *busConn) Close() { b.s.Close() }
 
-// directConn works on a store itself, through an in-process bus.Admin, so
+// directConn works on a store itself, through an in-process admin.Service, so
 // that a resolution publishes the same audit event an executor's would.
 type directConn struct {
 	g          *globalOptions
@@ -267,20 +268,20 @@ type directConn struct {
 	where      string // the store, for messages
 	store      kvstore.Store
 	closeStore func()
-	admin      *bus.Admin
+	admin      *admin.Service
 	nats       *session // nil when NATS could not be reached
 	natsErr    error    // why, when nats is nil and was needed
 }
 
-func (d *directConn) Inspect(ctx context.Context, tenant, key string) (*bus.RecordInfo, error) {
+func (d *directConn) Inspect(ctx context.Context, tenant, key string) (*admin.RecordInfo, error) {
 	rec, err := d.store.Get(ctx, tenant, key)
 	if err != nil {
 		return nil, err
 	}
-	return bus.NewRecordInfo(rec), nil
+	return admin.NewRecordInfo(rec), nil
 }
 
-func (d *directConn) Resolve(ctx context.Context, req bus.ResolveRequest) (*bus.RecordInfo, error) {
+func (d *directConn) Resolve(ctx context.Context, req admin.ResolveRequest) (*admin.RecordInfo, error) {
 	return d.admin.Resolve(ctx, req)
 }
 
@@ -294,7 +295,7 @@ func (d *directConn) explain(ctx context.Context, tenant, key string, err error)
 		noNATS = fmt.Sprintf("\n(NATS could not be reached: %v)", d.natsErr)
 	}
 	switch {
-	case errors.Is(err, bus.ErrAuditNotPublished):
+	case errors.Is(err, admin.ErrAuditNotPublished):
 		return fmt.Errorf("the resolution was applied to %s, but its resolved event was NOT stored in TOOLEXEC_EVENTS: %w%s",
 			d.where, err, noNATS)
 	case errors.Is(err, kvstore.ErrInvalid), errors.Is(err, kvstore.ErrTooLarge):

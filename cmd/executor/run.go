@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/dispatch"
@@ -118,11 +119,11 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin, err := bus.ServeAdmin(js, store, bus.AdminConfig{Logger: log})
+	adm, err := admin.Serve(js, store, admin.Config{Logger: log})
 	if err != nil {
 		return fmt.Errorf("admin subjects: %w", err)
 	}
-	closers = append(closers, func() { _ = admin.Close() })
+	closers = append(closers, func() { _ = adm.Close() })
 
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{
 		Concurrency: cfg.concurrency, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
@@ -139,7 +140,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		closers = append(closers, stop)
 	}
 	if cfg.consoleAddr != "" {
-		stop, err := startConsole(cfg, js, admin, log)
+		stop, err := startConsole(cfg, js, adm, log)
 		if err != nil {
 			return err
 		}
@@ -367,14 +368,14 @@ func serveHTTP(flag, addr string, h http.Handler, log *slog.Logger) (func(), err
 	}, nil
 }
 
-// startConsole serves the operators' console: resolutions go through admin
-// (the admin path, in process), the feed through a client's watches.
-func startConsole(cfg config, js jetstream.JetStream, admin *bus.Admin, log *slog.Logger) (func(), error) {
+// startConsole serves the operators' console: resolutions go through adm (the
+// admin path, in process), the feed through a client's watches.
+func startConsole(cfg config, js jetstream.JetStream, adm *admin.Service, log *slog.Logger) (func(), error) {
 	client, err := bus.NewClient(js, bus.ClientConfig{Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	con, err := console.New(console.Config{Token: cfg.consoleToken, Operator: admin, Watcher: client, Logger: log})
+	con, err := console.New(console.Config{Token: cfg.consoleToken, Operator: adm, Watcher: client, Logger: log})
 	if err != nil {
 		return nil, usageError{err}
 	}
