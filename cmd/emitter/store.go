@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -304,7 +303,7 @@ func (d *directConn) explain(ctx context.Context, tenant, key string, err error)
 		return adminError(ctx, d.g, tenant, key, err)
 	case errors.Is(err, kvstore.ErrUnavailable):
 		hint := ""
-		if d.kind == "postgres" && strings.Contains(err.Error(), "(SQLSTATE 42P01)") { // undefined table
+		if errors.Is(err, pgstore.ErrNoSchema) {
 			hint = "\n(no toolexec tables in that schema: check --postgres-schema, or start an executor once with --ensure-schema)"
 		}
 		return fmt.Errorf("working on %s: %w%s%s", d.where, err, hint, noNATS)
