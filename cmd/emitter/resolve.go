@@ -93,7 +93,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 	if !utf8.ValidString(o.outcome) {
 		return badInput(errors.New("--outcome is not valid UTF-8"))
 	}
-	if err := o.store.check(cmd); err != nil {
+	if err := o.store.check(); err != nil {
 		return err
 	}
 	ctx, cancel := g.withTimeout(cmd.Context())
