@@ -14,7 +14,7 @@ var (
 	// operation that found none of the store's tables in its schema: the schema
 	// does not exist, or EnsureSchema was never run on it (PostgreSQL's
 	// undefined_table, SQLSTATE 42P01).
-	ErrNoSchema = errors.New("pgstore: no toolexec tables in the schema (EnsureSchema not run, or the wrong schema)")
+	ErrNoSchema = errors.New("pgstore: no toolexec tables in the schema")
 
 	// ErrBadConfig is returned by [New] for a [Config] it cannot use (a malformed
 	// schema or channel name, a negative duration).
