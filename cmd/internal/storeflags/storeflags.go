@@ -222,11 +222,11 @@ func redactURL(raw string) string {
 // closes it and what it holds (a pool, a client). js is the JetStream context
 // of a jetstream store (unused otherwise); log receives the store's warnings.
 //
-// For Serve, a jetstream store's bucket is created or updated with Replicas and
-// the retention, a PostgreSQL schema is set up with EnsureSchema when asked, and
+// For Serve, a jetstream store's bucket is created or updated with replicas
+// (the executor's --replicas) and the retention, a PostgreSQL schema is set up with EnsureSchema when asked, and
 // errors name the store ("postgres store: ..."). For Administer, a jetstream
 // bucket is opened as its executors made it and never created (an error says
-// so when there is none), a PostgreSQL store does not sweep, and the flags'
+// so when there is none; replicas is unused), a PostgreSQL store does not sweep, and the flags'
 // errors are *UsageError. An unknown store is a *UsageError.
 func (f *Flags) Open(ctx context.Context, js jetstream.JetStream, replicas int, log *slog.Logger) (kvstore.Store, func(), error) {
 	switch f.Kind {
