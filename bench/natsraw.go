@@ -17,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -41,12 +41,12 @@ func (h *harness) startNATS(name string, syncAlways bool) (*natsEnv, error) {
 	dir := h.storeDir(name)
 	interval := lazySync
 	if syncAlways {
-		interval = 0 // bus.StartEmbedded: sync_interval always
+		interval = 0 // embedded.Start: sync_interval always
 	}
 	for range 20 {
 		port := h.nextPort()
-		s, err := bus.StartEmbedded(bus.EmbeddedConfig{Host: "127.0.0.1", Port: port, StoreDir: dir, SyncInterval: interval})
-		if errors.Is(err, bus.ErrPortInUse) {
+		s, err := embedded.Start(embedded.Config{Host: "127.0.0.1", Port: port, StoreDir: dir, SyncInterval: interval})
+		if errors.Is(err, embedded.ErrPortInUse) {
 			continue
 		}
 		if err != nil {

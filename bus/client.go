@@ -39,7 +39,7 @@ type ClientConfig struct {
 }
 
 // Client publishes calls and reads their answers, for programs and the emitter.
-// It also sends the admin requests (see Forget, Inspect and Resolve). It is safe
+// (The admin requests have a client of their own: package admin.) It is safe
 // for concurrent use.
 type Client struct {
 	js   jetstream.JetStream

@@ -47,7 +47,7 @@ type ConnectConfig struct {
 	// It must be a plain subject: no wildcards, no empty tokens.
 	InboxPrefix string
 	// InProcess, when set, connects to that embedded server in-process (see
-	// EmbeddedConfig.InProcess); URL is then ignored.
+	// package bus/embedded, Config.InProcess); URL is then ignored.
 	InProcess nats.InProcessConnProvider
 	// ReconnectWait is the pause between reconnection attempts; default 2s.
 	// Reconnection never gives up.

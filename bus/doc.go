@@ -5,19 +5,17 @@
 //
 //   - [Connect] dials NATS with the choices of the nats CLI (URL, credentials,
 //     nkey, user and password, token, TLS) and reconnects for ever.
-//   - [StartEmbedded] runs a NATS server with JetStream inside the process, syncing
-//     every write to disk before acknowledging it unless told otherwise, and
-//     refuses clearly when its port is taken.
 //   - [EnsureStreams] creates TOOLEXEC_CALLS (work queue) and TOOLEXEC_EVENTS
 //     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
-//     calls and reads answers (Call, Publish, Attach, Watch); [ServeAdmin] and the
-//     Client's Forget, Inspect, Resolve and List are the admin request-reply
-//     subjects (the web console calls [Admin.Resolve] and [Admin.List], the same
-//     code, in process). A [WorkerObserver] hears what a worker does, for
-//     metrics.
+//     calls and reads answers (Call, Publish, Attach, Watch). A [WorkerObserver]
+//     hears what a worker does, for metrics.
 //   - Package binding (bus/binding) is the CloudEvents codec, structured and binary
 //     mode.
+//   - Package embedded (bus/embedded) runs a NATS server with JetStream inside
+//     the process; bus itself does not link the server.
+//   - The admin request-reply subjects (forget, inspect, resolve, list) are
+//     package admin's.
 //
 // # One call on the wire
 //
@@ -47,8 +45,8 @@
 //
 // # Durability
 //
-// The embedded server syncs before acknowledging (sync_interval: always) unless
-// EmbeddedConfig.SyncInterval says otherwise, because a claim acknowledged and
+// The embedded server (package bus/embedded) syncs before acknowledging
+// (sync_interval: always) unless its Config.SyncInterval says otherwise, because a claim acknowledged and
 // lost to a power failure is a second booking. For a cluster, set
 // sync_interval: always in each server's configuration and use three replicas
 // (StreamsConfig.Replicas, natsstore.Config.Replicas).

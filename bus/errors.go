@@ -7,10 +7,6 @@ import (
 
 // Sentinel errors. Match them with errors.Is.
 var (
-	// ErrPortInUse is matched by the [*PortInUseError] StartEmbedded returns when
-	// the embedded server's port is taken.
-	ErrPortInUse = errors.New("bus: port already in use")
-
 	// ErrInvalidConfig is returned by constructors for a configuration they cannot
 	// work with; the message names the field.
 	ErrInvalidConfig = errors.New("bus: invalid configuration")
@@ -26,37 +22,7 @@ var (
 	// ErrBadFilter is returned by Client.Watch for a filter that is not an event
 	// subject.
 	ErrBadFilter = errors.New("bus: filter is not a toolexec event subject")
-
-	// ErrNoAdmin is returned by the Client's admin methods when no executor serves
-	// admin requests (no responders on the subject).
-	ErrNoAdmin = errors.New("bus: no executor answers admin requests")
-
-	// ErrAuditNotPublished is matched by the error of Client.Resolve when the
-	// resolution was applied but its resolved event could not be stored.
-	ErrAuditNotPublished = errors.New("bus: resolution applied but its audit event was not published")
 )
-
-// PortInUseError says the embedded server cannot listen because another process
-// (most often another NATS server) holds its address. It matches [ErrPortInUse].
-type PortInUseError struct {
-	// Addr is the host:port that is taken.
-	Addr string
-	// Err is the error from the operating system.
-	Err error
-}
-
-// Error explains the conflict and the two ways out.
-func (e *PortInUseError) Error() string {
-	return fmt.Sprintf("embedded NATS: %s is already in use (another NATS server?): "+
-		"choose another port with --nats-port / TOOLEXEC_NATS_PORT, "+
-		"or use the running server with --nats-url nats://%s", e.Addr, e.Addr)
-}
-
-// Is reports whether target is ErrPortInUse.
-func (e *PortInUseError) Is(target error) bool { return target == ErrPortInUse }
-
-// Unwrap returns the operating system's error.
-func (e *PortInUseError) Unwrap() error { return e.Err }
 
 func invalidConfig(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -45,9 +45,9 @@ func cut(s string, n int) string {
 // for forget), with its exit status: 3 for a definite answer (no such record,
 // not indeterminate), 2 for a request the executor found invalid, 1 otherwise.
 func adminError(ctx context.Context, g *globalOptions, tenant, key string, err error) error {
-	var ae *bus.AdminError
+	var ae *admin.Error
 	switch {
-	case errors.Is(err, bus.ErrNoAdmin):
+	case errors.Is(err, admin.ErrNoResponder):
 		return fmt.Errorf("no executor answers admin requests on this server (is one running, and connected to it?): %w", err)
 	case errors.Is(err, kvstore.ErrNotFound):
 		return &exitError{code: exitFailed, err: fmt.Errorf(
@@ -60,7 +60,7 @@ func adminError(ctx context.Context, g *globalOptions, tenant, key string, err e
 		return badInput(fmt.Errorf("the executor refused the request: %w", err))
 	case errors.Is(err, kvstore.ErrUnavailable):
 		return fmt.Errorf("the executor cannot reach its idempotency store: %w", err)
-	case errors.Is(err, bus.ErrAuditNotPublished):
+	case errors.Is(err, admin.ErrAuditNotPublished):
 		return fmt.Errorf("the resolution was applied, but its resolved event was not stored in TOOLEXEC_EVENTS: %w", err)
 	case ended(ctx):
 		return fmt.Errorf("no reply from an executor within --timeout %v: %w", g.timeout, err)
@@ -72,7 +72,7 @@ func adminError(ctx context.Context, g *globalOptions, tenant, key string, err e
 
 // writeRecord prints r: for people as aligned "name: value" lines, with --json
 // as one JSON object.
-func writeRecord(w io.Writer, asJSON bool, r *bus.RecordInfo) error {
+func writeRecord(w io.Writer, asJSON bool, r *admin.RecordInfo) error {
 	if asJSON {
 		b, err := json.Marshal(r)
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -41,7 +41,7 @@ func TestInspectResolveForget(t *testing.T) {
 	// inspect --json: the record as the admin reply has it.
 	r = e.emit(t, "", "inspect", "--json", "--tenant", tenant, "--key", key)
 	mustExit(t, r, exitOK)
-	var rec bus.RecordInfo
+	var rec admin.RecordInfo
 	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil {
 		t.Fatalf("inspect --json: %v: %q", err, r.stdout)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 )
 
@@ -64,10 +65,12 @@ func (g *globalOptions) withTimeout(ctx context.Context) (context.Context, conte
 	return context.WithTimeout(ctx, g.timeout)
 }
 
-// session is one connection to NATS and a client on it. Close it when done.
+// session is one connection to NATS and the clients on it: of calls and
+// answers, and of the admin requests. Close it when done.
 type session struct {
 	nc     *nats.Conn
 	client *bus.Client
+	admin  *admin.Client
 	url    string
 	logw   *gateWriter
 }
@@ -78,7 +81,7 @@ func (s *session) Close() {
 	s.logw.shut()
 }
 
-// connect dials NATS as the flags say and returns a client on the connection.
+// connect dials NATS as the flags say and returns the clients on the connection.
 // The connection's notices (disconnections, permission errors) go to stderr.
 // Flags that contradict each other (two ways of authenticating) are bad input.
 func (g *globalOptions) connect(cmd *cobra.Command, cc bus.ClientConfig) (*session, error) {
@@ -110,7 +113,12 @@ func (g *globalOptions) connect(cmd *cobra.Command, cc bus.ClientConfig) (*sessi
 		nc.Close()
 		return nil, err
 	}
-	return &session{nc: nc, client: client, url: url, logw: logw}, nil
+	adm, err := admin.NewClient(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &session{nc: nc, client: client, admin: adm, url: url, logw: logw}, nil
 }
 
 // gateWriter passes writes to w until shut, and drops them after: the

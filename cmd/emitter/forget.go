@@ -57,7 +57,7 @@ func runForget(cmd *cobra.Command, g *globalOptions, o *forgetOptions) error {
 	if err := checkTenantKey(o.tenant, ""); err != nil {
 		return err
 	}
-	if err := o.store.check(cmd); err != nil {
+	if err := o.store.check(); err != nil {
 		return err
 	}
 	if !o.yes {

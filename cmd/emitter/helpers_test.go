@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
@@ -80,11 +81,11 @@ func (e *env) startExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := bus.ServeAdmin(js, e.store, bus.AdminConfig{Logger: quiet})
+	adm, err := admin.Serve(js, e.store, admin.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.Close() })
+	t.Cleanup(func() { _ = adm.Close() })
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{Logger: quiet, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -60,7 +61,7 @@ executor answers admin requests, when its store cannot list, and for anything el
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.tenant, "tenant", "", "the tenant whose records to list (required)")
-	f.IntVar(&o.limit, "limit", bus.DefaultListLimit, fmt.Sprintf("list at most this many records (at most %d)", bus.MaxListLimit))
+	f.IntVar(&o.limit, "limit", admin.DefaultListLimit, fmt.Sprintf("list at most this many records (at most %d)", admin.MaxListLimit))
 	f.StringVar(&o.state, "state", string(kvstore.StateIndeterminate), "list records in this state instead: claimed or completed")
 	mustRequire(cmd, "tenant")
 	return cmd
@@ -77,8 +78,8 @@ func runIndeterminateList(cmd *cobra.Command, g *globalOptions, o *listOptions) 
 	if !state.Valid() {
 		return badInput(fmt.Errorf("--state %q: want indeterminate, claimed or completed", o.state))
 	}
-	if o.limit < 1 || o.limit > bus.MaxListLimit {
-		return badInput(fmt.Errorf("--limit %d: want 1 to %d", o.limit, bus.MaxListLimit))
+	if o.limit < 1 || o.limit > admin.MaxListLimit {
+		return badInput(fmt.Errorf("--limit %d: want 1 to %d", o.limit, admin.MaxListLimit))
 	}
 	s, err := g.connect(cmd, bus.ClientConfig{})
 	if err != nil {
@@ -87,7 +88,7 @@ func runIndeterminateList(cmd *cobra.Command, g *globalOptions, o *listOptions) 
 	defer s.Close()
 	ctx, cancel := g.withTimeout(cmd.Context())
 	defer cancel()
-	resp, err := s.client.List(ctx, bus.ListRequest{Tenant: o.tenant, State: state, Limit: o.limit})
+	resp, err := s.admin.List(ctx, admin.ListRequest{Tenant: o.tenant, State: state, Limit: o.limit})
 	if errors.Is(err, errors.ErrUnsupported) {
 		return fmt.Errorf("the executor's idempotency store cannot list records: %w", err)
 	}
@@ -106,7 +107,7 @@ func runIndeterminateList(cmd *cobra.Command, g *globalOptions, o *listOptions) 
 }
 
 // writeList prints the records as a table for people.
-func writeList(w io.Writer, tenant string, state kvstore.State, resp *bus.ListResponse) error {
+func writeList(w io.Writer, tenant string, state kvstore.State, resp *admin.ListResponse) error {
 	if len(resp.Records) == 0 {
 		_, err := fmt.Fprintf(w, "tenant %s has no %s records\n", tenant, state)
 		return err
@@ -132,7 +133,7 @@ func writeList(w io.Writer, tenant string, state kvstore.State, resp *bus.ListRe
 		return err
 	}
 	if resp.More {
-		fmt.Fprintf(w, "(more %s records than shown: raise --limit, at most %d)\n", state, bus.MaxListLimit)
+		fmt.Fprintf(w, "(more %s records than shown: raise --limit, at most %d)\n", state, admin.MaxListLimit)
 	}
 	if state == kvstore.StateIndeterminate {
 		_, err := fmt.Fprintf(w, "settle one: emitter resolve --tenant %s --key KEY (--complete --outcome TEXT | --release)\n", tenant)

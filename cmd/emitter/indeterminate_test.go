@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -47,7 +47,7 @@ func TestIndeterminateList(t *testing.T) {
 
 	r = e.emit(t, "", "indeterminate", "list", "--json", "--tenant", tenant, "--limit", "1")
 	mustExit(t, r, exitOK)
-	var resp bus.ListResponse
+	var resp admin.ListResponse
 	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil {
 		t.Fatalf("list --json: %v: %q", err, r.stdout)
 	}

@@ -48,7 +48,7 @@ func runInspect(cmd *cobra.Command, g *globalOptions, o *inspectOptions) error {
 	if err := checkTenantKey(o.tenant, o.key); err != nil {
 		return err
 	}
-	if err := o.store.check(cmd); err != nil {
+	if err := o.store.check(); err != nil {
 		return err
 	}
 	ctx, cancel := g.withTimeout(cmd.Context())

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -78,7 +78,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 	if err := checkTenantKey(o.tenant, o.key); err != nil {
 		return err
 	}
-	req := bus.ResolveRequest{Tenant: o.tenant, Key: o.key, Operator: o.operator}
+	req := admin.ResolveRequest{Tenant: o.tenant, Key: o.key, Operator: o.operator}
 	switch {
 	case o.complete && !cmd.Flags().Changed("outcome"):
 		return badInput(errors.New("--complete needs --outcome: the outcome to record"))
@@ -93,7 +93,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 	if !utf8.ValidString(o.outcome) {
 		return badInput(errors.New("--outcome is not valid UTF-8"))
 	}
-	if err := o.store.check(cmd); err != nil {
+	if err := o.store.check(); err != nil {
 		return err
 	}
 	ctx, cancel := g.withTimeout(cmd.Context())
@@ -112,7 +112,7 @@ func runResolve(cmd *cobra.Command, g *globalOptions, o *resolveOptions) error {
 			}
 			op := req.Operator
 			if op == "" {
-				op = bus.DefaultOperator
+				op = admin.DefaultOperator
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "resolved by %s: %s\n", display(op), verb)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
@@ -126,7 +127,7 @@ func TestDirectStoreAdmin(t *testing.T) {
 			}
 			r = emit("", args...)
 			mustExit(t, r, exitOK)
-			var ri bus.RecordInfo
+			var ri admin.RecordInfo
 			if err := json.Unmarshal([]byte(r.stdout), &ri); err != nil || ri.State != kvstore.StateCompleted || ri.Outcome != "PNR-OPS" {
 				t.Fatalf("resolve --json: %+v, %v: %q", ri, err, r.stdout)
 			}

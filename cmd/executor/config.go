@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/tesserix/toolexec/kvstore/pgstore"
+	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 )
 
 // config is everything the executor is told, by flags or TOOLEXEC_* variables.
@@ -25,15 +24,8 @@ type config struct {
 	replicas                                                        int
 	eventMaxAge                                                     time.Duration
 
-	store        string // jetstream | postgres | redis | memory
-	postgresURL  string
-	pgSchema     string
-	pgMaxBatch   int
-	redisURL     string
-	redisPrefix  string
-	ensureSchema bool
-	retention    time.Duration
-	lease        time.Duration
+	store storeflags.Flags // --store and its backend's flags, --retention
+	lease time.Duration
 
 	maxOutcome    int
 	concurrency   int
@@ -51,13 +43,9 @@ type config struct {
 	drain        time.Duration
 }
 
-// envPrefix is the prefix of the variables that stand in for flags: --nats-url is
+// envName is the variable that stands in for a flag: --nats-url is
 // TOOLEXEC_NATS_URL.
-const envPrefix = "TOOLEXEC_"
-
-func envName(flag string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
+func envName(flag string) string { return storeflags.EnvName(flag) }
 
 // flagAliases are the old names of renamed flags; their TOOLEXEC_* variables
 // still work too, when the new one is not set.
@@ -80,14 +68,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and the KV bucket (3 on a cluster)")
 	fs.DurationVar(&c.eventMaxAge, "event-max-age", 7*24*time.Hour, "how long TOOLEXEC_EVENTS keeps answers and audit events")
 
-	fs.StringVar(&c.store, "store", "jetstream", "idempotency store: jetstream, postgres, redis or memory")
-	fs.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL URL for --store postgres")
-	fs.StringVar(&c.pgSchema, "postgres-schema", "toolexec", "PostgreSQL schema holding the records")
-	fs.IntVar(&c.pgMaxBatch, "postgres-max-batch", pgstore.DefaultMaxBatch, "most claims and record writes one PostgreSQL transaction carries when they arrive together (group commit); 1: each its own")
-	fs.StringVar(&c.redisURL, "redis-url", "", "Redis URL for --store redis (run Redis with AOF: without it a restart forgets every record)")
-	fs.StringVar(&c.redisPrefix, "redis-prefix", "toolexec", "prefix of the Redis keys holding the records")
-	fs.BoolVar(&c.ensureSchema, "ensure-schema", false, "create or migrate the PostgreSQL schema at start-up")
-	fs.DurationVar(&c.retention, "retention", 24*time.Hour, "how long idempotency records are kept after their last write")
+	c.store.Register(fs, storeflags.Serve)
 	fs.DurationVar(&c.lease, "lease", 15*time.Second, "claim lease, renewed while a tool runs")
 
 	fs.IntVar(&c.concurrency, "concurrency", 64, "calls this executor runs at once")
@@ -139,21 +120,8 @@ func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 // check refuses configurations that cannot work, naming the fix.
 func (c *config) check() error {
 	var errs []error
-	switch c.store {
-	case "jetstream", "memory":
-	case "postgres":
-		if c.postgresURL == "" {
-			errs = append(errs, errors.New("--store postgres needs --postgres-url (or TOOLEXEC_POSTGRES_URL)"))
-		}
-	case "redis":
-		if c.redisURL == "" {
-			errs = append(errs, errors.New("--store redis needs --redis-url (or TOOLEXEC_REDIS_URL)"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("--store %q: want jetstream, postgres, redis or memory", c.store))
-	}
-	if c.pgMaxBatch < 1 {
-		errs = append(errs, fmt.Errorf("--postgres-max-batch %d: must be at least 1", c.pgMaxBatch))
+	if err := c.store.Check(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.toolsFile == "" && !c.demo {
 		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or both"))
@@ -161,11 +129,11 @@ func (c *config) check() error {
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be at least 1", c.concurrency))
 	}
-	if c.retention <= 0 || c.lease <= 0 {
+	if c.store.Retention <= 0 || c.lease <= 0 {
 		errs = append(errs, errors.New("--retention and --lease must be positive"))
 	}
-	if c.lease >= c.retention {
-		errs = append(errs, fmt.Errorf("--lease %v must be shorter than --retention %v", c.lease, c.retention))
+	if c.lease >= c.store.Retention {
+		errs = append(errs, fmt.Errorf("--lease %v must be shorter than --retention %v", c.lease, c.store.Retention))
 	}
 	if c.consoleAddr != "" && c.consoleToken == "" {
 		errs = append(errs, errors.New("--console-addr needs a token: set TOOLEXEC_CONSOLE_TOKEN (or --console-token)"))

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
@@ -42,7 +43,7 @@ func TestApplyEnv(t *testing.T) {
 	if err := applyEnv(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.concurrency != 8 || cfg.store != "redis" || cfg.redisURL == "" || cfg.lease != 5*time.Second || !cfg.demo {
+	if cfg.concurrency != 8 || cfg.store.Kind != "redis" || cfg.store.RedisURL == "" || cfg.lease != 5*time.Second || !cfg.demo {
 		t.Fatalf("config = %+v", cfg)
 	}
 	if err := cfg.check(); err != nil {
@@ -73,12 +74,12 @@ func TestCheck(t *testing.T) {
 		want string
 	}{
 		{"no tools", func(c *config) { c.demo = false }, "no tools"},
-		{"unknown store", func(c *config) { c.store = "etcd" }, "etcd"},
-		{"postgres without url", func(c *config) { c.store = "postgres" }, "--postgres-url"},
-		{"redis without url", func(c *config) { c.store = "redis" }, "--redis-url"},
-		{"lease not below retention", func(c *config) { c.lease = c.retention }, "shorter"},
+		{"unknown store", func(c *config) { c.store.Kind = "etcd" }, "etcd"},
+		{"postgres without url", func(c *config) { c.store.Kind = "postgres" }, "--postgres-url"},
+		{"redis without url", func(c *config) { c.store.Kind = "redis" }, "--redis-url"},
+		{"lease not below retention", func(c *config) { c.lease = c.store.Retention }, "shorter"},
 		{"zero concurrency", func(c *config) { c.concurrency = 0 }, "concurrency"},
-		{"zero postgres batch", func(c *config) { c.pgMaxBatch = 0 }, "--postgres-max-batch"},
+		{"zero postgres batch", func(c *config) { c.store.PostgresMaxBatch = 0 }, "--postgres-max-batch"},
 		{"log format", func(c *config) { c.logFormat = "xml" }, "log-format"},
 	}
 	for _, tt := range tests {
@@ -110,7 +111,7 @@ func TestPortTaken(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--demo", "--data-dir", t.TempDir(), "--nats-port", fmt.Sprint(port)})
 	err = cmd.ExecuteContext(context.Background())
-	if !errors.Is(err, bus.ErrPortInUse) {
+	if !errors.Is(err, embedded.ErrPortInUse) {
 		t.Fatalf("err = %v; want ErrPortInUse", err)
 	}
 	for _, hint := range []string{fmt.Sprint(port), "--nats-port", "--nats-url"} {

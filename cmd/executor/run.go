@@ -12,24 +12,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/embedded"
+	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/internal/console"
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/tracing"
 	"github.com/tesserix/toolexec/kvstore"
-	"github.com/tesserix/toolexec/kvstore/memstore"
-	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
-	"github.com/tesserix/toolexec/kvstore/redisstore"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
 )
@@ -89,14 +87,18 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	if err := bus.EnsureStreams(setupCtx, js, bus.StreamsConfig{Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge}); err != nil {
 		return fmt.Errorf("creating the streams: %w", err)
 	}
-	rawStore, closeStore, err := openStore(setupCtx, cfg, js, log)
+	rawStore, closeStore, err := cfg.store.Open(setupCtx, js, cfg.replicas, log)
+	var ue *storeflags.UsageError
+	if errors.As(err, &ue) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
 	closers = append(closers, closeStore)
-	store := m.Store(rawStore, cfg.store)
+	store := m.Store(rawStore, cfg.store.Kind)
 	if pg, ok := rawStore.(*pgstore.Store); ok {
-		if err := metrics.GroupCommits(reg, cfg.store, func() (int64, int64, int64) {
+		if err := metrics.GroupCommits(reg, cfg.store.Kind, func() (int64, int64, int64) {
 			st := pg.BatchStats()
 			return st.Batches, st.Writes, st.Retried
 		}); err != nil {
@@ -117,11 +119,11 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin, err := bus.ServeAdmin(js, store, bus.AdminConfig{Logger: log})
+	adm, err := admin.Serve(js, store, admin.Config{Logger: log})
 	if err != nil {
 		return fmt.Errorf("admin subjects: %w", err)
 	}
-	closers = append(closers, func() { _ = admin.Close() })
+	closers = append(closers, func() { _ = adm.Close() })
 
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{
 		Concurrency: cfg.concurrency, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
@@ -138,7 +140,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		closers = append(closers, stop)
 	}
 	if cfg.consoleAddr != "" {
-		stop, err := startConsole(cfg, js, admin, log)
+		stop, err := startConsole(cfg, js, adm, log)
 		if err != nil {
 			return err
 		}
@@ -152,9 +154,9 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(runCtx) }()
 
-	log.Info("executor ready", "nats", natsURL, "store", cfg.store, "tools", strings.Join(tools.Names(), ","),
+	log.Info("executor ready", "nats", natsURL, "store", cfg.store.Kind, "tools", strings.Join(tools.Names(), ","),
 		"holder", d.Holder(), "concurrency", cfg.concurrency)
-	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", natsURL, cfg.store, strings.Join(tools.Names(), ","))
+	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", natsURL, cfg.store.Kind, strings.Join(tools.Names(), ","))
 
 	select {
 	case err := <-done:
@@ -238,7 +240,7 @@ func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, st
 	if err := os.MkdirAll(cfg.natsStoreDir(), 0o750); err != nil {
 		return nil, "", nil, fmt.Errorf("embedded NATS: data directory: %w", err)
 	}
-	s, err := bus.StartEmbedded(bus.EmbeddedConfig{
+	s, err := embedded.Start(embedded.Config{
 		Host: cfg.natsHost, Port: cfg.natsPort, StoreDir: cfg.natsStoreDir(),
 		SyncInterval: cfg.syncInterval, Logger: serverLogger(cfg, log, logOut),
 	})
@@ -258,53 +260,6 @@ func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, st
 	}
 	log.Info("embedded NATS server started", "url", url, "store_dir", cfg.natsStoreDir(), "sync_interval", sync)
 	return nc, url, func() { s.Shutdown(); s.WaitForShutdown() }, nil
-}
-
-// openStore opens the configured idempotency store.
-func openStore(ctx context.Context, cfg config, js jetstream.JetStream, log *slog.Logger) (kvstore.Store, func(), error) {
-	switch cfg.store {
-	case "jetstream":
-		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.replicas, Retention: cfg.retention})
-		if err != nil {
-			return nil, nil, fmt.Errorf("jetstream store: %w", err)
-		}
-		return s, func() { _ = s.Close() }, nil
-	case "memory":
-		log.Warn("memory store: records live in this process only; other executors cannot see them")
-		s := memstore.New(memstore.Config{Retention: cfg.retention})
-		return s, func() { _ = s.Close() }, nil
-	case "postgres":
-		pool, err := pgxpool.New(ctx, cfg.postgresURL)
-		if err != nil {
-			return nil, nil, fmt.Errorf("postgres store: %w", err)
-		}
-		s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: cfg.pgSchema, Retention: cfg.retention, MaxBatch: cfg.pgMaxBatch, Logger: log})
-		if err != nil {
-			pool.Close()
-			return nil, nil, fmt.Errorf("postgres store: %w", err)
-		}
-		if cfg.ensureSchema {
-			if err := s.EnsureSchema(ctx); err != nil {
-				_ = s.Close()
-				pool.Close()
-				return nil, nil, fmt.Errorf("postgres store: ensuring the schema: %w", err)
-			}
-		}
-		return s, func() { _ = s.Close(); pool.Close() }, nil
-	case "redis":
-		opts, err := redis.ParseURL(cfg.redisURL)
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("--redis-url: %w", err)}
-		}
-		client := redis.NewClient(opts)
-		s, err := redisstore.New(client, redisstore.Config{Prefix: cfg.redisPrefix, Retention: cfg.retention})
-		if err != nil {
-			_ = client.Close()
-			return nil, nil, fmt.Errorf("redis store: %w", err)
-		}
-		return s, func() { _ = s.Close(); _ = client.Close() }, nil
-	}
-	return nil, nil, usageError{fmt.Errorf("unknown store %q", cfg.store)}
 }
 
 // healthDigest is a key no call can have: reading it proves the store answers.
@@ -366,14 +321,14 @@ func serveHTTP(flag, addr string, h http.Handler, log *slog.Logger) (func(), err
 	}, nil
 }
 
-// startConsole serves the operators' console: resolutions go through admin
-// (the admin path, in process), the feed through a client's watches.
-func startConsole(cfg config, js jetstream.JetStream, admin *bus.Admin, log *slog.Logger) (func(), error) {
+// startConsole serves the operators' console: resolutions go through adm (the
+// admin path, in process), the feed through a client's watches.
+func startConsole(cfg config, js jetstream.JetStream, adm *admin.Service, log *slog.Logger) (func(), error) {
 	client, err := bus.NewClient(js, bus.ClientConfig{Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	con, err := console.New(console.Config{Token: cfg.consoleToken, Operator: admin, Watcher: client, Logger: log})
+	con, err := console.New(console.Config{Token: cfg.consoleToken, Operator: adm, Watcher: client, Logger: log})
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
@@ -91,7 +92,7 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{StoreDir: dir, InProcess: true})
+	srv, err := embedded.Start(embedded.Config{StoreDir: dir, InProcess: true})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
@@ -88,16 +89,16 @@ func startSystem(t *testing.T) *system {
 		_ = w.Shutdown(sctx)
 		<-done
 	})
-	admin, err := bus.ServeAdmin(js, store, bus.AdminConfig{Logger: quiet})
+	adm, err := admin.Serve(js, store, admin.Config{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.Close() })
+	t.Cleanup(func() { _ = adm.Close() })
 	client, err := bus.NewClient(js, bus.ClientConfig{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Token: token, Operator: admin, Watcher: client, Logger: quiet})
+	c, err := console.New(console.Config{Token: token, Operator: adm, Watcher: client, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

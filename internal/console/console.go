@@ -22,18 +22,19 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
-// Operator lists and settles idempotency records. *bus.Admin does it in the
-// executor's process; *bus.Client does it over the admin subjects. Either way
+// Operator lists and settles idempotency records. *admin.Service does it in
+// the executor's process; *admin.Client does it over the admin subjects. Either way
 // a resolution is the admin path's: the same checks and the resolved audit
 // event.
 type Operator interface {
-	List(ctx context.Context, req bus.ListRequest) (*bus.ListResponse, error)
-	Resolve(ctx context.Context, req bus.ResolveRequest) (*bus.RecordInfo, error)
+	List(ctx context.Context, req admin.ListRequest) (*admin.ListResponse, error)
+	Resolve(ctx context.Context, req admin.ResolveRequest) (*admin.RecordInfo, error)
 }
 
 // Watcher delivers the events of TOOLEXEC_EVENTS under a subject filter.
@@ -43,8 +44,8 @@ type Watcher interface {
 }
 
 var (
-	_ Operator = (*bus.Admin)(nil)
-	_ Operator = (*bus.Client)(nil)
+	_ Operator = (*admin.Service)(nil)
+	_ Operator = (*admin.Client)(nil)
 	_ Watcher  = (*bus.Client)(nil)
 )
 
@@ -264,7 +265,7 @@ var keyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // record is a row of the indeterminate records table.
 type record struct {
-	*bus.RecordInfo
+	*admin.RecordInfo
 	Age time.Duration
 }
 
@@ -305,7 +306,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 		d.Tenant = t
 		if err := events.CheckToken("tenant", t); err != nil {
 			d.ListErr = err.Error()
-		} else if resp, err := c.cfg.Operator.List(r.Context(), bus.ListRequest{Tenant: t}); err != nil {
+		} else if resp, err := c.cfg.Operator.List(r.Context(), admin.ListRequest{Tenant: t}); err != nil {
 			d.ListErr = err.Error()
 		} else {
 			d.More = resp.More
@@ -342,13 +343,13 @@ func flash(q url.Values) (string, bool) {
 
 // failures explains, by admin error code, why a resolution failed.
 var failures = map[string]string{
-	bus.AdminCodeNotIndeterminate: "it is no longer indeterminate (resolved already?).",
-	bus.AdminCodeNotFound:         "the tenant has no record for it (released, expired or forgotten).",
-	bus.AdminCodeInvalid:          "the request was refused as invalid.",
-	bus.AdminCodeTooLarge:         "the outcome is too large to record.",
-	bus.AdminCodeUnavailable:      "the idempotency store cannot be reached; try again.",
-	bus.AdminCodeAuditFailed:      "it WAS resolved, but its audit event could not be stored.",
-	bus.AdminCodeInternal:         "the executor could not do it; see its log.",
+	admin.CodeNotIndeterminate: "it is no longer indeterminate (resolved already?).",
+	admin.CodeNotFound:         "the tenant has no record for it (released, expired or forgotten).",
+	admin.CodeInvalid:          "the request was refused as invalid.",
+	admin.CodeTooLarge:         "the outcome is too large to record.",
+	admin.CodeUnavailable:      "the idempotency store cannot be reached; try again.",
+	admin.CodeAuditFailed:      "it WAS resolved, but its audit event could not be stored.",
+	admin.CodeInternal:         "the executor could not do it; see its log.",
 }
 
 // resolve applies a resolution from the page's form and sends the browser
@@ -359,7 +360,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	req := bus.ResolveRequest{
+	req := admin.ResolveRequest{
 		Tenant: f.Get("tenant"), Key: f.Get("key"), Action: events.Action(f.Get("action")), Operator: operatorName(r),
 	}
 	if req.Action == events.ActionComplete {
@@ -371,7 +372,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	}
 	back := url.Values{"tenant": {req.Tenant}, "key": {req.Key}}
 	_, err := c.cfg.Operator.Resolve(r.Context(), req)
-	var ae *bus.AdminError
+	var ae *admin.Error
 	switch {
 	case err == nil:
 		back.Set("done", string(req.Action))
@@ -380,9 +381,9 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		back.Set("failed", ae.Code)
 		c.log.Warn("console: resolution failed", "tenant", req.Tenant, "key", req.Key, "action", req.Action, "error", err)
 	case errors.Is(err, kvstore.ErrInvalid):
-		back.Set("failed", bus.AdminCodeInvalid)
+		back.Set("failed", admin.CodeInvalid)
 	default:
-		back.Set("failed", bus.AdminCodeInternal)
+		back.Set("failed", admin.CodeInternal)
 		c.log.Error("console: resolution failed", "tenant", req.Tenant, "key", req.Key, "action", req.Action, "error", err)
 	}
 	if events.CheckToken("tenant", req.Tenant) != nil {

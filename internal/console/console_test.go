@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/console"
@@ -28,27 +29,27 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // fakeOperator lists canned records and remembers resolutions.
 type fakeOperator struct {
 	mu       sync.Mutex // protects the fields below
-	records  []*bus.RecordInfo
-	resolved []bus.ResolveRequest
+	records  []*admin.RecordInfo
+	resolved []admin.ResolveRequest
 	err      error
 }
 
-func (f *fakeOperator) List(_ context.Context, req bus.ListRequest) (*bus.ListResponse, error) {
+func (f *fakeOperator) List(_ context.Context, req admin.ListRequest) (*admin.ListResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*bus.RecordInfo
+	var out []*admin.RecordInfo
 	for _, r := range f.records {
 		if r.Tenant == req.Tenant {
 			out = append(out, r)
 		}
 	}
-	return &bus.ListResponse{Records: out, Now: time.Now()}, nil
+	return &admin.ListResponse{Records: out, Now: time.Now()}, nil
 }
 
-func (f *fakeOperator) resolutions() []bus.ResolveRequest {
+func (f *fakeOperator) resolutions() []admin.ResolveRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]bus.ResolveRequest(nil), f.resolved...)
+	return append([]admin.ResolveRequest(nil), f.resolved...)
 }
 
 func (f *fakeOperator) failWith(err error) {
@@ -57,14 +58,14 @@ func (f *fakeOperator) failWith(err error) {
 	f.err = err
 }
 
-func (f *fakeOperator) Resolve(_ context.Context, req bus.ResolveRequest) (*bus.RecordInfo, error) {
+func (f *fakeOperator) Resolve(_ context.Context, req admin.ResolveRequest) (*admin.RecordInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.resolved = append(f.resolved, req)
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &bus.RecordInfo{Tenant: req.Tenant, Key: req.Key, State: kvstore.StateCompleted, Outcome: req.Outcome}, nil
+	return &admin.RecordInfo{Tenant: req.Tenant, Key: req.Key, State: kvstore.StateCompleted, Outcome: req.Outcome}, nil
 }
 
 // fakeWatcher hands out one channel per filter.
@@ -107,7 +108,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	updated := time.Now().Add(-3*time.Minute - 12*time.Second)
-	op := &fakeOperator{records: []*bus.RecordInfo{{
+	op := &fakeOperator{records: []*admin.RecordInfo{{
 		Tenant: "acme", Key: key1, State: kvstore.StateIndeterminate, Reason: "body_failed", BodyEntered: true,
 		Tool: "book", RunID: "run_1", CallID: "call_9", UpdatedAt: &updated,
 	}}}
@@ -259,7 +260,7 @@ func TestRecordsAndResolve(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "done=complete") {
 		t.Fatalf("POST /resolve: %d to %q", resp.StatusCode, loc)
 	}
-	want := bus.ResolveRequest{Tenant: "acme", Key: key1, Action: events.ActionComplete, Outcome: "K7Q2ZD", Operator: "alice"}
+	want := admin.ResolveRequest{Tenant: "acme", Key: key1, Action: events.ActionComplete, Outcome: "K7Q2ZD", Operator: "alice"}
 	if got := f.op.resolutions(); len(got) != 1 || got[0] != want {
 		t.Fatalf("resolutions %+v, want %+v", got, want)
 	}
@@ -267,7 +268,7 @@ func TestRecordsAndResolve(t *testing.T) {
 		t.Error("the page does not confirm the resolution")
 	}
 
-	f.op.failWith(&bus.AdminError{Code: bus.AdminCodeNotIndeterminate, Message: "completed"})
+	f.op.failWith(&admin.Error{Code: admin.CodeNotIndeterminate, Message: "completed"})
 	resp, err = cl.PostForm(f.srv.URL+"/resolve", url.Values{"tenant": {"acme"}, "key": {key1}, "action": {"release"}})
 	if err != nil {
 		t.Fatal(err)

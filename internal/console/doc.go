@@ -6,7 +6,7 @@
 // It is server-rendered HTML with one small embedded script that follows the
 // feed through Server-Sent Events (fed by bus.Client.Watch); there is no build
 // step and nothing is loaded from elsewhere. Resolutions go through the admin
-// path ([Operator]: bus.Admin in process, or bus.Client over the admin
+// path ([Operator]: admin.Service in process, or admin.Client over the admin
 // subjects), so each is checked the same way and publishes the same resolved
 // audit event, naming the operator who signed in.
 //

@@ -5,7 +5,8 @@
 //
 // The tables are the deployment's to create: call [Store.EnsureSchema] once per
 // release (it is idempotent, versioned and safe to run from several processes at
-// once). [New] never creates or alters tables.
+// once). [New] never creates or alters tables; an operation on a schema without
+// them fails with an error matching [ErrNoSchema] (and kvstore.ErrUnavailable).
 //
 // Records live in one table per schema ([Config.Schema], "toolexec" by default),
 // keyed by (tenant, digest). A row holds the record's state and metadata, never a

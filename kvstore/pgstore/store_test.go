@@ -765,3 +765,38 @@ func TestClaimBehindUncommittedClaim(t *testing.T) {
 		t.Fatalf("second claim = %+v, %v; want the first claim's record", got.res, got.err)
 	}
 }
+
+// TestMissingSchemaIsErrNoSchema: a schema that does not exist is reported as
+// ErrNoSchema (and, as every failure of the database, ErrUnavailable), by
+// every operation that reads or writes the records.
+func TestMissingSchemaIsErrNoSchema(t *testing.T) {
+	pool := testPool(t, nil)
+	s, err := New(ctx(t), pool, Config{Schema: "pgstore_absent_" + randHex(t, 8), SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := newDigest(t)
+	for name, op := range map[string]func() error{
+		"Claim":   func() error { _, err := s.Claim(ctx(t), req("acme", d, "w1", time.Minute)); return err },
+		"Get":     func() error { _, err := s.Get(ctx(t), "acme", d); return err },
+		"Forget":  func() error { _, err := s.Forget(ctx(t), "acme"); return err },
+		"Resolve": func() error { _, err := s.Resolve(ctx(t), "acme", d, kvstore.Resolution{Release: true}); return err },
+		"List":    func() error { _, err := s.List(ctx(t), "acme", kvstore.StateIndeterminate, 10); return err },
+	} {
+		err := op()
+		if !errors.Is(err, ErrNoSchema) || !errors.Is(err, kvstore.ErrUnavailable) {
+			t.Errorf("%s in a schema that does not exist: %v, want ErrNoSchema and ErrUnavailable", name, err)
+		}
+	}
+
+	// A store that can be reached and has its tables is not ErrNoSchema when it
+	// fails otherwise.
+	ok := openStore(t, testPool(t, nil), Config{})
+	c, cancel := context.WithTimeout(ctx(t), time.Nanosecond)
+	defer cancel()
+	<-c.Done()
+	if _, err := ok.Get(c, "acme", d); errors.Is(err, ErrNoSchema) {
+		t.Errorf("Get with an expired context: %v, matches ErrNoSchema", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/binding"
 	"github.com/tesserix/toolexec/dispatch"
@@ -148,6 +149,7 @@ type conn struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	client *bus.Client
+	admin  *admin.Client
 	errs   *asyncErrors
 }
 
@@ -180,6 +182,9 @@ func (e *env) connect(t *testing.T, user, inbox string) *conn {
 		t.Fatal(err)
 	}
 	if c.client, err = bus.NewClient(c.js, bus.ClientConfig{Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	if c.admin, err = admin.NewClient(nc); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -290,11 +295,11 @@ func startExecutor(t *testing.T, e *env) *executor {
 	if x.disp, err = dispatch.New(dispatch.Config{Tools: reg, Store: store, Logger: quiet}); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := bus.ServeAdmin(x.js, store, bus.AdminConfig{Logger: quiet})
+	adm, err := admin.Serve(x.js, store, admin.Config{Logger: quiet})
 	if err != nil {
-		t.Fatalf("executor: ServeAdmin: %v", err)
+		t.Fatalf("executor: admin.Serve: %v", err)
 	}
-	t.Cleanup(func() { _ = admin.Close() })
+	t.Cleanup(func() { _ = adm.Close() })
 	x.startWorker(t)
 	return x
 }
@@ -751,25 +756,25 @@ func TestTenantCannotAdminister(t *testing.T) {
 	ctx := ctxT(t, refusedWait)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	wg.Go(func() { _, errs[0] = acme.client.Forget(ctx, "globex") })
+	wg.Go(func() { _, errs[0] = acme.admin.Forget(ctx, "globex") })
 	wg.Go(func() {
-		_, errs[1] = acme.client.List(ctx, bus.ListRequest{Tenant: "globex", State: kvstore.StateCompleted})
+		_, errs[1] = acme.admin.List(ctx, admin.ListRequest{Tenant: "globex", State: kvstore.StateCompleted})
 	})
-	wg.Go(func() { _, errs[2] = acme.client.Inspect(ctx, "globex", booked.Key) })
+	wg.Go(func() { _, errs[2] = acme.admin.Inspect(ctx, "globex", booked.Key) })
 	wg.Go(func() {
-		_, errs[3] = acme.client.Resolve(ctx, bus.ResolveRequest{Tenant: "globex", Key: booked.Key, Action: events.ActionRelease})
+		_, errs[3] = acme.admin.Resolve(ctx, admin.ResolveRequest{Tenant: "globex", Key: booked.Key, Action: events.ActionRelease})
 	})
 	wg.Wait()
 	for i, what := range []string{"Forget", "List", "Inspect", "Resolve"} {
-		if errs[i] == nil || errors.Is(errs[i], bus.ErrNoAdmin) {
+		if errs[i] == nil || errors.Is(errs[i], admin.ErrNoResponder) {
 			t.Errorf("acme: %s: %v, want the request refused", what, errs[i])
 		}
 	}
-	for _, subject := range []string{bus.AdminForgetSubject, bus.AdminListSubject, bus.AdminInspectSubject, bus.AdminResolveSubject} {
+	for _, subject := range []string{admin.ForgetSubject, admin.ListSubject, admin.InspectSubject, admin.ResolveSubject} {
 		acme.waitRefused(t, "Publish", subject)
 	}
-	acme.subscribeRefused(t, bus.AdminSubjects)
-	acme.subscribeRefused(t, bus.AdminForgetSubject)
+	acme.subscribeRefused(t, admin.Subjects)
+	acme.subscribeRefused(t, admin.ForgetSubject)
 	if recs := e.exec.records(t, "globex"); len(recs) != 1 {
 		t.Errorf("globex has %d records after acme's forget, want 1", len(recs))
 	}
@@ -827,14 +832,14 @@ func TestExecutorWatchesALargeBucket(t *testing.T) {
 // the admin may not publish calls or events.
 func TestOnlyTheExecutorAndAdminDoTheirJobs(t *testing.T) {
 	e := newEnv(t)
-	admin := e.as(t, "admin")
+	ops := e.as(t, "admin")
 	e.exec.publishRefused(t, "toolexec.call.acme.book")
 	e.exec.publishRefused(t, "$JS.API.STREAM.DELETE.TOOLEXEC_CALLS")
-	admin.publishRefused(t, "toolexec.call.acme.book")
-	admin.publishRefused(t, "toolexec.event.acme.completed.book.run-1.call-1")
-	admin.publishRefused(t, "$JS.API.STREAM.PURGE.TOOLEXEC_EVENTS")
-	admin.subscribeRefused(t, "_INBOX.>")
-	admin.subscribeRefused(t, "toolexec.admin.>")
+	ops.publishRefused(t, "toolexec.call.acme.book")
+	ops.publishRefused(t, "toolexec.event.acme.completed.book.run-1.call-1")
+	ops.publishRefused(t, "$JS.API.STREAM.PURGE.TOOLEXEC_EVENTS")
+	ops.subscribeRefused(t, "_INBOX.>")
+	ops.subscribeRefused(t, "toolexec.admin.>")
 }
 
 // TestAdminForgetsATenant: the admin inspects and resolves a tenant's key,
@@ -842,10 +847,10 @@ func TestOnlyTheExecutorAndAdminDoTheirJobs(t *testing.T) {
 // and its subjects purged from both streams, while another tenant's stay.
 func TestAdminForgetsATenant(t *testing.T) {
 	e := newEnv(t)
-	acme, globex, admin := e.as(t, "acme"), e.as(t, "globex"), e.as(t, "admin")
+	acme, globex, ops := e.as(t, "acme"), e.as(t, "globex"), e.as(t, "admin")
 	ctx := ctxT(t, waitLong)
 
-	audit, err := admin.client.Watch(ctx, events.KindSubjects(events.KindIndeterminate), bus.WatchFromStart())
+	audit, err := ops.client.Watch(ctx, events.KindSubjects(events.KindIndeterminate), bus.WatchFromStart())
 	if err != nil {
 		t.Fatalf("admin: Watch indeterminate: %v", err)
 	}
@@ -865,15 +870,15 @@ func TestAdminForgetsATenant(t *testing.T) {
 		t.Errorf("the console feed saw %+v, want acme's indeterminate key %s", a, lost.Key)
 	}
 
-	list, err := admin.client.List(ctx, bus.ListRequest{Tenant: "acme"})
+	list, err := ops.admin.List(ctx, admin.ListRequest{Tenant: "acme"})
 	if err != nil || len(list.Records) != 1 || list.Records[0].Key != lost.Key {
 		t.Fatalf("admin: List = %+v, %v; want acme's one indeterminate key", list, err)
 	}
-	rec, err := admin.client.Inspect(ctx, "acme", lost.Key)
+	rec, err := ops.admin.Inspect(ctx, "acme", lost.Key)
 	if err != nil || rec.State != kvstore.StateIndeterminate {
 		t.Fatalf("admin: Inspect = %+v, %v; want indeterminate", rec, err)
 	}
-	rec, err = admin.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: lost.Key, Action: events.ActionComplete, Outcome: "PNR-BA117", Operator: "ops"})
+	rec, err = ops.admin.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: lost.Key, Action: events.ActionComplete, Outcome: "PNR-BA117", Operator: "ops"})
 	if err != nil || rec.State != kvstore.StateCompleted || rec.Outcome != "PNR-BA117" {
 		t.Fatalf("admin: Resolve = %+v, %v; want completed", rec, err)
 	}
@@ -901,7 +906,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	}
 	globexEvents, globexRecords := stored(events.EventStream, "globex"), len(e.exec.records(t, "globex"))
 
-	n, err := admin.client.Forget(ctx, "acme")
+	n, err := ops.admin.Forget(ctx, "acme")
 	if err != nil {
 		t.Fatalf("admin: Forget acme: %v", err)
 	}
@@ -917,7 +922,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 		}
 	}
 	for _, key := range []string{lost.Key, booked.Key} {
-		if _, err := admin.client.Inspect(ctx, "acme", key); !errors.Is(err, kvstore.ErrNotFound) {
+		if _, err := ops.admin.Inspect(ctx, "acme", key); !errors.Is(err, kvstore.ErrNotFound) {
 			t.Errorf("admin: Inspect of a forgotten key: %v, want ErrNotFound", err)
 		}
 	}
@@ -931,7 +936,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	if got := len(e.exec.records(t, "globex")); got != globexRecords {
 		t.Errorf("globex's records: %d after acme's forget, want %d", got, globexRecords)
 	}
-	if rec, err := admin.client.Inspect(ctx, "globex", theirs.Key); err != nil || rec.Outcome != "PNR-LH400" {
+	if rec, err := ops.admin.Inspect(ctx, "globex", theirs.Key); err != nil || rec.Outcome != "PNR-LH400" {
 		t.Errorf("admin: Inspect of globex's key after acme's forget = %+v, %v", rec, err)
 	}
 
@@ -941,7 +946,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	if err != nil || a.Kind != events.KindDeduplicated || a.Outcome != "PNR-LH400" {
 		t.Errorf("globex's waiting call answered %+v, %v; want deduplicated PNR-LH400", a, err)
 	}
-	for _, c := range []*conn{acme, globex, admin, e.exec.conn} {
+	for _, c := range []*conn{acme, globex, ops, e.exec.conn} {
 		c.noErrors(t)
 	}
 }

@@ -1,4 +1,4 @@
-package bus_test
+package admin_test
 
 import (
 	"context"
@@ -8,20 +8,20 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
 
-// TestNewAdmin: an Admin made by NewAdmin answers nothing from the bus, but its
+// TestNew: a Service made by New answers nothing from the bus, but its
 // Resolve publishes the resolved audit event and its Forget purges the
-// tenant's calls and events, as ServeAdmin's do.
-func TestNewAdmin(t *testing.T) {
+// tenant's calls and events, as Serve's do.
+func TestNew(t *testing.T) {
 	h := newHarness(t)
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
-	adm, err := bus.NewAdmin(h.js, store, bus.AdminConfig{Logger: testLogger()})
+	adm, err := admin.New(h.js, store, admin.Config{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,17 +29,17 @@ func TestNewAdmin(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
 	defer cancel()
-	if _, err := h.client.Inspect(ctx, "acme", keys[0]); !errors.Is(err, bus.ErrNoAdmin) {
-		t.Fatalf("Inspect over the bus with only a NewAdmin = %v, want ErrNoAdmin", err)
+	if _, err := h.client.Inspect(ctx, "acme", keys[0]); !errors.Is(err, admin.ErrNoResponder) {
+		t.Fatalf("Inspect over the bus with only a New Service = %v, want ErrNoResponder", err)
 	}
 
 	wctx, stop := context.WithCancel(ctxT(t))
 	defer stop()
-	audit, err := h.client.Watch(wctx, events.KindSubjects(events.KindResolved))
+	audit, err := h.bus.Watch(wctx, events.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := adm.Resolve(ctxT(t), bus.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionComplete, Outcome: "PNR-1", Operator: "ops"})
+	rec, err := adm.Resolve(ctxT(t), admin.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionComplete, Outcome: "PNR-1", Operator: "ops"})
 	if err != nil || rec.State != kvstore.StateCompleted {
 		t.Fatalf("Resolve = %+v, %v", rec, err)
 	}
@@ -70,19 +70,19 @@ func TestNewAdmin(t *testing.T) {
 	}
 }
 
-// TestNewAdminWithoutNATS: with no JetStream context the store still changes,
+// TestNewWithoutNATS: with no JetStream context the store still changes,
 // and the caller is told what did not happen — no audit event, no purge.
-func TestNewAdminWithoutNATS(t *testing.T) {
+func TestNewWithoutNATS(t *testing.T) {
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
-	adm, err := bus.NewAdmin(nil, store, bus.AdminConfig{Logger: testLogger()})
+	adm, err := admin.New(nil, store, admin.Config{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := parkKeys(t, store, "acme", 2)
 
-	rec, err := adm.Resolve(ctxT(t), bus.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionRelease})
-	if !errors.Is(err, bus.ErrAuditNotPublished) {
+	rec, err := adm.Resolve(ctxT(t), admin.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionRelease})
+	if !errors.Is(err, admin.ErrAuditNotPublished) {
 		t.Fatalf("Resolve without NATS = %v, want ErrAuditNotPublished", err)
 	}
 	if rec == nil || rec.Key != keys[0] {
@@ -100,7 +100,7 @@ func TestNewAdminWithoutNATS(t *testing.T) {
 		t.Errorf("a forgotten key is still there: %v", err)
 	}
 
-	if _, err := bus.NewAdmin(nil, nil, bus.AdminConfig{}); !errors.Is(err, bus.ErrInvalidConfig) {
-		t.Errorf("NewAdmin(nil store) = %v, want ErrInvalidConfig", err)
+	if _, err := admin.New(nil, nil, admin.Config{}); !errors.Is(err, admin.ErrInvalidConfig) {
+		t.Errorf("New(nil store) = %v, want ErrInvalidConfig", err)
 	}
 }

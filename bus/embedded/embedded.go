@@ -1,4 +1,4 @@
-package bus
+package embedded
 
 import (
 	"context"
@@ -13,25 +13,27 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// Defaults for [EmbeddedConfig].
+// Defaults for [Config].
 const (
-	DefaultEmbeddedHost = "127.0.0.1"
-	DefaultEmbeddedPort = 4222
-	DefaultServerName   = "toolexec"
+	// DefaultHost is the address the server listens on: loopback only.
+	DefaultHost = "127.0.0.1"
+	// DefaultPort is the NATS client port.
+	DefaultPort = 4222
+	// DefaultServerName names the server.
+	DefaultServerName = "toolexec"
 	// RandomPort asks for a port the operating system picks.
 	RandomPort = -1
 )
 
-// embeddedReadyTimeout bounds how long the embedded server may take to start.
-const embeddedReadyTimeout = 30 * time.Second
+// readyTimeout bounds how long the embedded server may take to start.
+const readyTimeout = 30 * time.Second
 
-// EmbeddedConfig configures the NATS server with JetStream that an executor
-// runs inside its own process when it is given no NATS URL.
-type EmbeddedConfig struct {
-	// Host is the address to listen on; default DefaultEmbeddedHost (loopback
-	// only).
+// Config configures the NATS server with JetStream that an executor runs
+// inside its own process when it is given no NATS URL.
+type Config struct {
+	// Host is the address to listen on; default DefaultHost (loopback only).
 	Host string
-	// Port is the client port; default DefaultEmbeddedPort (4222). RandomPort
+	// Port is the client port; default DefaultPort (4222). RandomPort
 	// (-1) lets the operating system choose; read it back with
 	// (*server.Server).ClientURL.
 	Port int
@@ -45,7 +47,7 @@ type EmbeddedConfig struct {
 	// writes can be lost with the machine.
 	SyncInterval time.Duration
 	// InProcess starts the server without listening on any port; clients reach it
-	// with nats.InProcessServer(s) (ConnectConfig.InProcess). For tests and
+	// with nats.InProcessServer(s) (bus.ConnectConfig.InProcess). For tests and
 	// single-process use.
 	InProcess bool
 	// MaxPayload is the largest message the server accepts, in bytes; default the
@@ -58,7 +60,7 @@ type EmbeddedConfig struct {
 	Logger *slog.Logger
 }
 
-// StartEmbedded starts a NATS server with JetStream as cfg says and returns it
+// Start starts a NATS server with JetStream as cfg says and returns it
 // once it accepts connections. Shut it down with s.Shutdown() and
 // s.WaitForShutdown().
 //
@@ -68,12 +70,12 @@ type EmbeddedConfig struct {
 // port or use the running server. It returns an error matching
 // ErrInvalidConfig when StoreDir is empty, and another error when the server
 // does not start or starts without JetStream.
-func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+func Start(cfg Config) (*server.Server, error) {
 	if cfg.StoreDir == "" {
-		return nil, invalidConfig("embedded NATS: StoreDir is required")
+		return nil, invalidConfig("StoreDir is required")
 	}
 	if cfg.SyncInterval < 0 {
-		return nil, invalidConfig("embedded NATS: SyncInterval must not be negative")
+		return nil, invalidConfig("SyncInterval must not be negative")
 	}
 	opts := &server.Options{
 		ServerName: cfg.ServerName,
@@ -90,10 +92,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		opts.ServerName = DefaultServerName
 	}
 	if opts.Host == "" {
-		opts.Host = DefaultEmbeddedHost
+		opts.Host = DefaultHost
 	}
 	if opts.Port == 0 {
-		opts.Port = DefaultEmbeddedPort
+		opts.Port = DefaultPort
 	}
 	if cfg.SyncInterval == 0 {
 		opts.SyncAlways = true
@@ -114,10 +116,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		s.SetLoggerV2(serverLogger{cfg.Logger}, debug, false, false)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(embeddedReadyTimeout) {
+	if !s.ReadyForConnections(readyTimeout) {
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, fmt.Errorf("embedded NATS: server not ready after %v (is %s writable?)", embeddedReadyTimeout, cfg.StoreDir)
+		return nil, fmt.Errorf("embedded NATS: server not ready after %v (is %s writable?)", readyTimeout, cfg.StoreDir)
 	}
 	if !s.JetStreamEnabled() {
 		s.Shutdown()
@@ -140,17 +142,3 @@ func checkPortFree(host string, port int) error {
 	}
 	return l.Close()
 }
-
-// serverLogger passes the server's log lines to slog.
-type serverLogger struct{ l *slog.Logger }
-
-var _ server.Logger = serverLogger{}
-
-func (s serverLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Fatalf(format string, v ...any) {
-	s.l.Error(fmt.Sprintf(format, v...), "fatal", true)
-}
-func (s serverLogger) Errorf(format string, v ...any) { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,4 +1,4 @@
-package bus_test
+package admin_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
@@ -36,14 +36,14 @@ func parkKeys(t *testing.T, store kvstore.Store, tenant string, n int) []string 
 	return keys
 }
 
-// TestAdminList lists a tenant's indeterminate records over the admin subject:
+// TestList lists a tenant's indeterminate records over the admin subject:
 // oldest first, with what an operator needs, within the limit; other states on
 // request; bad requests refused.
-func TestAdminList(t *testing.T) {
+func TestList(t *testing.T) {
 	h := newHarness(t)
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
-	adm, err := bus.ServeAdmin(h.js, store, bus.AdminConfig{Logger: testLogger()})
+	adm, err := admin.Serve(h.js, store, admin.Config{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestAdminList(t *testing.T) {
 	parkKeys(t, store, "globex", 1)
 	before := time.Now()
 
-	resp, err := h.client.List(ctx, bus.ListRequest{Tenant: "acme"})
+	resp, err := h.client.List(ctx, admin.ListRequest{Tenant: "acme"})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -73,26 +73,26 @@ func TestAdminList(t *testing.T) {
 		t.Errorf("Now = %v, before the request", resp.Now)
 	}
 
-	resp, err = h.client.List(ctx, bus.ListRequest{Tenant: "acme", Limit: 2})
+	resp, err = h.client.List(ctx, admin.ListRequest{Tenant: "acme", Limit: 2})
 	if err != nil || len(resp.Records) != 2 || !resp.More || resp.Records[0].Key != keys[0] {
 		t.Fatalf("List(limit 2) = %+v, %v; want the two oldest and More", resp, err)
 	}
-	resp, err = h.client.List(ctx, bus.ListRequest{Tenant: "acme", State: kvstore.StateCompleted})
+	resp, err = h.client.List(ctx, admin.ListRequest{Tenant: "acme", State: kvstore.StateCompleted})
 	if err != nil || len(resp.Records) != 0 || resp.Records == nil {
 		t.Fatalf("List(completed) = %+v, %v; want an empty list", resp, err)
 	}
-	if _, err := h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionComplete, Outcome: "PNR"}); err != nil {
+	if _, err := h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionComplete, Outcome: "PNR"}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.client.List(ctx, bus.ListRequest{Tenant: "acme", State: kvstore.StateCompleted})
+	resp, err = h.client.List(ctx, admin.ListRequest{Tenant: "acme", State: kvstore.StateCompleted})
 	if err != nil || len(resp.Records) != 1 || resp.Records[0].Outcome != "PNR" {
 		t.Fatalf("List(completed) after a resolution = %+v, %v", resp, err)
 	}
-	if resp, err := h.client.List(ctx, bus.ListRequest{Tenant: "acme"}); err != nil || len(resp.Records) != 2 {
+	if resp, err := h.client.List(ctx, admin.ListRequest{Tenant: "acme"}); err != nil || len(resp.Records) != 2 {
 		t.Fatalf("List after a resolution = %+v, %v; want two left", resp, err)
 	}
 
-	for _, bad := range []bus.ListRequest{
+	for _, bad := range []admin.ListRequest{
 		{Tenant: "ac me"},
 		{Tenant: ""},
 		{Tenant: "acme", State: "released"},
@@ -104,13 +104,13 @@ func TestAdminList(t *testing.T) {
 	}
 }
 
-// TestAdminListFitsAReply: a list whose records would not fit one reply is cut,
+// TestListFitsAReply: a list whose records would not fit one reply is cut,
 // with More set, instead of failing.
-func TestAdminListFitsAReply(t *testing.T) {
+func TestListFitsAReply(t *testing.T) {
 	h := newHarness(t, natstest.WithMaxPayload(64<<10))
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
-	adm, err := bus.ServeAdmin(h.js, store, bus.AdminConfig{Logger: testLogger()})
+	adm, err := admin.Serve(h.js, store, admin.Config{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestAdminListFitsAReply(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resp, err := h.client.List(ctxT(t), bus.ListRequest{Tenant: "acme", State: kvstore.StateCompleted})
+	resp, err := h.client.List(ctxT(t), admin.ListRequest{Tenant: "acme", State: kvstore.StateCompleted})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -137,32 +137,32 @@ func TestAdminListFitsAReply(t *testing.T) {
 // notLister is a store without the List capability.
 type notLister struct{ kvstore.Store }
 
-// TestAdminListUnsupported: a store that cannot list says so, matching
+// TestListUnsupported: a store that cannot list says so, matching
 // errors.ErrUnsupported.
-func TestAdminListUnsupported(t *testing.T) {
+func TestListUnsupported(t *testing.T) {
 	h := newHarness(t)
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
-	adm, err := bus.ServeAdmin(h.js, notLister{store}, bus.AdminConfig{Logger: testLogger()})
+	adm, err := admin.Serve(h.js, notLister{store}, admin.Config{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = adm.Close() })
-	if _, err := h.client.List(ctxT(t), bus.ListRequest{Tenant: "acme"}); !errors.Is(err, errors.ErrUnsupported) {
+	if _, err := h.client.List(ctxT(t), admin.ListRequest{Tenant: "acme"}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("List = %v, want errors.ErrUnsupported", err)
 	}
-	if _, err := adm.List(ctxT(t), bus.ListRequest{Tenant: "acme"}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("Admin.List = %v, want errors.ErrUnsupported", err)
+	if _, err := adm.List(ctxT(t), admin.ListRequest{Tenant: "acme"}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Service.List = %v, want errors.ErrUnsupported", err)
 	}
 }
 
-// TestAdminInProcess: Admin.Resolve and Admin.List, for the console, do what
+// TestInProcess: Service.Resolve and Service.List, for the console, do what
 // the admin subjects do — a resolution publishes its resolved audit event.
-func TestAdminInProcess(t *testing.T) {
+func TestInProcess(t *testing.T) {
 	h := newHarness(t)
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
-	adm, err := bus.ServeAdmin(h.js, store, bus.AdminConfig{Logger: testLogger()})
+	adm, err := admin.Serve(h.js, store, admin.Config{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,28 +170,28 @@ func TestAdminInProcess(t *testing.T) {
 	keys := parkKeys(t, store, "acme", 2)
 	wctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	audit, err := h.client.Watch(wctx, events.KindSubjects(events.KindResolved))
+	audit, err := h.bus.Watch(wctx, events.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	resp, err := adm.List(ctxT(t), bus.ListRequest{Tenant: "acme", Limit: 1})
+	resp, err := adm.List(ctxT(t), admin.ListRequest{Tenant: "acme", Limit: 1})
 	if err != nil || len(resp.Records) != 1 || !resp.More || resp.Records[0].Key != keys[0] {
-		t.Fatalf("Admin.List = %+v, %v", resp, err)
+		t.Fatalf("Service.List = %+v, %v", resp, err)
 	}
-	rec, err := adm.Resolve(ctxT(t), bus.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionComplete, Outcome: "PNR-7", Operator: "console"})
+	rec, err := adm.Resolve(ctxT(t), admin.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionComplete, Outcome: "PNR-7", Operator: "console"})
 	if err != nil || rec.State != kvstore.StateCompleted || rec.Outcome != "PNR-7" {
-		t.Fatalf("Admin.Resolve = %+v, %v", rec, err)
+		t.Fatalf("Service.Resolve = %+v, %v", rec, err)
 	}
-	rec, err = adm.Resolve(ctxT(t), bus.ResolveRequest{Tenant: "acme", Key: keys[1], Action: events.ActionRelease})
+	rec, err = adm.Resolve(ctxT(t), admin.ResolveRequest{Tenant: "acme", Key: keys[1], Action: events.ActionRelease})
 	if err != nil || rec.State != kvstore.StateIndeterminate {
-		t.Fatalf("Admin.Resolve(release) = %+v, %v", rec, err)
+		t.Fatalf("Service.Resolve(release) = %+v, %v", rec, err)
 	}
 	for _, want := range []struct {
 		key    string
 		action events.Action
 		op     string
-	}{{keys[0], events.ActionComplete, "console"}, {keys[1], events.ActionRelease, bus.DefaultOperator}} {
+	}{{keys[0], events.ActionComplete, "console"}, {keys[1], events.ActionRelease, admin.DefaultOperator}} {
 		select {
 		case a := <-audit:
 			if a.Kind != events.KindResolved || a.Key != want.key || a.Action != want.action || a.Operator != want.op {
@@ -201,10 +201,10 @@ func TestAdminInProcess(t *testing.T) {
 			t.Fatalf("no resolved event for %s", want.key)
 		}
 	}
-	if _, err := adm.Resolve(ctxT(t), bus.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionRelease}); !errors.Is(err, kvstore.ErrNotIndeterminate) {
-		t.Errorf("Admin.Resolve of a completed key = %v, want ErrNotIndeterminate", err)
+	if _, err := adm.Resolve(ctxT(t), admin.ResolveRequest{Tenant: "acme", Key: keys[0], Action: events.ActionRelease}); !errors.Is(err, kvstore.ErrNotIndeterminate) {
+		t.Errorf("Service.Resolve of a completed key = %v, want ErrNotIndeterminate", err)
 	}
-	if err := error(&bus.AdminError{Code: bus.AdminCodeUnsupported}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Error("AdminCodeUnsupported does not match errors.ErrUnsupported")
+	if err := error(&admin.Error{Code: admin.CodeUnsupported}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Error("CodeUnsupported does not match errors.ErrUnsupported")
 	}
 }

@@ -1,8 +1,6 @@
-package bus_test
+package admin_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -17,14 +16,9 @@ import (
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )
 
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-// TestAdminRoundTrips inspects, resolves and forgets through the admin
+// TestRoundTrips inspects, resolves and forgets through the admin
 // subjects, against a JetStream KV store.
-func TestAdminRoundTrips(t *testing.T) {
+func TestRoundTrips(t *testing.T) {
 	h := newHarness(t)
 	store, err := natsstore.New(ctxT(t), h.js, natsstore.Config{})
 	if err != nil {
@@ -33,7 +27,7 @@ func TestAdminRoundTrips(t *testing.T) {
 	// Two responders in one queue group, as two executors would run them.
 	for range 2 {
 		nc := natstest.Connect(t, h.srv)
-		adm, err := bus.ServeAdmin(natstest.JetStream(t, nc), store, bus.AdminConfig{Logger: testLogger()})
+		adm, err := admin.Serve(natstest.JetStream(t, nc), store, admin.Config{Logger: testLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,14 +77,14 @@ func TestAdminRoundTrips(t *testing.T) {
 	}
 	// An operator name the audit event could not carry is refused before the
 	// resolution is applied.
-	if _, err := h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionComplete,
+	if _, err := h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionComplete,
 		Outcome: "refunded", Operator: strings.Repeat("é", events.MaxOperatorLen+1)}); !errors.Is(err, kvstore.ErrInvalid) {
 		t.Errorf("Resolve(long operator) = %v, want ErrInvalid", err)
 	}
 	if rec, err := h.client.Inspect(ctx, "acme", k1); err != nil || rec.State != kvstore.StateIndeterminate {
 		t.Fatalf("after a refused resolution the record is %+v, %v; want it still indeterminate", rec, err)
 	}
-	rec, err = h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionComplete, Outcome: "refunded", Operator: "alice"})
+	rec, err = h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionComplete, Outcome: "refunded", Operator: "alice"})
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -112,13 +106,13 @@ func TestAdminRoundTrips(t *testing.T) {
 	if n := len(eventSubjects(t, h.js, events.KindSubjects(events.KindResolved))); n != 1 {
 		t.Errorf("%d resolved events stored, want 1", n)
 	}
-	if _, err := h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionRelease}); !errors.Is(err, kvstore.ErrNotIndeterminate) {
+	if _, err := h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionRelease}); !errors.Is(err, kvstore.ErrNotIndeterminate) {
 		t.Errorf("Resolve(completed) = %v, want ErrNotIndeterminate", err)
 	}
-	if _, err := h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: "undo"}); !errors.Is(err, kvstore.ErrInvalid) {
+	if _, err := h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: k1, Action: "undo"}); !errors.Is(err, kvstore.ErrInvalid) {
 		t.Errorf("Resolve(bad action) = %v, want ErrInvalid", err)
 	}
-	if _, err := h.client.Resolve(ctx, bus.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionRelease, Outcome: "x"}); !errors.Is(err, kvstore.ErrInvalid) {
+	if _, err := h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionRelease, Outcome: "x"}); !errors.Is(err, kvstore.ErrInvalid) {
 		t.Errorf("Resolve(release with outcome) = %v, want ErrInvalid", err)
 	}
 
@@ -161,27 +155,27 @@ func TestAdminRoundTrips(t *testing.T) {
 	}
 }
 
-func TestAdminWithoutResponder(t *testing.T) {
+func TestWithoutResponder(t *testing.T) {
 	h := newHarness(t)
-	if _, err := h.client.Forget(ctxT(t), "acme"); !errors.Is(err, bus.ErrNoAdmin) {
-		t.Errorf("Forget with no executor = %v, want ErrNoAdmin", err)
+	if _, err := h.client.Forget(ctxT(t), "acme"); !errors.Is(err, admin.ErrNoResponder) {
+		t.Errorf("Forget with no executor = %v, want ErrNoResponder", err)
 	}
 }
 
-func TestAdminErrorIs(t *testing.T) {
+func TestErrorIs(t *testing.T) {
 	tests := []struct {
 		code string
 		want error
 	}{
-		{bus.AdminCodeInvalid, kvstore.ErrInvalid},
-		{bus.AdminCodeNotFound, kvstore.ErrNotFound},
-		{bus.AdminCodeNotIndeterminate, kvstore.ErrNotIndeterminate},
-		{bus.AdminCodeTooLarge, kvstore.ErrTooLarge},
-		{bus.AdminCodeUnavailable, kvstore.ErrUnavailable},
-		{bus.AdminCodeAuditFailed, bus.ErrAuditNotPublished},
+		{admin.CodeInvalid, kvstore.ErrInvalid},
+		{admin.CodeNotFound, kvstore.ErrNotFound},
+		{admin.CodeNotIndeterminate, kvstore.ErrNotIndeterminate},
+		{admin.CodeTooLarge, kvstore.ErrTooLarge},
+		{admin.CodeUnavailable, kvstore.ErrUnavailable},
+		{admin.CodeAuditFailed, admin.ErrAuditNotPublished},
 	}
 	for _, tt := range tests {
-		err := error(&bus.AdminError{Code: tt.code, Message: "m"})
+		err := error(&admin.Error{Code: tt.code, Message: "m"})
 		if !errors.Is(err, tt.want) {
 			t.Errorf("code %s does not match %v", tt.code, tt.want)
 		}
@@ -189,7 +183,21 @@ func TestAdminErrorIs(t *testing.T) {
 			t.Errorf("code %s matches an unrelated error", tt.code)
 		}
 	}
-	if errors.Is(&bus.AdminError{Code: bus.AdminCodeInternal}, kvstore.ErrNotFound) {
+	if errors.Is(&admin.Error{Code: admin.CodeInternal}, kvstore.ErrNotFound) {
 		t.Error("internal matches ErrNotFound")
+	}
+}
+
+// TestDefaults: resolved events come from where the executors' answers come
+// from, and a client needs a connection.
+func TestDefaults(t *testing.T) {
+	if admin.DefaultSource != bus.DefaultAnswerSource {
+		t.Errorf("DefaultSource %q, want bus.DefaultAnswerSource %q", admin.DefaultSource, bus.DefaultAnswerSource)
+	}
+	if _, err := admin.NewClient(nil); !errors.Is(err, admin.ErrInvalidConfig) {
+		t.Errorf("NewClient(nil) = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := admin.Serve(nil, nil, admin.Config{}); !errors.Is(err, admin.ErrInvalidConfig) {
+		t.Errorf("Serve(nil, nil) = %v, want ErrInvalidConfig", err)
 	}
 }

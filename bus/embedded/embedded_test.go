@@ -1,4 +1,4 @@
-package bus_test
+package embedded_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/embedded"
 )
 
 func shutdownServer(t *testing.T, s *server.Server) {
@@ -24,9 +25,9 @@ func shutdownServer(t *testing.T, s *server.Server) {
 	})
 }
 
-// TestStartEmbeddedPortInUse occupies a port the way a system NATS server
+// TestStartPortInUse occupies a port the way a system NATS server
 // would, and expects a clear refusal instead of a server that logs and dies.
-func TestStartEmbeddedPortInUse(t *testing.T) {
+func TestStartPortInUse(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -35,15 +36,15 @@ func TestStartEmbeddedPortInUse(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 
-	s, err := bus.StartEmbedded(bus.EmbeddedConfig{Port: port, StoreDir: t.TempDir()})
+	s, err := embedded.Start(embedded.Config{Port: port, StoreDir: t.TempDir()})
 	if err == nil {
 		shutdownServer(t, s)
-		t.Fatal("StartEmbedded on an occupied port succeeded")
+		t.Fatal("Start on an occupied port succeeded")
 	}
-	if !errors.Is(err, bus.ErrPortInUse) {
+	if !errors.Is(err, embedded.ErrPortInUse) {
 		t.Fatalf("error %v does not match ErrPortInUse", err)
 	}
-	var pe *bus.PortInUseError
+	var pe *embedded.PortInUseError
 	if !errors.As(err, &pe) || pe.Addr != addr {
 		t.Fatalf("error %v is not a *PortInUseError for %s", err, addr)
 	}
@@ -55,7 +56,7 @@ func TestStartEmbeddedPortInUse(t *testing.T) {
 	}
 }
 
-func TestStartEmbeddedSyncsByDefault(t *testing.T) {
+func TestStartSyncsByDefault(t *testing.T) {
 	tests := []struct {
 		name         string
 		interval     time.Duration
@@ -67,7 +68,7 @@ func TestStartEmbeddedSyncsByDefault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := bus.StartEmbedded(bus.EmbeddedConfig{Port: bus.RandomPort, StoreDir: t.TempDir(), SyncInterval: tt.interval})
+			s, err := embedded.Start(embedded.Config{Port: embedded.RandomPort, StoreDir: t.TempDir(), SyncInterval: tt.interval})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,9 +96,9 @@ func TestStartEmbeddedSyncsByDefault(t *testing.T) {
 	}
 }
 
-func TestStartEmbeddedInProcess(t *testing.T) {
+func TestStartInProcess(t *testing.T) {
 	var logs logBuffer
-	s, err := bus.StartEmbedded(bus.EmbeddedConfig{InProcess: true, StoreDir: t.TempDir(),
+	s, err := embedded.Start(embedded.Config{InProcess: true, StoreDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -123,25 +124,25 @@ func TestStartEmbeddedInProcess(t *testing.T) {
 	}
 }
 
-func TestStartEmbeddedNeedsStoreDir(t *testing.T) {
-	if _, err := bus.StartEmbedded(bus.EmbeddedConfig{Port: bus.RandomPort}); !errors.Is(err, bus.ErrInvalidConfig) {
-		t.Errorf("StartEmbedded without StoreDir = %v, want ErrInvalidConfig", err)
+func TestStartNeedsStoreDir(t *testing.T) {
+	if _, err := embedded.Start(embedded.Config{Port: embedded.RandomPort}); !errors.Is(err, embedded.ErrInvalidConfig) {
+		t.Errorf("Start without StoreDir = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := bus.StartEmbedded(bus.EmbeddedConfig{Port: bus.RandomPort, StoreDir: t.TempDir(), SyncInterval: -1}); !errors.Is(err, bus.ErrInvalidConfig) {
-		t.Errorf("StartEmbedded with a negative interval = %v, want ErrInvalidConfig", err)
+	if _, err := embedded.Start(embedded.Config{Port: embedded.RandomPort, StoreDir: t.TempDir(), SyncInterval: -1}); !errors.Is(err, embedded.ErrInvalidConfig) {
+		t.Errorf("Start with a negative interval = %v, want ErrInvalidConfig", err)
 	}
 }
 
-// BenchmarkEmbeddedPublish measures what syncing before every acknowledgement
+// BenchmarkPublish measures what syncing before every acknowledgement
 // costs: 32 publishers per CPU on a file stream, with sync_interval always and
 // with the server's default lazy sync.
-func BenchmarkEmbeddedPublish(b *testing.B) {
+func BenchmarkPublish(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
 		interval time.Duration
 	}{{"sync=always", 0}, {"sync=2m", 2 * time.Minute}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := bus.StartEmbedded(bus.EmbeddedConfig{Port: bus.RandomPort, StoreDir: b.TempDir(), SyncInterval: bc.interval})
+			s, err := embedded.Start(embedded.Config{Port: embedded.RandomPort, StoreDir: b.TempDir(), SyncInterval: bc.interval})
 			if err != nil {
 				b.Fatal(err)
 			}

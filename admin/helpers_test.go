@@ -1,0 +1,107 @@
+package admin_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/admin"
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+)
+
+// testLogger discards logs unless ADMIN_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("ADMIN_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// harness is one embedded server with both streams, a connection, an admin
+// client on it, and a bus client to watch the answers and audit events.
+type harness struct {
+	srv    *server.Server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	client *admin.Client
+	bus    *bus.Client
+}
+
+func newHarness(t *testing.T, opts ...natstest.Option) *harness {
+	t.Helper()
+	srv := natstest.Start(t, opts...)
+	nc := natstest.Connect(t, srv)
+	js := natstest.JetStream(t, nc)
+	if err := bus.EnsureStreams(ctxT(t), js, bus.StreamsConfig{}); err != nil {
+		t.Fatalf("EnsureStreams: %v", err)
+	}
+	c, err := admin.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{srv: srv, nc: nc, js: js, client: c, bus: bc}
+}
+
+// ctxT returns a context that ends with the test or after a minute.
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// decodeMsg decodes the answer or audit event m carries.
+func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
+	t.Helper()
+	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	if err != nil {
+		t.Fatalf("answer on %s: %v", m.Subject, err)
+	}
+	return a
+}
+
+// eventSubjects returns, for every subject of TOOLEXEC_EVENTS matching filter,
+// how many messages it holds.
+func eventSubjects(t *testing.T, js jetstream.JetStream, filter string) map[string]uint64 {
+	t.Helper()
+	return streamSubjects(t, js, events.EventStream, filter)
+}
+
+func streamSubjects(t *testing.T, js jetstream.JetStream, stream, filter string) map[string]uint64 {
+	t.Helper()
+	s, err := js.Stream(ctxT(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctxT(t), jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Subjects == nil {
+		return map[string]uint64{}
+	}
+	return info.State.Subjects
+}
+
+var errBoom = errors.New("boom")

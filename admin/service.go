@@ -1,0 +1,432 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultQueue is the queue group the executors' admin responders share, so
+	// that one executor answers each request.
+	DefaultQueue = "toolexec-admin"
+	// DefaultTimeout bounds the work for one admin request, and a Client's
+	// request whose context has no deadline.
+	DefaultTimeout = 30 * time.Second
+	// DefaultSource is the CloudEvents source of resolved events: the executors'
+	// (bus.DefaultAnswerSource).
+	DefaultSource = "/toolexec/executor"
+)
+
+// Config configures a [Service]. The zero value is usable.
+type Config struct {
+	// Queue is the queue group shared by the executors' responders; default
+	// DefaultQueue.
+	Queue string
+	// Source is the CloudEvents source of resolved events; default
+	// DefaultSource.
+	Source string
+	// Timeout bounds the work for one request; default DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives one line per request; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Service answers admin requests from a kvstore.Store. Every executor may run
+// one: they share a queue group, so each request is answered once.
+type Service struct {
+	js    jetstream.JetStream
+	store kvstore.Store
+	cfg   Config
+	log   *slog.Logger
+	subs  []*nats.Subscription
+}
+
+// Serve subscribes to the admin subjects on js's connection and answers
+// requests from store until Close. It returns an error matching
+// ErrInvalidConfig if js or store is nil, and the subscription's error if the
+// server refuses it.
+func Serve(js jetstream.JetStream, store kvstore.Store, cfg Config) (*Service, error) {
+	if js == nil || store == nil {
+		return nil, invalidConfig("a JetStream context and a store are required")
+	}
+	a, err := New(js, store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	nc := js.Conn()
+	for subject, h := range map[string]func(context.Context, []byte) any{
+		ForgetSubject:  a.forget,
+		InspectSubject: a.inspect,
+		ResolveSubject: a.resolve,
+		ListSubject:    a.list,
+	} {
+		sub, err := nc.QueueSubscribe(subject, a.cfg.Queue, func(m *nats.Msg) {
+			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
+			defer cancel()
+			reply, err := json.Marshal(h(ctx, m.Data))
+			if err != nil {
+				reply = []byte(`{"error":{"code":"internal","message":"encoding the reply failed"}}`)
+			}
+			if err := m.Respond(reply); err != nil {
+				a.log.Warn("admin reply failed", "subject", m.Subject, "error", err)
+			}
+		})
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("admin: subscribing to %s: %w", subject, err)
+		}
+		a.subs = append(a.subs, sub)
+	}
+	if err := nc.Flush(); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("admin: %w", err)
+	}
+	return a, nil
+}
+
+// errNoJetStream is why a Service made by New without a JetStream context
+// publishes no resolved event and purges no stream.
+var errNoJetStream = errors.New("no NATS connection")
+
+// New returns a Service on store for callers in its own process (an operator's
+// tool working on the store directly): unlike Serve's, it answers nothing from
+// the bus. js publishes the resolved events of Resolve and purges the streams
+// for Forget; it may be nil when NATS cannot be reached, and then Resolve and
+// Forget still change the store and report that the event was not published
+// (ErrAuditNotPublished) or the streams were not purged. It returns an error
+// matching ErrInvalidConfig if store is nil.
+func New(js jetstream.JetStream, store kvstore.Store, cfg Config) (*Service, error) {
+	if store == nil {
+		return nil, invalidConfig("a store is required")
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.Source == "" {
+		cfg.Source = DefaultSource
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{js: js, store: store, cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Close stops answering: requests being answered finish, new ones go to other
+// executors.
+func (a *Service) Close() error {
+	var errs []error
+	for _, s := range a.subs {
+		if err := s.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
+	}
+	a.subs = nil
+	return errors.Join(errs...)
+}
+
+var hexKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func badRequest(format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// replyErr translates a store error for the reply.
+func replyErr(err error) *Error {
+	code := CodeInternal
+	switch {
+	case errors.Is(err, kvstore.ErrNotFound):
+		code = CodeNotFound
+	case errors.Is(err, kvstore.ErrNotIndeterminate):
+		code = CodeNotIndeterminate
+	case errors.Is(err, kvstore.ErrInvalid):
+		code = CodeInvalid
+	case errors.Is(err, kvstore.ErrTooLarge):
+		code = CodeTooLarge
+	case errors.Is(err, kvstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		code = CodeUnavailable
+	}
+	return &Error{Code: code, Message: err.Error()}
+}
+
+func decodeRequest(data []byte, v any) *Error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return badRequest("the request is not the JSON expected: %v", err)
+	}
+	return nil
+}
+
+func checkTenantKey(tenant, key string) *Error {
+	if err := events.CheckToken("tenant", tenant); err != nil {
+		return badRequest("%v", err)
+	}
+	if !hexKey.MatchString(key) {
+		return badRequest("key must be 64 lower-case hex digits")
+	}
+	return nil
+}
+
+func (a *Service) forget(ctx context.Context, data []byte) any {
+	var req ForgetRequest
+	if e := decodeRequest(data, &req); e != nil {
+		return ForgetResponse{Error: e}
+	}
+	return a.forgetRequest(ctx, req)
+}
+
+// Forget erases a tenant exactly as a request on ForgetSubject does — its
+// records, then its calls and events in both streams — for callers in the
+// Service's own process. It returns what Client.Forget returns: how many
+// records were erased, and an *Error when that or the purge failed.
+func (a *Service) Forget(ctx context.Context, tenant string) (int64, error) {
+	resp := a.forgetRequest(ctx, ForgetRequest{Tenant: tenant})
+	if resp.Error != nil {
+		return resp.Records, resp.Error
+	}
+	return resp.Records, nil
+}
+
+func (a *Service) forgetRequest(ctx context.Context, req ForgetRequest) ForgetResponse {
+	resp := ForgetResponse{Tenant: req.Tenant}
+	if err := events.CheckToken("tenant", req.Tenant); err != nil {
+		resp.Error = badRequest("%v", err)
+		return resp
+	}
+	n, err := a.store.Forget(ctx, req.Tenant)
+	if err != nil {
+		resp.Error = replyErr(err)
+		return resp
+	}
+	resp.Records = n
+	for _, p := range []struct{ stream, subject string }{
+		{events.CallStream, events.TenantCallSubjects(req.Tenant)},
+		{events.EventStream, events.TenantEventSubjects(req.Tenant)},
+	} {
+		if err := a.purge(ctx, p.stream, p.subject); err != nil {
+			resp.Error = &Error{Code: CodeUnavailable,
+				Message: fmt.Sprintf("%d records erased, but purging %s from %s failed: %v", n, p.subject, p.stream, err)}
+			return resp
+		}
+	}
+	a.log.Info("admin: tenant forgotten", "tenant", req.Tenant, "records", n)
+	return resp
+}
+
+func (a *Service) purge(ctx context.Context, stream, subject string) error {
+	if a.js == nil {
+		return errNoJetStream
+	}
+	s, err := a.js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	return s.Purge(ctx, jetstream.WithPurgeSubject(subject))
+}
+
+func (a *Service) inspect(ctx context.Context, data []byte) any {
+	var req InspectRequest
+	if e := decodeRequest(data, &req); e != nil {
+		return InspectResponse{Error: e}
+	}
+	if e := checkTenantKey(req.Tenant, req.Key); e != nil {
+		return InspectResponse{Error: e}
+	}
+	rec, err := a.store.Get(ctx, req.Tenant, req.Key)
+	if err != nil {
+		return InspectResponse{Error: replyErr(err)}
+	}
+	return InspectResponse{Record: NewRecordInfo(rec)}
+}
+
+func (a *Service) resolve(ctx context.Context, data []byte) any {
+	var req ResolveRequest
+	if e := decodeRequest(data, &req); e != nil {
+		return ResolveResponse{Error: e}
+	}
+	return a.resolveRequest(ctx, req)
+}
+
+// Resolve settles an indeterminate key exactly as a request on ResolveSubject
+// does — the same checks, the store's resolution, the resolved audit event —
+// for callers inside the executor's process (the web console). It returns what
+// Client.Resolve returns: the record, and an *Error (matching
+// kvstore.ErrNotIndeterminate, ErrAuditNotPublished, ...) when the resolution
+// failed or its audit event was not stored.
+func (a *Service) Resolve(ctx context.Context, req ResolveRequest) (*RecordInfo, error) {
+	resp := a.resolveRequest(ctx, req)
+	if resp.Error != nil {
+		return resp.Record, resp.Error
+	}
+	return resp.Record, nil
+}
+
+func (a *Service) resolveRequest(ctx context.Context, req ResolveRequest) ResolveResponse {
+	if e := checkTenantKey(req.Tenant, req.Key); e != nil {
+		return ResolveResponse{Error: e}
+	}
+	if !req.Action.Valid() {
+		return ResolveResponse{Error: badRequest("action must be %q or %q", events.ActionComplete, events.ActionRelease)}
+	}
+	if req.Action == events.ActionRelease && req.Outcome != "" {
+		return ResolveResponse{Error: badRequest("an outcome is recorded only by %q", events.ActionComplete)}
+	}
+	if req.Operator == "" {
+		req.Operator = DefaultOperator
+	}
+	// Refuse what the audit event could not carry before anything is resolved: a
+	// resolution must never be applied without its audit event.
+	if !utf8.ValidString(req.Operator) || utf8.RuneCountInString(req.Operator) > events.MaxOperatorLen {
+		return ResolveResponse{Error: badRequest("operator must be valid UTF-8 of at most %d characters", events.MaxOperatorLen)}
+	}
+	rec, err := a.store.Resolve(ctx, req.Tenant, req.Key, kvstore.Resolution{
+		Release: req.Action == events.ActionRelease, Outcome: req.Outcome,
+	})
+	if err != nil {
+		return ResolveResponse{Error: replyErr(err)}
+	}
+	a.log.Info("admin: key resolved", "tenant", req.Tenant, "key", req.Key, "action", req.Action, "operator", req.Operator)
+	resp := ResolveResponse{Record: NewRecordInfo(rec)}
+	audit := events.Answer{
+		Kind: events.KindResolved, Tenant: req.Tenant, Key: req.Key, Action: req.Action,
+		Operator: req.Operator, Tool: rec.Tool, RunID: rec.RunID, CallID: rec.CallID, Time: time.Now().UTC(),
+	}
+	if req.Action == events.ActionComplete {
+		audit.Outcome = req.Outcome
+	}
+	if err := a.publishAudit(ctx, audit); err != nil {
+		a.log.Error("admin: the resolved event was not published", "tenant", req.Tenant, "key", req.Key, "error", err)
+		resp.Error = &Error{Code: CodeAuditFailed, Message: err.Error()}
+	}
+	return resp
+}
+
+// Publishing a resolved event: this many attempts, the first pause this long
+// and doubling.
+const (
+	auditAttempts = 3
+	auditBackoff  = 50 * time.Millisecond
+)
+
+// publishAudit stores a resolved event (in structured mode, as the executors
+// answer by default), trying a few times.
+func (a *Service) publishAudit(ctx context.Context, ev events.Answer) error {
+	if a.js == nil {
+		return errNoJetStream
+	}
+	data, err := ev.StructuredJSON(a.cfg.Source)
+	if err != nil {
+		return err
+	}
+	msg := binding.StructuredMsg(ev.Subject(), data)
+	pause := auditBackoff
+	for attempt := 1; ; attempt++ {
+		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.MsgID()), jetstream.WithExpectStream(events.EventStream))
+		if err == nil || attempt == auditAttempts || permanentPublishError(err) || !sleep(ctx, pause) {
+			return err
+		}
+		pause *= 2
+	}
+}
+
+// permanentPublishError reports whether publishing again cannot help.
+func permanentPublishError(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
+}
+
+// sleep waits d or until ctx ends; it reports whether it slept the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (a *Service) list(ctx context.Context, data []byte) any {
+	var req ListRequest
+	if e := decodeRequest(data, &req); e != nil {
+		return ListResponse{Error: e}
+	}
+	return a.listRequest(ctx, req, int(a.js.Conn().MaxPayload()))
+}
+
+// List returns the records a request on ListSubject would, for callers inside
+// the executor's process (the web console). Errors are *Error, as
+// Client.List's.
+func (a *Service) List(ctx context.Context, req ListRequest) (*ListResponse, error) {
+	resp := a.listRequest(ctx, req, 0)
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return &resp, nil
+}
+
+// listReplySlack is room left in a list reply for what surrounds the records.
+const listReplySlack = 4 << 10
+
+// listRequest lists the records req asks for. With maxBytes > 0 it returns no
+// more records than fit a reply of that size, saying More if it left some out.
+func (a *Service) listRequest(ctx context.Context, req ListRequest, maxBytes int) ListResponse {
+	if err := events.CheckToken("tenant", req.Tenant); err != nil {
+		return ListResponse{Error: badRequest("%v", err)}
+	}
+	if req.State == "" {
+		req.State = kvstore.StateIndeterminate
+	}
+	if !req.State.Valid() {
+		return ListResponse{Error: badRequest("state must be %q, %q or %q", kvstore.StateIndeterminate, kvstore.StateClaimed, kvstore.StateCompleted)}
+	}
+	switch {
+	case req.Limit < 0:
+		return ListResponse{Error: badRequest("limit must not be negative")}
+	case req.Limit == 0:
+		req.Limit = DefaultListLimit
+	case req.Limit > MaxListLimit:
+		req.Limit = MaxListLimit
+	}
+	lister, ok := a.store.(kvstore.Lister)
+	if !ok {
+		return ListResponse{Error: &Error{Code: CodeUnsupported, Message: "the executor's store cannot list records"}}
+	}
+	recs, err := lister.List(ctx, req.Tenant, req.State, req.Limit+1)
+	if err != nil {
+		return ListResponse{Error: replyErr(err)}
+	}
+	resp := ListResponse{Records: []*RecordInfo{}, Now: time.Now().UTC()}
+	if len(recs) > req.Limit {
+		recs, resp.More = recs[:req.Limit], true
+	}
+	size := 0
+	for _, r := range recs {
+		ri := NewRecordInfo(r)
+		if maxBytes > 0 {
+			b, _ := json.Marshal(ri)
+			if size += len(b) + 1; size > maxBytes-listReplySlack {
+				resp.More = true
+				break
+			}
+		}
+		resp.Records = append(resp.Records, ri)
+	}
+	return resp
+}
