@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/kvstore"
@@ -98,7 +99,7 @@ type Executor struct {
 	ownStore   bool
 	dispatcher *dispatch.Dispatcher
 	worker     *bus.Worker
-	admin      *bus.Admin
+	admin      *admin.Service
 	drain      time.Duration
 }
 
@@ -170,7 +171,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 		return nil, err
 	}
 	if !cfg.DisableAdmin {
-		if e.admin, err = bus.ServeAdmin(js, e.store, bus.AdminConfig{Logger: log}); err != nil {
+		if e.admin, err = admin.Serve(js, e.store, admin.Config{Logger: log}); err != nil {
 			return nil, fmt.Errorf("toolexec: serving the admin subjects: %w", err)
 		}
 	}
@@ -186,7 +187,7 @@ func (e *Executor) Store() kvstore.Store { return e.store }
 
 // Admin returns the admin service this executor serves, nil with
 // DisableAdmin; the console resolves keys through it.
-func (e *Executor) Admin() *bus.Admin { return e.admin }
+func (e *Executor) Admin() *admin.Service { return e.admin }
 
 // Run takes and answers calls until ctx ends, then stops taking calls and lets
 // those in flight finish for up to the drain timeout; calls still running then
@@ -205,6 +206,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	e.log.Info("shutting down: finishing calls in flight", "drain_timeout", e.drain)
 	drainCtx, cancel := context.WithTimeout(context.Background(), e.drain)
 	defer cancel()
 	if err := e.worker.Shutdown(drainCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

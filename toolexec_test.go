@@ -373,3 +373,57 @@ func TestNewCallID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestAdminSettlesAnIndeterminateKey: an operator lists the key nobody knows
+// the outcome of, completes it with the outcome found downstream, and the
+// next duplicate is answered with it; a released key runs again.
+func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxFor(t, 30*time.Second)
+	c := f.client(t, toolexec.WithDefaultRunID("run_1"))
+	ops, err := toolexec.NewAdminClient(f.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"})
+	var unknown *toolexec.IndeterminateOutcomeError
+	if !errors.As(err, &unknown) {
+		t.Fatalf("lost booking: %v", err)
+	}
+	page, err := ops.List(ctx, toolexec.ListRequest{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Records) != 1 || page.Records[0].Key != unknown.Key || page.Records[0].Tool != "book" {
+		t.Fatalf("listed %+v, want the one indeterminate key %s", page.Records, unknown.Key)
+	}
+	rec, err := ops.Resolve(ctx, toolexec.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: toolexec.ResolveComplete, Outcome: "PNR-FOUND", Operator: "alice"})
+	if err != nil || rec.Outcome != "PNR-FOUND" {
+		t.Fatalf("Resolve: %+v, %v", rec, err)
+	}
+	res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"})
+	if err != nil || res.Kind != toolexec.Deduplicated || res.Outcome != "PNR-FOUND" {
+		t.Errorf("after the resolution: %+v, %v; want deduplicated with PNR-FOUND", res, err)
+	}
+
+	// Released: the next call runs the tool (and, this flight losing every
+	// answer, is indeterminate again).
+	_, err = c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"}, toolexec.WithRunID("run_2"))
+	if !errors.As(err, &unknown) {
+		t.Fatalf("lost booking in run_2: %v", err)
+	}
+	if _, err := ops.Resolve(ctx, toolexec.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: toolexec.ResolveRelease}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"}, toolexec.WithRunID("run_2"))
+	if !errors.As(err, &unknown) || !unknown.BodyEntered {
+		t.Errorf("after the release: %v", err)
+	}
+	if n := f.air.count("acme", "LOST"); n != 3 {
+		t.Errorf("LOST booked %d times, want 3 (run_1 once, run_2 before and after its release)", n)
+	}
+	info, err := ops.Inspect(ctx, "acme", unknown.Key)
+	if err != nil || info.State != "indeterminate" {
+		t.Errorf("Inspect: %+v, %v", info, err)
+	}
+}

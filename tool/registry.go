@@ -61,3 +61,15 @@ func (r *Registry) Names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Tools returns the registered tools, sorted by name.
+func (r *Registry) Tools() []*Tool {
+	names := r.Names()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	tools := make([]*Tool, len(names))
+	for i, n := range names {
+		tools[i] = r.tools[n]
+	}
+	return tools
+}

@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
-	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/internal/console"
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/internal/metrics"
@@ -84,9 +84,8 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := bus.EnsureStreams(setupCtx, js, bus.StreamsConfig{Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge}); err != nil {
-		return fmt.Errorf("creating the streams: %w", err)
-	}
+	// The store is opened here, whichever it is, rather than left to
+	// NewExecutor's default, so that its operations are measured.
 	rawStore, closeStore, err := cfg.store.Open(setupCtx, js, cfg.replicas, log)
 	var ue *storeflags.UsageError
 	if errors.As(err, &ue) {
@@ -106,32 +105,20 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		}
 	}
 
-	maxOutcome := cfg.maxOutcome
-	if maxOutcome <= 0 {
-		// JSON escaping can make an outcome six times longer in its answer event.
-		maxOutcome = int(nc.MaxPayload() / 8)
+	ecfg := toolexec.ExecutorConfig{
+		Tools: tools.Tools(), Store: store, Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge,
+		Concurrency: cfg.concurrency, Lease: cfg.lease, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
+		MaxOutcomeBytes: cfg.maxOutcome, BinaryAnswers: cfg.binaryAnswers, DrainTimeout: cfg.drain,
+		Logger: log, Observer: m,
 	}
-	dcfg := dispatch.Config{Tools: tools, Store: store, Lease: cfg.lease, MaxOutcomeBytes: maxOutcome, Logger: log, Observer: m}
 	if traces.Enabled() {
-		dcfg.TracerProvider = traces // without one the dispatcher spends nothing on spans
+		ecfg.TracerProvider = traces // without one the dispatcher spends nothing on spans
 	}
-	d, err := dispatch.New(dcfg)
+	ex, err := toolexec.NewExecutor(setupCtx, nc, ecfg)
 	if err != nil {
 		return err
 	}
-	adm, err := admin.Serve(js, store, admin.Config{Logger: log})
-	if err != nil {
-		return fmt.Errorf("admin subjects: %w", err)
-	}
-	closers = append(closers, func() { _ = adm.Close() })
-
-	w, err := bus.NewWorker(js, d, bus.WorkerConfig{
-		Concurrency: cfg.concurrency, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
-		BinaryAnswers: cfg.binaryAnswers, Source: "/toolexec/executor/" + d.Holder(), Logger: log, Observer: m,
-	})
-	if err != nil {
-		return err
-	}
+	closers = append(closers, ex.Close)
 	if cfg.metricsAddr != "" {
 		stop, err := serveHTTP("--metrics-addr", cfg.metricsAddr, opsHandler(nc, store, reg), log)
 		if err != nil {
@@ -140,38 +127,19 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		closers = append(closers, stop)
 	}
 	if cfg.consoleAddr != "" {
-		stop, err := startConsole(cfg, js, adm, log)
+		stop, err := startConsole(cfg, js, ex.Admin(), log)
 		if err != nil {
 			return err
 		}
 		closers = append(closers, stop)
 	}
 
-	// The worker stops hard only when the drain deadline passes; a signal asks
-	// for a graceful stop first.
-	runCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardStop()
 	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-
-	log.Info("executor ready", "nats", natsURL, "store", cfg.store.Kind, "tools", strings.Join(tools.Names(), ","),
-		"holder", d.Holder(), "concurrency", cfg.concurrency)
-	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", natsURL, cfg.store.Kind, strings.Join(tools.Names(), ","))
-
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("worker: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: finishing calls in flight", "drain_timeout", cfg.drain)
-	drainCtx, cancelDrain := context.WithTimeout(context.Background(), cfg.drain)
-	defer cancelDrain()
-	if err := w.Shutdown(drainCtx); err != nil {
-		log.Warn("drain deadline passed: calls still in flight were handed back", "error", err)
-	}
+	go func() { done <- ex.Run(ctx) }()
+	names := tools.Names()
+	log.Info("executor ready", "nats", natsURL, "store", cfg.store.Kind, "tools", strings.Join(names, ","),
+		"holder", ex.Holder(), "concurrency", cfg.concurrency)
+	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", natsURL, cfg.store.Kind, strings.Join(names, ","))
 	if err := <-done; err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
