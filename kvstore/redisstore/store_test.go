@@ -366,7 +366,7 @@ func TestTakeOver(t *testing.T) {
 	// Nothing to take over.
 	gone := seen
 	gone.Digest = digest("never-claimed")
-	_, err = s.TakeOver(ctx(t), gone, kvstore.ClaimRequest{Holder: "w2", Lease: time.Minute})
+	_, err = s.TakeOver(ctx(t), gone, kvstore.ClaimRequest{Tenant: gone.Tenant, Digest: gone.Digest, Holder: "w2", Lease: time.Minute})
 	wantErr(t, "TakeOver of a missing record", err, kvstore.ErrNotFound)
 }
 
