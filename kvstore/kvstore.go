@@ -156,7 +156,8 @@ type Store interface {
 	// TakeOver atomically replaces the claim seen in seen, whose lease has run out,
 	// with a new claim for req.Holder (compare-and-swap on seen.Revision). It returns
 	// ErrLeaseHeld if the lease has not run out by the backend's clock or the record
-	// changed since seen was read, and ErrNotFound if the record is gone.
+	// changed since seen was read, ErrNotFound if the record is gone, and
+	// ErrInvalid unless req names seen's key (see [ClaimRequest.ValidateTakeOver]).
 	TakeOver(ctx context.Context, seen Record, req ClaimRequest) (Lease, error)
 
 	// Wait blocks until the record differs from seen: another revision or state, gone

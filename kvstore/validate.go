@@ -1,6 +1,14 @@
 package kvstore
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
+
+// The request checks every store makes before it touches its backend. Each
+// returns nil or an error wrapping [ErrInvalid] whose message names the field at
+// fault; a store wraps it with its own name and operation. A backend may refuse
+// more (PostgreSQL's text type holds no NUL bytes), never less.
 
 // CheckTenant returns an error wrapping [ErrInvalid] unless tenant is a token of
 // [A-Za-z0-9_-]{1,128}, the wire's rule (which also keeps it one NATS subject
@@ -31,6 +39,72 @@ func CheckKey(tenant, digest string) error {
 	}
 	if !ok {
 		return fmt.Errorf("%w: digest %q must be 64 lower-case hex digits", ErrInvalid, digest)
+	}
+	return nil
+}
+
+// CheckLeaseDuration returns an error wrapping [ErrInvalid] unless d, the length
+// of a lease asked for by Claim, TakeOver or Renew, is positive.
+func CheckLeaseDuration(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%w: lease %v must be positive", ErrInvalid, d)
+	}
+	return nil
+}
+
+// Validate returns an error wrapping [ErrInvalid] unless r names a valid key
+// ([CheckKey]), a holder and a positive lease: the checks [Store.Claim] makes.
+// CheckDigest, Tool, RunID and CallID are free text and may be empty.
+func (r ClaimRequest) Validate() error {
+	if err := CheckKey(r.Tenant, r.Digest); err != nil {
+		return err
+	}
+	if r.Holder == "" {
+		return fmt.Errorf("%w: empty holder", ErrInvalid)
+	}
+	return CheckLeaseDuration(r.Lease)
+}
+
+// ValidateTakeOver returns an error wrapping [ErrInvalid] unless seen names a
+// valid key, r passes [ClaimRequest.Validate] and r names seen's key: the
+// checks [Store.TakeOver] makes.
+func (r ClaimRequest) ValidateTakeOver(seen Record) error {
+	if err := CheckKey(seen.Tenant, seen.Digest); err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if r.Tenant != seen.Tenant || r.Digest != seen.Digest {
+		return fmt.Errorf("%w: request names %s/%s but the record seen is %s/%s",
+			ErrInvalid, r.Tenant, r.Digest, seen.Tenant, seen.Digest)
+	}
+	return nil
+}
+
+// Validate returns an error wrapping [ErrInvalid] unless l names a valid key
+// ([CheckKey]), a holder and a token: the checks every holder-only operation
+// (Record, Release, MarkIndeterminate, Renew) makes. Whether the lease is still
+// current is the backend's to say ([ErrNotHolder]).
+func (l Lease) Validate() error {
+	if err := CheckKey(l.Tenant, l.Digest); err != nil {
+		return err
+	}
+	if l.Holder == "" {
+		return fmt.Errorf("%w: lease without holder", ErrInvalid)
+	}
+	if l.Token == "" {
+		return fmt.Errorf("%w: lease without token", ErrInvalid)
+	}
+	return nil
+}
+
+// Validate returns an error wrapping [ErrInvalid] unless s is one of
+// StateClaimed, StateCompleted and StateIndeterminate (see [State.Valid]): the
+// state check [Lister.List] makes.
+func (s State) Validate() error {
+	if !s.Valid() {
+		return fmt.Errorf("%w: state %q", ErrInvalid, s)
 	}
 	return nil
 }

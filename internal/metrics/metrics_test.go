@@ -261,7 +261,7 @@ func TestStoreErrors(t *testing.T) {
 	if _, err := s.Get(ctx, "acme", d); !errors.Is(err, kvstore.ErrNotFound) {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, kvstore.Lease{Tenant: "acme", Digest: d, Token: "1"}); !errors.Is(err, kvstore.ErrNotHolder) {
+	if err := s.Release(ctx, kvstore.Lease{Tenant: "acme", Digest: d, Holder: "w1", Token: "1"}); !errors.Is(err, kvstore.ErrNotHolder) {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "not a tenant", d); !errors.Is(err, kvstore.ErrInvalid) {

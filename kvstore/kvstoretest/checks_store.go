@@ -199,8 +199,10 @@ func checkResolveWrongState(e *env) {
 }
 
 // checkInvalidInput: malformed tenants and digests and non-positive leases are
-// refused with ErrInvalid by every operation, and the boundaries of the valid forms
-// are accepted.
+// refused with ErrInvalid by every operation, as are a claim without a holder, a
+// take-over request that does not name the record's key and a lease without a
+// holder or token (the contract's checks, kvstore.ClaimRequest.Validate and the
+// others); the boundaries of the valid forms are accepted.
 func checkInvalidInput(e *env) {
 	okDigest := e.digest()
 	badTenants := []string{
@@ -271,6 +273,34 @@ func checkInvalidInput(e *env) {
 		e.wantErr(fmt.Sprintf("TakeOver with lease %v", lease), err, kvstore.ErrInvalid)
 	}
 	e.unchanged("refused Renew and TakeOver calls", before)
+
+	// A claim without a holder; a take-over request that does not name the
+	// record's key; a lease without a holder or a token.
+	noHolder := e.req(e.digest(), "", longLease)
+	_, err := e.s.Claim(e.ctx, noHolder)
+	e.wantErr("Claim with an empty holder", err, kvstore.ErrInvalid)
+	e.wantGone("after a Claim with an empty holder", e.tenant, noHolder.Digest)
+	for what, req := range map[string]kvstore.ClaimRequest{
+		"an empty holder": e.req(d, "", longLease),
+		"no key":          {Holder: "holder-b", Lease: longLease},
+		"no tenant":       {Digest: d, Holder: "holder-b", Lease: longLease},
+		"another key":     e.req(e.digest(), "holder-b", longLease),
+		"another tenant":  e.reqIn(randomTenant(), d, "holder-b", longLease),
+	} {
+		_, err := e.s.TakeOver(e.ctx, before, req)
+		e.wantErr("TakeOver with a request naming "+what, err, kvstore.ErrInvalid)
+	}
+	for what, bad := range map[string]kvstore.Lease{
+		"without a holder": {Tenant: l.Tenant, Digest: l.Digest, Token: l.Token},
+		"without a token":  {Tenant: l.Tenant, Digest: l.Digest, Holder: l.Holder},
+	} {
+		e.wantErr("Record with a lease "+what, e.s.Record(e.ctx, bad, "x"), kvstore.ErrInvalid)
+		e.wantErr("Release with a lease "+what, e.s.Release(e.ctx, bad), kvstore.ErrInvalid)
+		e.wantErr("MarkIndeterminate with a lease "+what, e.s.MarkIndeterminate(e.ctx, bad, "x", false), kvstore.ErrInvalid)
+		_, err := e.s.Renew(e.ctx, bad, longLease)
+		e.wantErr("Renew with a lease "+what, err, kvstore.ErrInvalid)
+	}
+	e.unchanged("refused TakeOver calls and holder operations with malformed leases", before)
 
 	// The edges of the valid forms are accepted.
 	long := ("A-z_" + rand.Text() + rand.Text() + rand.Text() + rand.Text() + rand.Text())[:128]

@@ -31,6 +31,13 @@
 //     backend judged by a server's clock leaves Advance nil: the suite then uses
 //     leases of about a second and sleeps just past them, so a whole run takes
 //     seconds, not minutes.
+//   - A backend with a server lists in [Harness.Outages] the ways that server
+//     can be out of reach — a closed pool, client or connection, an address
+//     nothing listens on, a server shut down — each an [Outage] whose Store
+//     function returns a store configured as Harness.Store is (same schema,
+//     bucket or key prefix) that cannot reach it. The suite calls each at most
+//     once, in the Outage subtest, after writing records through Harness.Store.
+//     A store without a server (memstore) leaves Outages nil.
 //
 // What the suite checks: claims are granted once, also under 64 concurrent
 // claimers; every transition (record, release, mark indeterminate, renew, take
@@ -38,8 +45,16 @@
 // was taken over, recorded, released or marked, also when the same holder claims
 // the key again; lease expiry and the take-over's compare-and-swap; Wait woken by
 // every change, by lease expiry and by its context; retention counted from a
-// record's last write; Forget confined to one tenant; input validation; and that
-// no record holds a call's arguments.
+// record's last write; Forget confined to one tenant; input validation (the
+// contract's checks: kvstore.ClaimRequest.Validate and the others); that no
+// record holds a call's arguments; and, for a harness with Outages, that a
+// store whose server is out of reach answers every operation (Claim, Get,
+// Record, Release, MarkIndeterminate, Renew, TakeOver, Wait, Forget, Resolve,
+// and List and DumpRaw where it has them) with an error matching
+// kvstore.ErrUnavailable within 15 seconds — never a grant, a record
+// or a lease, and without writing anything — and that a Claim whose context
+// has ended answers an error matching both kvstore.ErrUnavailable and the
+// context's error.
 //
 // Optional capabilities are probed by type assertion, as testing/fstest does. A
 // store that implements [RawDumper] lets the suite look at the bytes it stores, to

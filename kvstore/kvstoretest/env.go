@@ -49,6 +49,7 @@ type env struct {
 	t        tb
 	s        kvstore.Store
 	advance  func(time.Duration)
+	outages  []Outage
 	tenant   string
 	ctx      context.Context // ends with the subtest or after opTimeout
 	patience time.Duration
@@ -62,6 +63,7 @@ func newEnv(t tb, h Harness) *env {
 		t:        t,
 		s:        h.Store,
 		advance:  h.Advance,
+		outages:  h.Outages,
 		tenant:   randomTenant(),
 		ctx:      ctx,
 		patience: defaultPatience,

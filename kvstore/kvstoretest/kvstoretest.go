@@ -15,6 +15,24 @@ type Harness struct {
 	// Advance moves the store's clock forward by d. Nil for backends judged by a
 	// real clock (a server's); the suite then sleeps instead.
 	Advance func(d time.Duration)
+	// Outages are the ways the backend's server can be out of reach, each a
+	// store the suite's Outage check runs every operation on. Nil for a store
+	// without a server (memstore): the check is then skipped with a log line.
+	Outages []Outage
+}
+
+// Outage is one way a store's server can be out of reach: a closed pool or
+// client, a dead address, a server shut down. See [Harness.Outages].
+type Outage struct {
+	// Name says how the server is out of reach ("closed pool", "dead address");
+	// the suite's messages name it.
+	Name string
+	// Store returns a store configured as Harness.Store is (the same schema,
+	// bucket or key prefix: the records and leases Harness.Store made would be
+	// found there) whose server cannot be reached. The suite calls it at most
+	// once per subtest, after it has written records through Harness.Store, and
+	// never closes it: what Store opens, it closes with t.Cleanup.
+	Store func() kvstore.Store
 }
 
 // Options configures a store instance for one subtest.
@@ -94,4 +112,5 @@ var checks = []check{
 	{name: "List", run: checkList},
 	{name: "InvalidInput", run: checkInvalidInput},
 	{name: "NoArguments", run: checkNoArguments},
+	{name: "Outage", run: checkOutage},
 }

@@ -535,3 +535,137 @@ func (s listsAnything) List(ctx context.Context, tenant string, state kvstore.St
 	}
 	return recs, err
 }
+
+// outageHarness returns the fake harness with one Outage, whose store away makes
+// from the live store (nil: a closed memstore, the honest unreachable store).
+// Unless raw, the live store answers a Claim with an ended context as a store
+// with a server does: ErrUnavailable wrapping the context's error.
+func outageHarness(t *testing.T, raw bool, away func(live kvstore.Store) kvstore.Store) Harness {
+	h := fakeHarness(t, Options{}, nil)
+	if !raw {
+		h.Store = endedCtxUnavailable{h.Store}
+	}
+	live := h.Store
+	h.Outages = []Outage{{Name: "closed memstore", Store: func() kvstore.Store {
+		if away != nil {
+			return away(live)
+		}
+		return closedMemstore(t)
+	}}}
+	return h
+}
+
+func closedMemstore(t *testing.T) kvstore.Store {
+	s := memstore.New(memstore.Config{})
+	s.Close()
+	return s
+}
+
+// TestOutageCheck: the Outage check passes an unreachable store that answers
+// ErrUnavailable to everything, skips a harness without Outages, and fails each
+// way of misbehaving while the server is away.
+func TestOutageCheck(t *testing.T) {
+	t.Run("honest", func(t *testing.T) {
+		t.Parallel()
+		if errs := runCheck(t, "Outage", outageHarness(t, false, nil)); len(errs) > 0 {
+			t.Errorf("the Outage check failed an honest store:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+	t.Run("no outages", func(t *testing.T) {
+		t.Parallel()
+		if errs := runCheck(t, "Outage", fakeHarness(t, Options{}, nil)); len(errs) > 0 {
+			t.Errorf("the Outage check failed a harness without Outages:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+	tests := []struct {
+		name string
+		raw  bool
+		away func(live kvstore.Store) kvstore.Store
+		want string // a phrase the failures must contain
+	}{
+		{
+			name: "reads as absent",
+			away: func(kvstore.Store) kvstore.Store { return getsNothing{closedMemstore(t)} },
+			want: "Get with the server out of reach (closed memstore): error kvstore: record not found",
+		},
+		{
+			name: "grants claims",
+			away: func(kvstore.Store) kvstore.Store { return grantsBlind{closedMemstore(t)} },
+			want: "answered Claimed = true",
+		},
+		{
+			name: "waits forever",
+			away: func(kvstore.Store) kvstore.Store { return waitsForever{closedMemstore(t)} },
+			want: "Wait with the server out of reach (closed memstore): no answer within",
+		},
+		{
+			name: "writes behind the error",
+			away: func(live kvstore.Store) kvstore.Store { return recordsThenFails{closedMemstore(t), live} },
+			want: "changed the record",
+		},
+		{
+			name: "an ended context is no outage",
+			raw:  true,
+			want: "Claim with a context cancelled",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			errs := runCheck(t, "Outage", outageHarness(t, tt.raw, tt.away))
+			if len(errs) == 0 {
+				t.Fatalf("the Outage check passed a store that %s", tt.name)
+			}
+			if all := strings.Join(errs, "\n"); !strings.Contains(all, tt.want) {
+				t.Errorf("the Outage check failed a store that %s, but no failure mentions %q:\n%s", tt.name, tt.want, all)
+			}
+		})
+	}
+}
+
+// endedCtxUnavailable answers a Claim with an ended context with ErrUnavailable
+// wrapping the context's error, as the stores with a server do.
+type endedCtxUnavailable struct{ kvstore.Store }
+
+func (s endedCtxUnavailable) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return kvstore.ClaimResult{}, fmt.Errorf("%w: %w", kvstore.ErrUnavailable, err)
+	}
+	return s.Store.Claim(ctx, req)
+}
+
+// getsNothing, unreachable, reads every key as absent.
+type getsNothing struct{ kvstore.Store }
+
+func (getsNothing) Get(context.Context, string, string) (kvstore.Record, error) {
+	return kvstore.Record{}, kvstore.ErrNotFound
+}
+
+// grantsBlind, unreachable, grants every claim.
+type grantsBlind struct{ kvstore.Store }
+
+func (grantsBlind) Claim(_ context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
+	return kvstore.ClaimResult{Claimed: true, Lease: kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: "blind"}}, nil
+}
+
+// waitsForever, unreachable, blocks every Wait until its context ends.
+type waitsForever struct{ kvstore.Store }
+
+func (waitsForever) Wait(ctx context.Context, _ kvstore.Record) (kvstore.Record, error) {
+	<-ctx.Done()
+	return kvstore.Record{}, ctx.Err()
+}
+
+// recordsThenFails, unreachable, still records through the live store, then
+// answers ErrUnavailable.
+type recordsThenFails struct {
+	kvstore.Store
+	live kvstore.Store
+}
+
+func (s recordsThenFails) Record(ctx context.Context, l kvstore.Lease, out string) error {
+	if err := s.live.Record(ctx, l, out); err != nil {
+		return err
+	}
+	return fmt.Errorf("lost the answer: %w", kvstore.ErrUnavailable)
+}

@@ -115,14 +115,11 @@ func New(cfg Config) *Store {
 
 // Claim creates a claimed record for req's key unless a live one exists, in which
 // case it returns that record (with LeaseExpired set if its lease has run out). It
-// returns kvstore.ErrInvalid for a malformed tenant or digest or a non-positive
-// lease, and kvstore.ErrUnavailable once the store is closed.
+// returns kvstore.ErrInvalid for a malformed request (see
+// kvstore.ClaimRequest.Validate), and kvstore.ErrUnavailable once the store is closed.
 func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
-	if err := validKey(req.Tenant, req.Digest); err != nil {
+	if err := req.Validate(); err != nil {
 		return kvstore.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
-	}
-	if req.Lease <= 0 {
-		return kvstore.ClaimResult{}, fmt.Errorf("memstore: claim: lease %v: %w", req.Lease, kvstore.ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -160,7 +157,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 
 // Get returns the live record for the key, or kvstore.ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record, error) {
-	if err := validKey(tenant, digest); err != nil {
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
 		return kvstore.Record{}, fmt.Errorf("memstore: get: %w", err)
 	}
 	s.mu.Lock()
@@ -192,7 +189,7 @@ func (s *Store) Record(ctx context.Context, lease kvstore.Lease, outcome string)
 // Release drops the claim so that the key is free again. It returns
 // kvstore.ErrNotHolder if lease is not the current claim.
 func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
-	if err := validKey(lease.Tenant, lease.Digest); err != nil {
+	if err := lease.Validate(); err != nil {
 		return fmt.Errorf("memstore: release: %w", err)
 	}
 	s.mu.Lock()
@@ -226,8 +223,8 @@ func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reas
 // to use from then on (its token is unchanged). It returns kvstore.ErrInvalid for a
 // non-positive d and kvstore.ErrNotHolder if lease is not the current claim.
 func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
-	if d <= 0 {
-		return kvstore.Lease{}, fmt.Errorf("memstore: renew: lease %v: %w", d, kvstore.ErrInvalid)
+	if err := kvstore.CheckLeaseDuration(d); err != nil {
+		return kvstore.Lease{}, fmt.Errorf("memstore: renew: %w", err)
 	}
 	err := s.holderWrite(ctx, "renew", lease, func(e *entry, now time.Time) {
 		e.rec.Lease = d
@@ -242,17 +239,11 @@ func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration)
 // TakeOver replaces the claim seen, whose lease has run out, with a claim for
 // req.Holder. It returns kvstore.ErrLeaseHeld if the lease is still running or the
 // record's revision, holder or state differ from seen, kvstore.ErrNotFound if the
-// record is gone, and kvstore.ErrInvalid for a malformed seen or req (req.Tenant and
-// req.Digest may be empty; if set they must match seen's).
+// record is gone, and kvstore.ErrInvalid for a malformed seen or req, or a req
+// that names another key than seen (see kvstore.ClaimRequest.ValidateTakeOver).
 func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
-	if err := validKey(seen.Tenant, seen.Digest); err != nil {
+	if err := req.ValidateTakeOver(seen); err != nil {
 		return kvstore.Lease{}, fmt.Errorf("memstore: take over: %w", err)
-	}
-	if (req.Tenant != "" && req.Tenant != seen.Tenant) || (req.Digest != "" && req.Digest != seen.Digest) {
-		return kvstore.Lease{}, fmt.Errorf("memstore: take over: request names another key than the record: %w", kvstore.ErrInvalid)
-	}
-	if req.Lease <= 0 {
-		return kvstore.Lease{}, fmt.Errorf("memstore: take over: lease %v: %w", req.Lease, kvstore.ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,7 +290,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 // record has LeaseExpired set). It returns ctx.Err() when ctx ends first and
 // kvstore.ErrUnavailable when the store is closed.
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
-	if err := validKey(seen.Tenant, seen.Digest); err != nil {
+	if err := kvstore.CheckKey(seen.Tenant, seen.Digest); err != nil {
 		return kvstore.Record{}, fmt.Errorf("memstore: wait: %w", err)
 	}
 	k := key{seen.Tenant, seen.Digest}
@@ -354,7 +345,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 // Forget erases every record of tenant and wakes their waiters. It returns how many
 // live records it removed.
 func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
-	if err := validTenant(tenant); err != nil {
+	if err := kvstore.CheckTenant(tenant); err != nil {
 		return 0, fmt.Errorf("memstore: forget: %w", err)
 	}
 	s.mu.Lock()
@@ -381,7 +372,7 @@ func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
 // record in another state, kvstore.ErrNotFound if there is none, and
 // kvstore.ErrTooLarge if res.Outcome exceeds Config.MaxValueSize.
 func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.Resolution) (kvstore.Record, error) {
-	if err := validKey(tenant, digest); err != nil {
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
 		return kvstore.Record{}, fmt.Errorf("memstore: resolve: %w", err)
 	}
 	if !res.Release {
@@ -420,11 +411,11 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 // It returns kvstore.ErrInvalid for a malformed tenant or an unknown state, and
 // kvstore.ErrUnavailable once the store is closed. It implements kvstore.Lister.
 func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
-	if err := validTenant(tenant); err != nil {
+	if err := kvstore.CheckTenant(tenant); err != nil {
 		return nil, fmt.Errorf("memstore: list: %w", err)
 	}
-	if !state.Valid() {
-		return nil, fmt.Errorf("memstore: list: state %q: %w", state, kvstore.ErrInvalid)
+	if err := state.Validate(); err != nil {
+		return nil, fmt.Errorf("memstore: list: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -448,7 +439,7 @@ func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, li
 // DumpRaw returns the tenant's live records as the store keeps them, one JSON
 // document each, ordered by digest. It implements kvstoretest.RawDumper.
 func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
-	if err := validTenant(tenant); err != nil {
+	if err := kvstore.CheckTenant(tenant); err != nil {
 		return nil, fmt.Errorf("memstore: dump: %w", err)
 	}
 	s.mu.Lock()
@@ -493,7 +484,7 @@ func (s *Store) Close() error {
 
 // holderWrite applies change to the record that lease holds and stamps the write.
 func (s *Store) holderWrite(ctx context.Context, op string, lease kvstore.Lease, change func(e *entry, now time.Time)) error {
-	if err := validKey(lease.Tenant, lease.Digest); err != nil {
+	if err := lease.Validate(); err != nil {
 		return fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	s.mu.Lock()
@@ -700,9 +691,3 @@ func leaseOf(e *entry) kvstore.Lease {
 		Token:  strconv.FormatUint(e.token, 10),
 	}
 }
-
-// validKey checks a tenant token and a digest.
-func validKey(tenant, digest string) error { return kvstore.CheckKey(tenant, digest) }
-
-// validTenant checks that tenant matches [A-Za-z0-9_-]{1,128}.
-func validTenant(tenant string) error { return kvstore.CheckTenant(tenant) }

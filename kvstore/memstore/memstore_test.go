@@ -481,7 +481,7 @@ func TestExpiredRecordsLeaveWithLaterWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeOver(ctx, seen, kvstore.ClaimRequest{Holder: "v", Lease: time.Minute}); err != nil {
+	if _, err := s.TakeOver(ctx, seen, kvstore.ClaimRequest{Tenant: seen.Tenant, Digest: seen.Digest, Holder: "v", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkIndeterminate(ctx, leases[3], "body_failed", true); err != nil {

@@ -23,11 +23,11 @@ var _ kvstore.Lister = (*Store)(nil)
 // implements kvstore.Lister.
 func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, limit int) ([]kvstore.Record, error) {
 	const op = "list"
-	if err := validTenant(tenant); err != nil {
+	if err := kvstore.CheckTenant(tenant); err != nil {
 		return nil, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
-	if !state.Valid() {
-		return nil, fmt.Errorf("natsstore: %s: state %q: %w", op, state, kvstore.ErrInvalid)
+	if err := state.Validate(); err != nil {
+		return nil, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
 		return nil, err

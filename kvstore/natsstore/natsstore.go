@@ -197,11 +197,8 @@ func (s *Store) Bucket() string { return s.bucket }
 // Get and Wait return carry the server's times.
 func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
 	const op = "claim"
-	if err := validKey(req.Tenant, req.Digest); err != nil {
+	if err := req.Validate(); err != nil {
 		return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: %w", op, err)
-	}
-	if req.Lease <= 0 {
-		return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: lease %v: %w", op, req.Lease, kvstore.ErrInvalid)
 	}
 	if err := s.usable(op); err != nil {
 		return kvstore.ClaimResult{}, err
@@ -282,7 +279,7 @@ func (s *Store) won(req kvstore.ClaimRequest, v value, rev uint64) kvstore.Claim
 // is never set (judging it needs the server's time: see Wait).
 func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record, error) {
 	const op = "get"
-	if err := validKey(tenant, digest); err != nil {
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
 		return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
@@ -350,8 +347,8 @@ func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reas
 // valid while the claim lasts (fencing is by claim, see [Store.Record]), so a
 // holder whose Renew answer was lost can go on with the lease it had.
 func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
-	if d <= 0 {
-		return kvstore.Lease{}, fmt.Errorf("natsstore: renew: lease %v: %w", d, kvstore.ErrInvalid)
+	if err := kvstore.CheckLeaseDuration(d); err != nil {
+		return kvstore.Lease{}, fmt.Errorf("natsstore: renew: %w", err)
 	}
 	rev, v, err := s.holderWrite(ctx, "renew", lease, func(base value) value {
 		v := base.next(kvstore.StateClaimed)
@@ -455,7 +452,7 @@ func (s *Store) fenced(ctx context.Context, key string, tok token, write func(re
 
 // checkLease validates a lease and decodes its token.
 func (s *Store) checkLease(op string, lease kvstore.Lease) (token, error) {
-	if err := validKey(lease.Tenant, lease.Digest); err != nil {
+	if err := lease.Validate(); err != nil {
 		return token{}, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
@@ -573,18 +570,12 @@ func (s *Store) casDelete(ctx context.Context, key string, rev uint64) error {
 // plus its lease, against the server's time now (learned by a probe write). It
 // returns kvstore.ErrLeaseHeld if the lease has not run out or the record changed
 // since seen, kvstore.ErrNotFound if the record is gone, and kvstore.ErrInvalid
-// for a malformed seen or req (req.Tenant and req.Digest may be empty; if set they
-// must be seen's).
+// for a malformed seen or req, or a req that names another key than seen (see
+// kvstore.ClaimRequest.ValidateTakeOver).
 func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
 	const op = "take over"
-	if err := validKey(seen.Tenant, seen.Digest); err != nil {
+	if err := req.ValidateTakeOver(seen); err != nil {
 		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: %w", op, err)
-	}
-	if (req.Tenant != "" && req.Tenant != seen.Tenant) || (req.Digest != "" && req.Digest != seen.Digest) {
-		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: request names another key than the record: %w", op, kvstore.ErrInvalid)
-	}
-	if req.Lease <= 0 {
-		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: lease %v: %w", op, req.Lease, kvstore.ErrInvalid)
 	}
 	if err := s.usable(op); err != nil {
 		return kvstore.Lease{}, err
@@ -656,7 +647,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 // that does not fit.
 func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.Resolution) (kvstore.Record, error) {
 	const op = "resolve"
-	if err := validKey(tenant, digest); err != nil {
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
 		return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
@@ -712,7 +703,7 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 // Forget returns -1.
 func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
 	const op = "forget"
-	if err := validTenant(tenant); err != nil {
+	if err := kvstore.CheckTenant(tenant); err != nil {
 		return 0, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
@@ -731,7 +722,7 @@ func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
 // one watch.
 func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
 	const op = "dump"
-	if err := validTenant(tenant); err != nil {
+	if err := kvstore.CheckTenant(tenant); err != nil {
 		return nil, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
@@ -846,10 +837,3 @@ func pause(ctx context.Context, attempt int) error {
 
 // keyOf is the KV key of a record: <tenant>.<digest>.
 func keyOf(tenant, digest string) string { return tenant + "." + digest }
-
-// validKey checks a tenant token and a digest.
-func validKey(tenant, digest string) error { return kvstore.CheckKey(tenant, digest) }
-
-// validTenant checks that tenant matches [A-Za-z0-9_-]{1,128}, which also keeps
-// it a single subject token.
-func validTenant(tenant string) error { return kvstore.CheckTenant(tenant) }

@@ -122,45 +122,6 @@ func TestKeyLayout(t *testing.T) {
 	}
 }
 
-// TestClosedConnection: a store whose connection is closed answers every
-// operation with an error wrapping ErrUnavailable, and never grants a claim.
-func TestClosedConnection(t *testing.T) {
-	nc, js := connectTo(t, []*server.Server{single})
-	s, err := New(testCtx(t), js, Config{Bucket: uniqueBucket()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tenant, d := newTenant(), digestOf("closed")
-	l := mustClaim(t, s, claimReq(tenant, d, "a", time.Minute))
-	seen, err := s.Get(testCtx(t), tenant, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
-
-	ctx := testCtx(t)
-	res, err := s.Claim(ctx, claimReq(tenant, digestOf("other"), "b", time.Minute))
-	if res.Claimed || !errors.Is(err, kvstore.ErrUnavailable) {
-		t.Errorf("Claim on a closed connection = %+v, %v; want not claimed, ErrUnavailable", res, err)
-	}
-	ops := map[string]error{}
-	_, ops["Get"] = s.Get(ctx, tenant, d)
-	ops["Record"] = s.Record(ctx, l, "x")
-	ops["Release"] = s.Release(ctx, l)
-	ops["MarkIndeterminate"] = s.MarkIndeterminate(ctx, l, "x", false)
-	_, ops["Renew"] = s.Renew(ctx, l, time.Minute)
-	_, ops["TakeOver"] = s.TakeOver(ctx, seen, claimReq(tenant, d, "b", time.Minute))
-	_, ops["Wait"] = s.Wait(ctx, seen)
-	_, ops["Forget"] = s.Forget(ctx, tenant)
-	_, ops["Resolve"] = s.Resolve(ctx, tenant, d, kvstore.Resolution{Release: true})
-	_, ops["DumpRaw"] = s.DumpRaw(ctx, tenant)
-	for op, err := range ops {
-		if !errors.Is(err, kvstore.ErrUnavailable) {
-			t.Errorf("%s on a closed connection = %v, want ErrUnavailable", op, err)
-		}
-	}
-}
-
 // TestServerDown: with the server gone (the client still trying to reconnect),
 // operations end with ErrUnavailable at their context's deadline, and Claim
 // grants nothing.

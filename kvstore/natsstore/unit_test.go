@@ -158,7 +158,9 @@ func TestParseTokenRefusesForeignTokens(t *testing.T) {
 	}
 }
 
-func TestValidKey(t *testing.T) {
+// TestCheckKey: the keys the store builds come only from tenants and digests
+// that kvstore.CheckKey accepts, and it refuses the probe key's first character.
+func TestCheckKey(t *testing.T) {
 	d := strings.Repeat("0", 64)
 	tests := []struct {
 		tenant, digest string
@@ -176,12 +178,12 @@ func TestValidKey(t *testing.T) {
 		{"acme", d[:63], false},
 	}
 	for _, tt := range tests {
-		err := validKey(tt.tenant, tt.digest)
+		err := kvstore.CheckKey(tt.tenant, tt.digest)
 		if (err == nil) != tt.ok {
-			t.Errorf("validKey(%q, %q) = %v, want ok=%t", tt.tenant, tt.digest, err, tt.ok)
+			t.Errorf("CheckKey(%q, %q) = %v, want ok=%t", tt.tenant, tt.digest, err, tt.ok)
 		}
 		if err != nil && !errors.Is(err, kvstore.ErrInvalid) {
-			t.Errorf("validKey(%q, %q) = %v, want ErrInvalid", tt.tenant, tt.digest, err)
+			t.Errorf("CheckKey(%q, %q) = %v, want ErrInvalid", tt.tenant, tt.digest, err)
 		}
 	}
 }

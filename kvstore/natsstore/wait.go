@@ -33,7 +33,7 @@ import (
 // reached.
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
 	const op = "wait"
-	if err := validKey(seen.Tenant, seen.Digest); err != nil {
+	if err := kvstore.CheckKey(seen.Tenant, seen.Digest); err != nil {
 		return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {

@@ -13,7 +13,7 @@ import (
 // message is at the expected revision. kv.Update would first match the key
 // against a regular expression on every write, a few microseconds of each
 // call's path; the store's keys are built from a checked tenant and a hex
-// digest (validKey), which that expression always accepts.
+// digest (kvstore.CheckKey), which that expression always accepts.
 
 // publisher is what the store writes values through: a jspub.Publisher, or in
 // tests one that loses answers.

@@ -366,7 +366,10 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := checkClaim(req); err != nil {
+	if err := req.Validate(); err != nil {
+		return kvstore.ClaimResult{}, err
+	}
+	if err := checkClaimText(req); err != nil {
 		return kvstore.ClaimResult{}, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -415,7 +418,7 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 // judges it, or kvstore.ErrNotFound (never claimed, released, expired — swept or
 // not — or forgotten).
 func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record, error) {
-	if err := checkKey(tenant, digest); err != nil {
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
 		return kvstore.Record{}, s.fail("get", err)
 	}
 	r, err := s.get(ctx, tenant, digest)
@@ -440,7 +443,7 @@ func (s *Store) get(ctx context.Context, tenant, digest string) (row, error) {
 func (s *Store) holderOp(ctx context.Context, lease kvstore.Lease, query string, args ...any) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := checkKey(lease.Tenant, lease.Digest); err != nil {
+	if err := lease.Validate(); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -495,7 +498,7 @@ func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reas
 // It returns kvstore.ErrNotHolder if the lease is no longer current and
 // kvstore.ErrInvalid for a non-positive d.
 func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
-	if err := checkLease(d); err != nil {
+	if err := kvstore.CheckLeaseDuration(d); err != nil {
 		return kvstore.Lease{}, s.fail("renew", err)
 	}
 	if err := s.holderOp(ctx, lease, s.sql.renew, s.retention(), s.cfg.Channel, micros(d)); err != nil {
@@ -508,7 +511,8 @@ func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration)
 // UPDATE that compares seen.Revision and seen.Holder and checks, by the database
 // clock, that the lease has run out. It returns kvstore.ErrLeaseHeld if the lease
 // has not run out or the record changed since seen was read, kvstore.ErrNotFound if
-// the record is gone, and kvstore.ErrInvalid if req names another key than seen.
+// the record is gone, and kvstore.ErrInvalid for a malformed seen or req, or a req
+// that names another key than seen (see kvstore.ClaimRequest.ValidateTakeOver).
 func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
 	l, err := s.takeOver(ctx, seen, req)
 	return l, s.fail("take over", err)
@@ -517,11 +521,11 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 func (s *Store) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := checkClaim(req); err != nil {
+	if err := req.ValidateTakeOver(seen); err != nil {
 		return kvstore.Lease{}, err
 	}
-	if req.Tenant != seen.Tenant || req.Digest != seen.Digest {
-		return kvstore.Lease{}, fmt.Errorf("%w: request is for another key than the record seen", kvstore.ErrInvalid)
+	if err := checkClaimText(req); err != nil {
+		return kvstore.Lease{}, err
 	}
 	if err := s.checkOpen(); err != nil {
 		return kvstore.Lease{}, err
@@ -579,7 +583,7 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 func (s *Store) resolve(ctx context.Context, tenant, digest string, res kvstore.Resolution) (kvstore.Record, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := checkKey(tenant, digest); err != nil {
+	if err := kvstore.CheckKey(tenant, digest); err != nil {
 		return kvstore.Record{}, err
 	}
 	if !res.Release && len(res.Outcome) > s.cfg.MaxOutcomeBytes {
@@ -623,8 +627,8 @@ func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, li
 	if err := kvstore.CheckTenant(tenant); err != nil {
 		return nil, s.fail("list", err)
 	}
-	if !state.Valid() {
-		return nil, s.fail("list", fmt.Errorf("%w: state %q", kvstore.ErrInvalid, state))
+	if err := state.Validate(); err != nil {
+		return nil, s.fail("list", err)
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, s.fail("list", err)

@@ -608,59 +608,6 @@ func TestResolve(t *testing.T) {
 	})
 }
 
-func TestClosedPoolIsUnavailable(t *testing.T) {
-	pool := testPool(t, nil)
-	s := openStore(t, pool, Config{})
-	d := newDigest(t)
-	held := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Minute))
-	pool.Close()
-
-	res, err := s.Claim(ctx(t), req("acme", d, "w1", time.Minute))
-	if !errors.Is(err, kvstore.ErrUnavailable) || res.Claimed {
-		t.Fatalf("Claim on a closed pool: %+v, %v; want ErrUnavailable and no claim", res, err)
-	}
-	for name, op := range map[string]func() error{
-		"Get":     func() error { _, err := s.Get(ctx(t), "acme", d); return err },
-		"Record":  func() error { return s.Record(ctx(t), held.Lease, "x") },
-		"Release": func() error { return s.Release(ctx(t), held.Lease) },
-		"Renew":   func() error { _, err := s.Renew(ctx(t), held.Lease, time.Minute); return err },
-		"TakeOver": func() error {
-			_, err := s.TakeOver(ctx(t), held.Record, req("acme", held.Record.Digest, "w2", time.Minute))
-			return err
-		},
-		"Wait":    func() error { _, err := s.Wait(ctx(t), held.Record); return err },
-		"Forget":  func() error { _, err := s.Forget(ctx(t), "acme"); return err },
-		"Resolve": func() error { _, err := s.Resolve(ctx(t), "acme", d, kvstore.Resolution{Release: true}); return err },
-		"Sweep":   func() error { _, err := s.Sweep(ctx(t)); return err },
-	} {
-		if err := op(); !errors.Is(err, kvstore.ErrUnavailable) {
-			t.Errorf("%s on a closed pool: %v, want ErrUnavailable", name, err)
-		}
-	}
-
-	// Nothing was written behind the error.
-	other := testPool(t, nil)
-	var n int
-	if err := other.QueryRow(ctx(t), `SELECT count(*) FROM `+s.quotedSchema+`.records WHERE digest = $1`, d).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 {
-		t.Fatalf("a claim was written through a closed pool")
-	}
-}
-
-func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
-	pool := testPool(t, nil)
-	s := openStore(t, pool, Config{})
-	c, cancel := context.WithTimeout(ctx(t), time.Nanosecond)
-	defer cancel()
-	<-c.Done()
-	res, err := s.Claim(c, req("acme", newDigest(t), "w1", time.Minute))
-	if !errors.Is(err, kvstore.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) || res.Claimed {
-		t.Fatalf("Claim with an expired context: %+v, %v; want ErrUnavailable wrapping DeadlineExceeded", res, err)
-	}
-}
-
 func TestClosedStore(t *testing.T) {
 	s := newTestStore(t, Config{RecheckInterval: time.Hour})
 	res := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))

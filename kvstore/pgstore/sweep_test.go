@@ -66,3 +66,15 @@ func TestBackgroundSweeper(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepOnClosedPool: Sweep, an operation of this backend only, answers
+// ErrUnavailable once its pool is closed (the contract's operations are the
+// conformance suite's outage check).
+func TestSweepOnClosedPool(t *testing.T) {
+	pool := testPool(t, nil)
+	s := openStore(t, pool, Config{})
+	pool.Close()
+	if _, err := s.Sweep(ctx(t)); !errors.Is(err, kvstore.ErrUnavailable) {
+		t.Errorf("Sweep on a closed pool: %v, want ErrUnavailable", err)
+	}
+}

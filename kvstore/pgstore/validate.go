@@ -9,9 +9,6 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
-// checkKey refuses a malformed tenant or digest with kvstore.ErrInvalid.
-func checkKey(tenant, digest string) error { return kvstore.CheckKey(tenant, digest) }
-
 // checkText refuses a string PostgreSQL's text type cannot hold (invalid UTF-8 or
 // a NUL byte) with kvstore.ErrInvalid.
 func checkText(field, v string) error {
@@ -21,22 +18,9 @@ func checkText(field, v string) error {
 	return nil
 }
 
-// checkLease refuses a non-positive lease duration with kvstore.ErrInvalid.
-func checkLease(d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("%w: lease %v must be positive", kvstore.ErrInvalid, d)
-	}
-	return nil
-}
-
-// checkClaim validates a ClaimRequest before it reaches the database.
-func checkClaim(req kvstore.ClaimRequest) error {
-	if err := checkKey(req.Tenant, req.Digest); err != nil {
-		return err
-	}
-	if err := checkLease(req.Lease); err != nil {
-		return err
-	}
+// checkClaimText refuses a ClaimRequest whose text fields the database's text
+// columns cannot hold; the contract's own checks are kvstore.ClaimRequest's.
+func checkClaimText(req kvstore.ClaimRequest) error {
 	for _, f := range []struct{ name, v string }{
 		{"holder", req.Holder}, {"check digest", req.CheckDigest}, {"tool", req.Tool},
 		{"run id", req.RunID}, {"call id", req.CallID},

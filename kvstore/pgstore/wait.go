@@ -171,7 +171,7 @@ func (l *listener) session(ctx context.Context) (bool, error) {
 // listener reconnects. An error reading the record is returned (wrapping
 // kvstore.ErrUnavailable).
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
-	if err := checkKey(seen.Tenant, seen.Digest); err != nil {
+	if err := kvstore.CheckKey(seen.Tenant, seen.Digest); err != nil {
 		return kvstore.Record{}, s.fail("wait", err)
 	}
 	if err := s.checkOpen(); err != nil {

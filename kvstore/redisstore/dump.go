@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tesserix/toolexec/kvstore"
 )
 
 // DumpRaw returns, for each of the tenant's live records, the Redis key, a
@@ -20,7 +22,7 @@ func (s *Store) DumpRaw(ctx context.Context, tenant string) ([][]byte, error) {
 	if err := s.closed(op); err != nil {
 		return nil, err
 	}
-	if err := validTenant(op, tenant); err != nil {
+	if err := invalid(op, kvstore.CheckTenant(tenant)); err != nil {
 		return nil, err
 	}
 	digests, err := s.client.ZRange(ctx, s.idxKey(tenant), 0, -1).Result()

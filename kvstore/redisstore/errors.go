@@ -17,6 +17,16 @@ func errf(op string, sentinel error, format string, args ...any) error {
 	return fmt.Errorf("redisstore: %s: %w: %s", op, sentinel, fmt.Sprintf(format, args...))
 }
 
+// invalid names the operation in an error from one of the contract's request
+// checks (kvstore.CheckKey, kvstore.ClaimRequest.Validate, ...), which wraps
+// kvstore.ErrInvalid; nil stays nil.
+func invalid(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
 // unavailable translates a failure to talk to Redis (refused connection, closed
 // client, timeout, cancelled context, unexpected reply) into an error that wraps
 // both kvstore.ErrUnavailable and the cause.

@@ -30,11 +30,11 @@ func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, li
 	if err := s.closed(op); err != nil {
 		return nil, err
 	}
-	if err := validTenant(op, tenant); err != nil {
+	if err := invalid(op, kvstore.CheckTenant(tenant)); err != nil {
 		return nil, err
 	}
-	if !state.Valid() {
-		return nil, errf(op, kvstore.ErrInvalid, "state %q", state)
+	if err := invalid(op, state.Validate()); err != nil {
+		return nil, err
 	}
 	now, err := s.client.Time(ctx).Result()
 	if err != nil {

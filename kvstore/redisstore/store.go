@@ -129,7 +129,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	if err := s.closed(op); err != nil {
 		return kvstore.ClaimResult{}, err
 	}
-	if err := validClaim(op, req); err != nil {
+	if err := invalid(op, req.Validate()); err != nil {
 		return kvstore.ClaimResult{}, err
 	}
 	token, err := newToken()
@@ -193,7 +193,7 @@ func (s *Store) Get(ctx context.Context, tenant, digest string) (kvstore.Record,
 	if err := s.closed(op); err != nil {
 		return kvstore.Record{}, err
 	}
-	if err := validKey(op, tenant, digest); err != nil {
+	if err := invalid(op, kvstore.CheckKey(tenant, digest)); err != nil {
 		return kvstore.Record{}, err
 	}
 	rec, _, err := s.read(ctx, op, readScript, tenant, digest)
@@ -243,7 +243,7 @@ func (s *Store) holderOp(ctx context.Context, op string, sc *redis.Script, lease
 	if err := s.closed(op); err != nil {
 		return err
 	}
-	if err := validLease(op, lease); err != nil {
+	if err := invalid(op, lease.Validate()); err != nil {
 		return err
 	}
 	argv := make([]any, 3, 3+len(args))
@@ -305,8 +305,8 @@ func (s *Store) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reas
 // for a non-positive d.
 func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
 	const op = "renew"
-	if d <= 0 {
-		return kvstore.Lease{}, errf(op, kvstore.ErrInvalid, "lease %v must be positive", d)
+	if err := invalid(op, kvstore.CheckLeaseDuration(d)); err != nil {
+		return kvstore.Lease{}, err
 	}
 	if err := s.holderOp(ctx, op, renewScript, lease, durMS(d)); err != nil {
 		return kvstore.Lease{}, err
@@ -318,23 +318,15 @@ func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration)
 // a new claim for req.Holder, comparing the revision and holder in seen inside the
 // same script. It returns an error wrapping kvstore.ErrLeaseHeld if the lease has
 // not run out or the record changed (including a record no longer claimed), and
-// kvstore.ErrNotFound if it is gone. req.Tenant and req.Digest may be left empty;
-// if set they must match seen's.
+// kvstore.ErrNotFound if it is gone, and kvstore.ErrInvalid for a malformed seen
+// or req, or a req that names another key than seen (see
+// kvstore.ClaimRequest.ValidateTakeOver).
 func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
 	const op = "take over"
 	if err := s.closed(op); err != nil {
 		return kvstore.Lease{}, err
 	}
-	if req.Tenant == "" {
-		req.Tenant = seen.Tenant
-	}
-	if req.Digest == "" {
-		req.Digest = seen.Digest
-	}
-	if req.Tenant != seen.Tenant || req.Digest != seen.Digest {
-		return kvstore.Lease{}, errf(op, kvstore.ErrInvalid, "request names %s/%s but seen record is %s/%s", req.Tenant, req.Digest, seen.Tenant, seen.Digest)
-	}
-	if err := validClaim(op, req); err != nil {
+	if err := invalid(op, req.ValidateTakeOver(seen)); err != nil {
 		return kvstore.Lease{}, err
 	}
 	token, err := newToken()
@@ -366,7 +358,7 @@ func (s *Store) Resolve(ctx context.Context, tenant, digest string, res kvstore.
 	if err := s.closed(op); err != nil {
 		return kvstore.Record{}, err
 	}
-	if err := validKey(op, tenant, digest); err != nil {
+	if err := invalid(op, kvstore.CheckKey(tenant, digest)); err != nil {
 		return kvstore.Record{}, err
 	}
 	if !res.Release && len(res.Outcome) > s.cfg.MaxValueSize {
@@ -404,7 +396,7 @@ func (s *Store) Forget(ctx context.Context, tenant string) (int64, error) {
 	if err := s.closed(op); err != nil {
 		return 0, err
 	}
-	if err := validTenant(op, tenant); err != nil {
+	if err := invalid(op, kvstore.CheckTenant(tenant)); err != nil {
 		return 0, err
 	}
 	idx := s.idxKey(tenant)

@@ -32,7 +32,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 	if err := s.closed(op); err != nil {
 		return kvstore.Record{}, err
 	}
-	if err := validKey(op, seen.Tenant, seen.Digest); err != nil {
+	if err := invalid(op, kvstore.CheckKey(seen.Tenant, seen.Digest)); err != nil {
 		return kvstore.Record{}, err
 	}
 	if err := ctx.Err(); err != nil {
