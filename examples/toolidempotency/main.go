@@ -18,13 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/embedded"
-	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -78,10 +75,6 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tools, err := tool.NewRegistry(book)
-	if err != nil {
-		return err
-	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -97,78 +90,57 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer srv.Shutdown()
-	nc, err := bus.Connect(bus.ConnectConfig{InProcess: srv, Logger: quiet})
+	nc, err := nats.Connect("", nats.InProcessServer(srv))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
-		return err
-	}
 
-	// The executor: the JetStream KV store, the dispatcher and a worker.
-	store, err := natsstore.New(ctx, js, natsstore.Config{})
+	// The executor: the streams, the JetStream KV store, the dispatcher and a
+	// worker, with the defaults cmd/executor uses.
+	ex, err := toolexec.NewExecutor(ctx, nc, toolexec.ExecutorConfig{Tools: []*tool.Tool{book}, Holder: "example", Logger: quiet})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	d, err := dispatch.New(dispatch.Config{Tools: tools, Store: store, Holder: "example", Logger: quiet})
-	if err != nil {
-		return err
-	}
-	worker, err := bus.NewWorker(js, d, bus.WorkerConfig{Logger: quiet})
-	if err != nil {
-		return err
-	}
-	go func() { _ = worker.Run(ctx) }()
-	defer func() { _ = worker.Shutdown(ctx) }()
+	defer ex.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- ex.Run(runCtx) }()
+	defer func() { stop(); <-stopped }()
 
 	// The agent's side: publish each call and wait for its answer.
-	client, err := bus.NewClient(js, bus.ClientConfig{Source: "/agents/example", Logger: quiet})
+	client, err := toolexec.NewClient(nc, toolexec.WithSource("/agents/example"), toolexec.WithDefaultRunID("run_1"))
 	if err != nil {
 		return err
 	}
-	args := func(s string) []byte { return []byte(s) }
 	calls := []struct {
-		what string
-		call events.Call
+		what, callID, args string
 	}{
-		{"book BA117", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_1", Tool: "book",
-			Arguments: args(`{"flight":"BA117","request_id":"a"}`)}},
-		{"retry with a new request_id", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_2", Tool: "book",
-			Arguments: args(`{"flight":"BA117","request_id":"b"}`)}},
-		{"book BA999 (answer lost)", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_3", Tool: "book",
-			Arguments: args(`{"flight":"BA999","request_id":"c"}`)}},
-		{"retry BA999", events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_4", Tool: "book",
-			Arguments: args(`{"flight":"BA999","request_id":"d"}`)}},
+		{"book BA117", "call_1", `{"flight":"BA117","request_id":"a"}`},
+		{"retry with a new request_id", "call_2", `{"flight":"BA117","request_id":"b"}`},
+		{"book BA999 (answer lost)", "call_3", `{"flight":"BA999","request_id":"c"}`},
+		{"retry BA999", "call_4", `{"flight":"BA999","request_id":"d"}`},
 	}
 	for _, c := range calls {
-		a, err := client.Call(ctx, c.call)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%-30s → %s\n", c.what, describe(a))
-		var ie *dispatch.IndeterminateOutcomeError
-		if errors.As(dispatch.AnswerError(a), &ie) {
+		res, err := client.Call(ctx, "acme", "book", []byte(c.args), toolexec.WithCallID(c.callID))
+		var ie *toolexec.IndeterminateOutcomeError
+		switch {
+		case errors.As(err, &ie):
+			fmt.Fprintf(w, "%-30s → TOOL_INDETERMINATE (%s)\n", c.what, ie.Reason)
 			fmt.Fprintf(w, "%-30s   IndeterminateOutcomeError: tool=%s reason=%s body_entered=%t\n", "", ie.Tool, ie.Reason, ie.BodyEntered)
+		case err != nil:
+			return err
+		default:
+			fmt.Fprintf(w, "%-30s → %s\n", c.what, describe(res))
 		}
 	}
 	fmt.Fprintf(w, "seats taken: BA117=%d BA999=%d\n", air.taken("BA117"), air.taken("BA999"))
 	return nil
 }
 
-func describe(a events.Answer) string {
-	switch a.Kind {
-	case events.KindCompleted:
-		return "completed: " + a.Outcome
-	case events.KindDeduplicated:
-		return "TOOL_DEDUPLICATED: " + a.Outcome
-	case events.KindIndeterminate:
-		return "TOOL_INDETERMINATE (" + string(a.Reason) + ")"
+func describe(r *toolexec.Result) string {
+	if r.Kind == toolexec.Deduplicated {
+		return "TOOL_DEDUPLICATED: " + r.Outcome
 	}
-	return string(a.Kind) + ": " + a.Error
+	return "completed: " + r.Outcome
 }
