@@ -54,6 +54,12 @@ func (s *Store) queryRow(ctx context.Context, tenant, digest, query string, args
 	if s.writes == nil {
 		return scan(s.pool.QueryRow(ctx, query, args...))
 	}
+	// A select between a free writer and an ended context picks either at
+	// random: a caller whose context has ended must not queue a write it will
+	// be told failed.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	w := &write{tenant: tenant, digest: digest, query: query, args: args, scan: scan, done: make(chan error, 1)}
 	select {
 	case s.writes <- w:

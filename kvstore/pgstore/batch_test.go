@@ -304,3 +304,22 @@ func TestBatchWritersFollowThePool(t *testing.T) {
 		pool.Close()
 	}
 }
+
+// TestGroupCommitEndedContextWritesNothing: a claim whose context has already
+// ended is refused and never queued, so no claim is written behind a caller
+// told that it failed (once, half of such claims were written: a select
+// between a free writer and the ended context picked either).
+func TestGroupCommitEndedContextWritesNothing(t *testing.T) {
+	s := newTestStore(t, Config{MaxBatch: 64})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 40 {
+		r := req("t1", newDigest(t), fmt.Sprintf("w%d", i), time.Minute)
+		if _, err := s.Claim(ended, r); !errors.Is(err, context.Canceled) {
+			t.Fatalf("claim %d with an ended context: %v, want context.Canceled", i, err)
+		}
+		if _, err := s.Get(ctx(t), r.Tenant, r.Digest); !errors.Is(err, kvstore.ErrNotFound) {
+			t.Fatalf("claim %d with an ended context was written: Get says %v", i, err)
+		}
+	}
+}
