@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -137,7 +137,7 @@ func callPayload(callID, runID string, key int) []byte {
 	if err != nil {
 		panic(err) // fixed, valid input
 	}
-	_, data, err := binding.Encode(e, binding.Structured)
+	_, data, err := wire.Encode(e, wire.Structured)
 	if err != nil {
 		panic(err)
 	}

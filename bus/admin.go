@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -494,7 +494,7 @@ func (a *Admin) publishAudit(ctx context.Context, ev events.Answer) error {
 	if a.js == nil {
 		return errNoJetStream
 	}
-	msg, err := answerMsg(ev, a.cfg.Source, binding.Structured)
+	msg, err := answerMsg(ev, a.cfg.Source, wire.Structured)
 	if err != nil {
 		return err
 	}

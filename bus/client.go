@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/jspub"
 )
@@ -41,7 +41,7 @@ type Client struct {
 	nc   *nats.Conn
 	cfg  ClientConfig
 	log  *slog.Logger
-	mode binding.Mode
+	mode wire.Mode
 }
 
 // NewClient returns a client on js. It returns an error matching
@@ -53,12 +53,12 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, pub: jspub.New(js), nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
+	c := &Client{js: js, pub: jspub.New(js), nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
 	if cfg.Binary {
-		c.mode = binding.Binary
+		c.mode = wire.Binary
 	}
 	return c, nil
 }
@@ -70,18 +70,18 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	}
 	subject := events.CallSubject(call.Tenant, call.Tool)
 	var msg *nats.Msg
-	if c.mode == binding.Structured {
+	if c.mode == wire.Structured {
 		data, err := call.StructuredJSON()
 		if err != nil {
 			return nil, err
 		}
-		msg = binding.StructuredMsg(subject, data)
+		msg = wire.StructuredMsg(subject, data)
 	} else {
 		e, err := events.NewCallEvent(call)
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = binding.NewMsg(subject, e, c.mode); err != nil {
+		if msg, err = wire.NewMsg(subject, e, c.mode); err != nil {
 			return nil, err
 		}
 	}
@@ -264,7 +264,7 @@ func contextEnded(ctx context.Context) error {
 // a message in either mode. Errors match ErrBadAnswer, and wrap the
 // *events.RejectError or events error that says what is wrong.
 func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
-	e, err := binding.Decode(h, data)
+	e, err := wire.Decode(h, data)
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 )
@@ -55,13 +55,13 @@ func (w *Worker) decode(m jetstream.Msg) inbound {
 		return in
 	}
 	if size := len(data) + headerSize(h); size > w.cfg.MaxMessageBytes {
-		addr := binding.Peek(h, data)
+		addr := wire.Peek(h, data)
 		return reject(events.Reject(events.CodeTooLarge, "", "the message is %d bytes; this executor accepts at most %d",
 			size, w.cfg.MaxMessageBytes), addr.ID, addr.RunID, nil)
 	}
-	e, err := binding.Decode(h, data)
+	e, err := wire.Decode(h, data)
 	if err != nil {
-		addr := binding.Peek(h, data)
+		addr := wire.Peek(h, data)
 		return reject(err, addr.ID, addr.RunID, nil)
 	}
 	c, err := events.CallFromEvent(e, tenant, tool)

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/jspub"
@@ -566,9 +566,9 @@ var errPermanent = errors.New("permanent publish failure")
 // publish stores a in TOOLEXEC_EVENTS and waits for the PubAck, retrying
 // transient failures with backoff until ctx ends.
 func (w *Worker) publish(ctx context.Context, a events.Answer) error {
-	mode := binding.Structured
+	mode := wire.Structured
 	if w.cfg.BinaryAnswers {
-		mode = binding.Binary
+		mode = wire.Binary
 	}
 	msg, err := answerMsg(a, w.cfg.Source, mode)
 	if err != nil {
@@ -604,21 +604,21 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 // answerMsg encodes a as the NATS message that carries it: its event in the
 // given mode, on its subject, with a W3C traceparent header when it has one.
 // Nats-Msg-Id is set by the publisher.
-func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, error) {
+func answerMsg(a events.Answer, source string, mode wire.Mode) (*nats.Msg, error) {
 	a.Error = capError(a.Error)
 	var msg *nats.Msg
-	if mode == binding.Structured {
+	if mode == wire.Structured {
 		data, err := a.StructuredJSON(source)
 		if err != nil {
 			return nil, err
 		}
-		msg = binding.StructuredMsg(a.Subject(), data)
+		msg = wire.StructuredMsg(a.Subject(), data)
 	} else {
 		e, err := a.Event(source)
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = binding.NewMsg(a.Subject(), e, mode); err != nil {
+		if msg, err = wire.NewMsg(a.Subject(), e, mode); err != nil {
 			return nil, err
 		}
 	}

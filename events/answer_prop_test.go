@@ -9,7 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -140,7 +140,7 @@ func TestAnswerStructuredJSONMatchesSDK(tt *testing.T) {
 		var want []byte
 		e, wantErr := a.Event(source)
 		if wantErr == nil {
-			_, want, wantErr = binding.Encode(e, binding.Structured)
+			_, want, wantErr = wire.Encode(e, wire.Structured)
 		}
 		switch {
 		case (gotErr == nil) != (wantErr == nil):

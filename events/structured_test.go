@@ -9,7 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -43,7 +43,7 @@ func TestCallStructuredJSONMatchesSDK(tt *testing.T) {
 		var want []byte
 		e, wantErr := events.NewCallEvent(c)
 		if wantErr == nil {
-			_, want, wantErr = binding.Encode(e, binding.Structured)
+			_, want, wantErr = wire.Encode(e, wire.Structured)
 		}
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("StructuredJSON error %v, NewCallEvent's path %v, for %+v", gotErr, wantErr, c)

@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
@@ -578,7 +578,7 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := binding.NewMsg(events.CallSubject("acme", "book"), ev, binding.Structured)
+	msg, err := wire.NewMsg(events.CallSubject("acme", "book"), ev, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +608,7 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err = binding.NewMsg(events.CallSubject("acme", "echo"), ev, binding.Structured)
+	msg, err = wire.NewMsg(events.CallSubject("acme", "echo"), ev, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
@@ -173,7 +173,7 @@ func publishAnswer(t *testing.T, js jetstream.JetStream, a events.Answer, msgID 
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := binding.NewMsg(a.Subject(), e, binding.Structured)
+	msg, err := wire.NewMsg(a.Subject(), e, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package binding_test
+package wire_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -68,8 +68,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(bin+"\nce-comment: %FF", []byte(`{"arguments":{}}`))
 	f.Fuzz(func(t *testing.T, headers string, data []byte) {
 		h := fuzzHeaders(headers)
-		_ = binding.Peek(h, data)
-		e, err := binding.Decode(h, data)
+		_ = wire.Peek(h, data)
+		e, err := wire.Decode(h, data)
 		if err != nil {
 			checkRejection(t, "Decode", err)
 			return
@@ -83,12 +83,12 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted call cannot be made an event again: %v\ncall: %+v", err, c)
 		}
-		for _, mode := range []binding.Mode{binding.Structured, binding.Binary} {
-			h2, d2, err := binding.Encode(e2, mode)
+		for _, mode := range []wire.Mode{wire.Structured, wire.Binary} {
+			h2, d2, err := wire.Encode(e2, mode)
 			if err != nil {
 				t.Fatalf("%v: Encode: %v", mode, err)
 			}
-			e3, err := binding.Decode(h2, d2)
+			e3, err := wire.Decode(h2, d2)
 			if err != nil {
 				t.Fatalf("%v: Decode of an encoded call: %v\nheaders %v\npayload %q", mode, err, h2, d2)
 			}

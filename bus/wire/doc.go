@@ -21,4 +21,4 @@
 // rejected answer carries. [Peek] reads, from any message however malformed, the
 // call id and run id it claims, so that a rejection can still be addressed to the
 // caller waiting for it. [Encode] writes an event in either mode.
-package binding
+package wire

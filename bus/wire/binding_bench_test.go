@@ -1,11 +1,11 @@
-package binding_test
+package wire_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -22,7 +22,7 @@ var (
 		Key: "dcaca72c477ec402dd504f145eb9fa54d2964d52f26edc7cd656608baca21496", Outcome: "VGUQR2",
 		Time: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
-	benchModes = []binding.Mode{binding.Structured, binding.Binary}
+	benchModes = []wire.Mode{wire.Structured, wire.Binary}
 )
 
 // BenchmarkEncodeCall builds a call's CloudEvent through the SDK and its NATS
@@ -39,7 +39,7 @@ func BenchmarkEncodeCall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := binding.NewMsg(subject, e, mode); err != nil {
+				if _, err := wire.NewMsg(subject, e, mode); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -56,14 +56,14 @@ func BenchmarkDecodeCall(b *testing.B) {
 	}
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
-			h, data, err := binding.Encode(e, mode)
+			h, data, err := wire.Encode(e, mode)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				in, err := binding.Decode(h, data)
+				in, err := wire.Decode(h, data)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -88,7 +88,7 @@ func BenchmarkEncodeAnswer(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := binding.NewMsg(benchAnswer.Subject(), e, mode); err != nil {
+				if _, err := wire.NewMsg(benchAnswer.Subject(), e, mode); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -104,14 +104,14 @@ func BenchmarkDecodeAnswer(b *testing.B) {
 	}
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
-			h, data, err := binding.Encode(e, mode)
+			h, data, err := wire.Encode(e, mode)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				in, err := binding.Decode(h, data)
+				in, err := wire.Decode(h, data)
 				if err != nil {
 					b.Fatal(err)
 				}
