@@ -130,7 +130,7 @@ func settle(ctx context.Context, js jetstream.JetStream, f jetstream.PubAckFutur
 // callPayload is a structured CloudEvent of a demo booking: what every call in
 // these benchmarks weighs.
 func callPayload(callID, runID string, key int) []byte {
-	e, err := events.NewCallEvent(events.Call{
+	e, err := wire.CallEvent(events.Call{
 		Tenant: "bench", RunID: runID, CallID: callID, Tool: "book", Source: "/bench",
 		Arguments: fmt.Appendf(nil, `{"flight":"K%d","seats":1,"request_id":"r-%s"}`, key, callID),
 	})

@@ -388,8 +388,8 @@ func (a *Admin) forgetRequest(ctx context.Context, req ForgetRequest) ForgetResp
 	}
 	resp.Records = n
 	for _, p := range []struct{ stream, subject string }{
-		{events.CallStream, events.TenantCallSubjects(req.Tenant)},
-		{events.EventStream, events.TenantEventSubjects(req.Tenant)},
+		{wire.CallStream, wire.TenantCallSubjects(req.Tenant)},
+		{wire.EventStream, wire.TenantEventSubjects(req.Tenant)},
 	} {
 		if err := a.purge(ctx, p.stream, p.subject); err != nil {
 			resp.Error = &AdminError{Code: AdminCodeUnavailable,
@@ -499,7 +499,7 @@ func (a *Admin) publishAudit(ctx context.Context, ev events.Answer) error {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.MsgID()), jetstream.WithExpectStream(events.EventStream))
+		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(wire.MsgID(ev)), jetstream.WithExpectStream(wire.EventStream))
 		if err == nil || attempt == 3 || permanentPublishError(err) || !sleep(ctx, backoff(attempt)) {
 			return err
 		}

@@ -68,16 +68,16 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Source == "" {
 		call.Source = c.cfg.Source
 	}
-	subject := events.CallSubject(call.Tenant, call.Tool)
+	subject := wire.CallSubject(call.Tenant, call.Tool)
 	var msg *nats.Msg
 	if c.mode == wire.Structured {
-		data, err := call.StructuredJSON()
+		data, err := wire.CallJSON(call)
 		if err != nil {
 			return nil, err
 		}
 		msg = wire.StructuredMsg(subject, data)
 	} else {
-		e, err := events.NewCallEvent(call)
+		e, err := wire.CallEvent(call)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 }
 
 func (c *Client) publish(ctx context.Context, msg *nats.Msg, callID string) (*jetstream.PubAck, error) {
-	setPublishHeaders(msg, callID, events.CallStream)
+	setPublishHeaders(msg, callID, wire.CallStream)
 	ack, err := c.pub.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: publishing call %s: %w", callID, err)
@@ -142,7 +142,7 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	if err != nil {
 		return events.Answer{}, err
 	}
-	filter := events.AnswerFilter(call.Tenant, call.Tool, call.RunID, call.CallID)
+	filter := wire.AnswerFilter(call.Tenant, call.Tool, call.RunID, call.CallID)
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.nc.ChanSubscribe(filter, ch)
 	if err != nil {
@@ -209,7 +209,7 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 			return events.Answer{}, err
 		}
 	}
-	return c.attach(ctx, events.AnswerFilter(tenant, tool, runID, callID), callID)
+	return c.attach(ctx, wire.AnswerFilter(tenant, tool, runID, callID), callID)
 }
 
 // attach waits for the first event stored under filter, oldest first.
@@ -219,7 +219,7 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 // previous one, and a tenant's permissions grant no consumer deletes (a delete
 // names any consumer of the stream, another tenant's included).
 func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {
-	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{
+	cons, err := c.js.OrderedConsumer(ctx, wire.EventStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{filter},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: attachInactive,
@@ -268,7 +268,7 @@ func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
-	a, err := events.AnswerFromEvent(e)
+	a, err := wire.AnswerFromEvent(e)
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
@@ -302,16 +302,16 @@ func WatchSince(t time.Time) WatchOption {
 // JetStream's error when the consumer cannot be created.
 func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan events.Answer, error) {
 	if filter == "" {
-		filter = events.EventSubjects
+		filter = wire.EventSubjects
 	}
-	if !strings.HasPrefix(filter, events.EventPrefix) || len(filter) == len(events.EventPrefix) {
+	if !strings.HasPrefix(filter, wire.EventPrefix) || len(filter) == len(wire.EventPrefix) {
 		return nil, fmt.Errorf("%w: %q", ErrBadFilter, filter)
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, cfg)
+	cons, err := c.js.OrderedConsumer(ctx, wire.EventStream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
 	}

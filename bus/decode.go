@@ -64,9 +64,9 @@ func (w *Worker) decode(m jetstream.Msg) inbound {
 		addr := wire.Peek(h, data)
 		return reject(err, addr.ID, addr.RunID, nil)
 	}
-	c, err := events.CallFromEvent(e, tenant, tool)
+	c, err := wire.CallFromEvent(e, tenant, tool)
 	if err != nil {
-		runID, _ := events.Extensions(e)[events.ExtRunID].(string)
+		runID, _ := wire.Extensions(e)[wire.ExtRunID].(string)
 		return reject(err, e.ID(), runID, &e)
 	}
 	in.call = dispatch.Call{
@@ -94,7 +94,7 @@ func (w *Worker) rejection(m jetstream.Msg, tenant, tool, id, runID string, e *e
 		a.CallID = StandInCallID(seq)
 	}
 	if e != nil {
-		exts := events.Extensions(*e)
+		exts := wire.Extensions(*e)
 		if tp, ok := exts["traceparent"].(string); ok {
 			a.TraceParent = tp
 			a.TraceState, _ = exts["tracestate"].(string)
@@ -128,7 +128,7 @@ func validOrEmpty(s string) string {
 // and the rest (the tool, or whatever stands in its place). It reports false for
 // a subject outside toolexec.call.>.
 func splitCallSubject(subject string) (tenant, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, events.CallPrefix)
+	rest, ok := strings.CutPrefix(subject, wire.CallPrefix)
 	if !ok {
 		return "", "", false
 	}

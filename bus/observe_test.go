@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -74,11 +75,11 @@ func TestWorkerObserver(t *testing.T) {
 		t.Errorf("a call answered: observations %q, want %q", got, want)
 	}
 
-	sub, err := h.nc.SubscribeSync(events.EventSubject("acme", events.KindRejected, "book", "*", "*"))
+	sub, err := h.nc.SubscribeSync(wire.EventSubject("acme", events.KindRejected, "book", "*", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.nc.PublishMsg(structuredMsg(events.CallSubject("acme", "book"), "{not json")); err != nil {
+	if err := h.nc.PublishMsg(structuredMsg(wire.CallSubject("acme", "book"), "{not json")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sub.NextMsg(10 * time.Second); err != nil {

@@ -151,7 +151,7 @@ type WorkerStats struct {
 // and checked; a malformed one is answered rejected and terminated without
 // reaching the dispatcher. Otherwise the dispatcher runs it while the worker
 // sends in-progress signals; the answer is published with Nats-Msg-Id
-// Answer.MsgID and the worker waits for its PubAck, retrying transient failures;
+// wire.MsgID and the worker waits for its PubAck, retrying transient failures;
 // only then is the message acknowledged (terminated, for a rejected answer, so
 // that it is never redelivered). A dispatch that ends without an answer hands
 // the message back (Nak) for another worker.
@@ -574,7 +574,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	setPublishHeaders(msg, a.MsgID(), events.EventStream)
+	setPublishHeaders(msg, wire.MsgID(a), wire.EventStream)
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
 		ack, err := w.pub.PublishMsg(pctx, msg)
@@ -608,17 +608,17 @@ func answerMsg(a events.Answer, source string, mode wire.Mode) (*nats.Msg, error
 	a.Error = capError(a.Error)
 	var msg *nats.Msg
 	if mode == wire.Structured {
-		data, err := a.StructuredJSON(source)
+		data, err := wire.AnswerJSON(a, source)
 		if err != nil {
 			return nil, err
 		}
-		msg = wire.StructuredMsg(a.Subject(), data)
+		msg = wire.StructuredMsg(wire.AnswerSubject(a), data)
 	} else {
-		e, err := a.Event(source)
+		e, err := wire.AnswerEvent(a, source)
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = wire.NewMsg(a.Subject(), e, mode); err != nil {
+		if msg, err = wire.NewMsg(wire.AnswerSubject(a), e, mode); err != nil {
 			return nil, err
 		}
 	}

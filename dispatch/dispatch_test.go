@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
@@ -40,7 +41,7 @@ func mustDispatch(t *testing.T, d *dispatch.Dispatcher, c dispatch.Call) events.
 // the embedded schema for its kind.
 func checkWire(t *testing.T, a events.Answer) {
 	t.Helper()
-	if _, err := a.Event("toolexec/test"); err != nil {
+	if _, err := wire.AnswerEvent(a, "toolexec/test"); err != nil {
 		t.Errorf("answer %+v does not make a valid event: %v", a, err)
 	}
 }

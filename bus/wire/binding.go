@@ -110,7 +110,7 @@ func hasPrefixFold(s, prefix string) bool {
 // Decode reads the CloudEvent carried by a message with headers h and payload
 // data, in whichever mode the message is in (see [ModeOf]). It checks only what
 // makes the message a CloudEvents 1.0 event; what makes the event a toolexec call
-// is for events.CallFromEvent.
+// is for [CallFromEvent].
 //
 // Every error is an [*events.RejectError]:
 //
@@ -144,7 +144,7 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 // reads: the CloudEvents context attributes, the data, and the extensions.
 var attributeNames = jsonobj.NewNames("specversion", "id", "source", "type", "subject", "time",
 	"datacontenttype", "dataschema", "data", "data_base64", "traceparent", "tracestate",
-	events.ExtTenant, events.ExtRunID, events.ExtCallID, events.ExtIdempotencyKey)
+	ExtTenant, ExtRunID, ExtCallID, ExtIdempotencyKey)
 
 // objects holds the buffers decodeStructured splits payloads into: the split
 // is read before decodeStructured returns, and nothing it returns shares it.
@@ -197,7 +197,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeInvalidUnicode, "", "the payload is not valid UTF-8")
 	}
 	if !json.Valid(data) {
-		if events.NestsDeeper(data, MaxNesting) {
+		if NestsDeeper(data, MaxNesting) {
 			return event.Event{}, events.Reject(events.CodeTooDeep, "", "the payload nests arrays and objects more than %d deep", MaxNesting)
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
@@ -327,7 +327,7 @@ func Peek(h nats.Header, data []byte) Address {
 		if v, ok := Get(h, Prefix+"id"); ok {
 			a.ID, _ = headerValue(v)
 		}
-		if v, ok := Get(h, Prefix+events.ExtRunID); ok {
+		if v, ok := Get(h, Prefix+ExtRunID); ok {
 			a.RunID, _ = headerValue(v)
 		}
 		return a
@@ -340,7 +340,7 @@ func Peek(h nats.Header, data []byte) Address {
 	if id, ok := top.Get("id"); ok {
 		_ = json.Unmarshal(id, &a.ID)
 	}
-	if runID, ok := top.Get(events.ExtRunID); ok {
+	if runID, ok := top.Get(ExtRunID); ok {
 		_ = json.Unmarshal(runID, &a.RunID)
 	}
 	return a
@@ -401,7 +401,7 @@ func Encode(e event.Event, mode Mode) (nats.Header, []byte, error) {
 
 // StructuredMsg returns a structured-mode NATS message for subject whose
 // payload is data, an event already written in the JSON event format (as
-// events.Call.StructuredJSON and events.Answer.StructuredJSON write one).
+// [CallJSON] and [AnswerJSON] write one).
 func StructuredMsg(subject string, data []byte) *nats.Msg {
 	return &nats.Msg{Subject: subject, Header: nats.Header{ContentType: {StructuredJSON}}, Data: data}
 }
@@ -484,10 +484,6 @@ func hex4(v []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
-
-// MaxNesting is how deeply a structured event may nest arrays and objects: the
-// limit of encoding/json, which reads it.
-const MaxNesting = events.MaxNesting
 
 // maxShown bounds how much of a sender's value an error message repeats.
 const maxShown = 64

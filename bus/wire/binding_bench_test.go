@@ -27,15 +27,14 @@ var (
 
 // BenchmarkEncodeCall builds a call's CloudEvent through the SDK and its NATS
 // message, as the client does for every call it publishes in binary mode (in
-// structured mode it writes the event directly: events'
-// BenchmarkCallStructuredJSON).
+// structured mode it writes the event directly: BenchmarkCallJSON).
 func BenchmarkEncodeCall(b *testing.B) {
-	subject := events.CallSubject(benchCall.Tenant, benchCall.Tool)
+	subject := wire.CallSubject(benchCall.Tenant, benchCall.Tool)
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				e, err := events.NewCallEvent(benchCall)
+				e, err := wire.CallEvent(benchCall)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -50,7 +49,7 @@ func BenchmarkEncodeCall(b *testing.B) {
 // BenchmarkDecodeCall reads a call message back into a call, as a worker does
 // for every message it takes.
 func BenchmarkDecodeCall(b *testing.B) {
-	e, err := events.NewCallEvent(benchCall)
+	e, err := wire.CallEvent(benchCall)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func BenchmarkDecodeCall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := events.CallFromEvent(in, benchCall.Tenant, benchCall.Tool); err != nil {
+				if _, err := wire.CallFromEvent(in, benchCall.Tenant, benchCall.Tool); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -77,18 +76,17 @@ func BenchmarkDecodeCall(b *testing.B) {
 
 // BenchmarkEncodeAnswer builds a completed answer's event through the SDK and
 // its message, as a worker does for every answer it publishes in binary mode
-// (in structured mode it writes the event directly: events'
-// BenchmarkAnswerStructuredJSON).
+// (in structured mode it writes the event directly: BenchmarkAnswerJSON).
 func BenchmarkEncodeAnswer(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				e, err := benchAnswer.Event("/toolexec/executor/bench")
+				e, err := wire.AnswerEvent(benchAnswer, "/toolexec/executor/bench")
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := wire.NewMsg(benchAnswer.Subject(), e, mode); err != nil {
+				if _, err := wire.NewMsg(wire.AnswerSubject(benchAnswer), e, mode); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -98,7 +96,7 @@ func BenchmarkEncodeAnswer(b *testing.B) {
 
 // BenchmarkDecodeAnswer reads an answer message back, as a waiting client does.
 func BenchmarkDecodeAnswer(b *testing.B) {
-	e, err := benchAnswer.Event("/toolexec/executor/bench")
+	e, err := wire.AnswerEvent(benchAnswer, "/toolexec/executor/bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +113,7 @@ func BenchmarkDecodeAnswer(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := events.AnswerFromEvent(in); err != nil {
+				if _, err := wire.AnswerFromEvent(in); err != nil {
 					b.Fatal(err)
 				}
 			}

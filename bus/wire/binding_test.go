@@ -73,7 +73,7 @@ func TestPercentRoundTripProperty(t *testing.T) {
 	})
 }
 
-func sampleCall() events.Call {
+func codecCall() events.Call {
 	return events.Call{
 		Tenant: "acme", RunID: "run-1", CallID: "call-1", Tool: "book",
 		Source:      "/agents/one",
@@ -87,12 +87,12 @@ func sampleCall() events.Call {
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	for _, mode := range []wire.Mode{wire.Structured, wire.Binary} {
 		t.Run(mode.String(), func(t *testing.T) {
-			want := sampleCall()
-			e, err := events.NewCallEvent(want)
+			want := codecCall()
+			e, err := wire.CallEvent(want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			msg, err := wire.NewMsg(events.CallSubject(want.Tenant, want.Tool), e, mode)
+			msg, err := wire.NewMsg(wire.CallSubject(want.Tenant, want.Tool), e, mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			call, err := events.CallFromEvent(got, want.Tenant, want.Tool)
+			call, err := wire.CallFromEvent(got, want.Tenant, want.Tool)
 			if err != nil {
 				t.Fatalf("CallFromEvent: %v", err)
 			}
@@ -125,7 +125,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeBinaryHeaders(t *testing.T) {
-	e, err := events.NewCallEvent(sampleCall())
+	e, err := wire.CallEvent(codecCall())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestEncodeBinaryHeaders(t *testing.T) {
 		"ce-specversion": "1.0",
 		"ce-id":          "call-1",
 		"ce-source":      "/agents/one",
-		"ce-type":        events.CallType,
+		"ce-type":        wire.CallType,
 		"ce-subject":     "book",
 		"ce-tenant":      "acme",
 		"ce-runid":       "run-1",
@@ -202,7 +202,7 @@ func binaryHdr(kv ...string) nats.Header {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	validBinary := []string{"ce-specversion", "1.0", "ce-id", "c1", "ce-source", "s", "ce-type", events.CallType}
+	validBinary := []string{"ce-specversion", "1.0", "ce-id", "c1", "ce-source", "s", "ce-type", wire.CallType}
 	tests := []struct {
 		name      string
 		header    nats.Header
@@ -255,7 +255,7 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestDecodeBinaryCaseInsensitiveHeaders(t *testing.T) {
-	h := binaryHdr("CE-SpecVersion", "1.0", "Ce-Id", "c%2D1", "CE-SOURCE", "agent%3Ax", "ce-type", events.CallType,
+	h := binaryHdr("CE-SpecVersion", "1.0", "Ce-Id", "c%2D1", "CE-SOURCE", "agent%3Ax", "ce-type", wire.CallType,
 		"ce-Tenant", "acme", "ce-runid", "r1", "content-type", "application/json")
 	e, err := wire.Decode(h, []byte(`{"arguments":{}}`))
 	if err != nil {
@@ -267,7 +267,7 @@ func TestDecodeBinaryCaseInsensitiveHeaders(t *testing.T) {
 	if got := e.Extensions()["tenant"]; got != "acme" {
 		t.Errorf("tenant extension = %v", got)
 	}
-	if _, err := events.CallFromEvent(e, "acme", "book"); err != nil {
+	if _, err := wire.CallFromEvent(e, "acme", "book"); err != nil {
 		t.Errorf("CallFromEvent: %v", err)
 	}
 }
@@ -313,13 +313,13 @@ func TestGetAndValues(t *testing.T) {
 // TestDecodeStructuredWithoutDataContentType: JSON data with no datacontenttype
 // is read as JSON, as the JSON event format says.
 func TestDecodeStructuredWithoutDataContentType(t *testing.T) {
-	h, data := structured(`{"specversion":"1.0","id":"c1","source":"/a","type":"` + events.CallType +
+	h, data := structured(`{"specversion":"1.0","id":"c1","source":"/a","type":"` + wire.CallType +
 		`","runid":"r1","data":{"arguments":{"flight":"LH1", "n": 1.50}}}`)
 	e, err := wire.Decode(h, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := events.CallFromEvent(e, "acme", "book")
+	c, err := wire.CallFromEvent(e, "acme", "book")
 	if err != nil {
 		t.Fatalf("CallFromEvent: %v", err)
 	}

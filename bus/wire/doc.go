@@ -1,5 +1,32 @@
-// Package binding carries CloudEvents over NATS messages, both ways, in the two
-// modes toolexec speaks:
+// Package wire is how toolexec's calls and answers travel: the NATS subjects and
+// streams they are published on, the CloudEvents that carry them, those events
+// in NATS messages, and the JSON Schemas their data is held to. What the calls
+// and answers are (an [events.Call], an [events.Answer] and its kinds, codes and
+// tokens) is package events'; this package turns them into bytes and back.
+//
+// # Subjects
+//
+//	toolexec.call.<tenant>.<tool>                                  calls ([CallSubject])
+//	toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>       answers ([EventSubject], [AnswerSubject])
+//	toolexec.event.<tenant>.*.<tool>.<run_id>.<call_id>            one call's answer ([AnswerFilter])
+//
+// Calls are kept by the work-queue stream [CallStream], answers and audit events
+// by the limits stream [EventStream]. An answer is published with Nats-Msg-Id
+// [MsgID], derived from the tenant and call id, so that each call keeps one
+// answer event whoever publishes it.
+//
+// # Events
+//
+// A call is a CloudEvent of type [CallType] ([CallEvent], [CallFromEvent]); an
+// answer one of type [EventType] of its kind ([AnswerEvent], [AnswerFromEvent]),
+// with the extensions [ExtTenant], [ExtRunID], [ExtCallID] and
+// [ExtIdempotencyKey] and the distributed tracing extension. [CallJSON] and
+// [AnswerJSON] write the same events in the JSON event format directly, byte
+// for byte as the SDK's writer does, for the hot paths.
+//
+// # Messages
+//
+// Events travel over NATS messages in the two modes toolexec speaks:
 //
 //   - Structured mode (the released NATS protocol binding, 1.0.2): the payload is
 //     the event in the JSON event format and the Content-Type header is
@@ -21,4 +48,13 @@
 // rejected answer carries. [Peek] reads, from any message however malformed, the
 // call id and run id it claims, so that a rejection can still be addressed to the
 // caller waiting for it. [Encode] writes an event in either mode.
+//
+// # Schemas
+//
+// The data of every event is held to its JSON Schema, embedded from package
+// schemas: [Validate] and [ValidateCall] check it, [CallFromEvent] rejects a
+// call whose data breaks the call schema, [AnswerFromEvent] refuses an answer
+// whose data breaks its kind's, and the answer writers validate what they write
+// where the fields' checks do not already ensure it. A violation matches
+// [ErrInvalidData].
 package wire

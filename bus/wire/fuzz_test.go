@@ -40,7 +40,7 @@ func checkRejection(t *testing.T, what string, err error) {
 }
 
 // FuzzDecode feeds arbitrary headers and payloads to Decode, in whichever mode
-// the headers select, and what it accepts to events.CallFromEvent. Neither may
+// the headers select, and what it accepts to wire.CallFromEvent. Neither may
 // panic; every error is a *events.RejectError with a rejection code; Peek reads
 // anything; and a call accepted by both is encoded again in each mode and
 // decoded to the same call. The seed corpus is under testdata/fuzz/FuzzDecode.
@@ -74,12 +74,12 @@ func FuzzDecode(f *testing.F) {
 			checkRejection(t, "Decode", err)
 			return
 		}
-		c, err := events.CallFromEvent(e, "acme", "book")
+		c, err := wire.CallFromEvent(e, "acme", "book")
 		if err != nil {
 			checkRejection(t, "CallFromEvent", err)
 			return
 		}
-		e2, err := events.NewCallEvent(c)
+		e2, err := wire.CallEvent(c)
 		if err != nil {
 			t.Fatalf("an accepted call cannot be made an event again: %v\ncall: %+v", err, c)
 		}
@@ -92,7 +92,7 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%v: Decode of an encoded call: %v\nheaders %v\npayload %q", mode, err, h2, d2)
 			}
-			c3, err := events.CallFromEvent(e3, c.Tenant, c.Tool)
+			c3, err := wire.CallFromEvent(e3, c.Tenant, c.Tool)
 			if err != nil {
 				t.Fatalf("%v: CallFromEvent of an encoded call: %v", mode, err)
 			}

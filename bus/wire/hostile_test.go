@@ -15,7 +15,7 @@ import (
 // (raw JSON, in order) and the given data.
 func hostileEvent(data string, extra ...string) string {
 	var b strings.Builder
-	b.WriteString(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + events.CallType + `","runid":"r1"`)
+	b.WriteString(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + wire.CallType + `","runid":"r1"`)
 	for i := 0; i+1 < len(extra); i += 2 {
 		b.WriteString(`,"` + extra[i] + `":` + extra[i+1])
 	}
@@ -100,7 +100,7 @@ func TestPeekDeepAndHugeValues(t *testing.T) {
 // which predates headers, is the JSON event format alone; it is read in
 // structured mode, other headers (Nats-Msg-Id) notwithstanding.
 func TestDecodeReleasedBinding(t *testing.T) {
-	payload := []byte(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + events.CallType +
+	payload := []byte(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + wire.CallType +
 		`","subject":"book","tenant":"acme","runid":"r1","datacontenttype":"application/json","data":{"arguments":{"flight":"LH1"}}}`)
 	for name, h := range map[string]nats.Header{"no headers": nil, "Nats-Msg-Id only": {"Nats-Msg-Id": {"c1"}}} {
 		t.Run(name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestDecodeReleasedBinding(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			c, err := events.CallFromEvent(e, "acme", "book")
+			c, err := wire.CallFromEvent(e, "acme", "book")
 			if err != nil {
 				t.Fatalf("CallFromEvent: %v", err)
 			}
@@ -126,7 +126,7 @@ func TestDecodeReleasedBinding(t *testing.T) {
 // strings, as older senders wrote them; they are unescaped, then the value is
 // percent-decoded once.
 func TestDecodeBinaryQuotedStrings(t *testing.T) {
-	base := []string{"ce-specversion", "1.0", "ce-source", "/agent", "ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"}
+	base := []string{"ce-specversion", "1.0", "ce-source", "/agent", "ce-type", wire.CallType, "ce-runid", "r1", "Content-Type", "application/json"}
 	tests := []struct {
 		name, id, comment string
 		wantID, wantText  string

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/tool"
@@ -106,7 +107,7 @@ func (r *benchRun) run(ctx context.Context) (time.Duration, error) {
 	n := len(r.spec.plan)
 	r.recs = make([]callRecord, n)
 	r.pending = make(map[string]*pendingCall, r.spec.concurrency*2)
-	filter := events.AnswerFilter(r.spec.tenant, r.spec.tool, r.spec.runID, "*")
+	filter := wire.AnswerFilter(r.spec.tenant, r.spec.tool, r.spec.runID, "*")
 	sub, err := r.nc.Subscribe(filter, r.onAnswer)
 	if err != nil {
 		return 0, fmt.Errorf("subscribing to %s: %w", filter, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
@@ -116,7 +117,7 @@ func TestDirectStoreAdmin(t *testing.T) {
 			}
 
 			// resolve, with its audit event
-			audit, err := e.nc.SubscribeSync(events.KindSubjects(events.KindResolved))
+			audit, err := e.nc.SubscribeSync(wire.KindSubjects(events.KindResolved))
 			if err != nil {
 				t.Fatal(err)
 			}

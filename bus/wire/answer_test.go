@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -85,7 +86,7 @@ func TestAnswerRoundTrip(t *testing.T) {
 	hex32 := regexp.MustCompile(`^[0-9a-f]{32}$`)
 	for _, tt := range answerCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := tt.a.Event(source)
+			e, err := wire.AnswerEvent(tt.a, source)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestAnswerRoundTrip(t *testing.T) {
 			want := map[string]any{
 				"specversion":     "1.0",
 				"type":            "io.tesserix.toolexec." + string(tt.a.Kind),
-				"id":              tt.a.ID(),
+				"id":              wire.AnswerID(tt.a),
 				"source":          source,
 				"time":            "2025-03-01T12:00:01Z",
 				"datacontenttype": "application/json",
@@ -117,7 +118,7 @@ func TestAnswerRoundTrip(t *testing.T) {
 				t.Errorf("id %q is not 32 hex digits", e.ID())
 			}
 
-			got, err := events.AnswerFromEvent(back)
+			got, err := wire.AnswerFromEvent(back)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,11 +129,11 @@ func TestAnswerRoundTrip(t *testing.T) {
 			if got != tt.a {
 				t.Errorf("AnswerFromEvent = %+v\nwant              %+v", got, tt.a)
 			}
-			if got.ID() != e.ID() || got.Subject() != tt.a.Subject() {
-				t.Errorf("decoded answer has id %q subject %q, want %q %q", got.ID(), got.Subject(), e.ID(), tt.a.Subject())
+			if wire.AnswerID(got) != e.ID() || wire.AnswerSubject(got) != wire.AnswerSubject(tt.a) {
+				t.Errorf("decoded answer has id %q subject %q, want %q %q", wire.AnswerID(got), wire.AnswerSubject(got), e.ID(), wire.AnswerSubject(tt.a))
 			}
-			if addr, err := events.ParseEventSubject(tt.a.Subject()); err != nil || addr.Kind != tt.a.Kind || addr.Tenant != "acme" {
-				t.Errorf("ParseEventSubject(%q) = %+v, %v", tt.a.Subject(), addr, err)
+			if addr, err := wire.ParseEventSubject(wire.AnswerSubject(tt.a)); err != nil || addr.Kind != tt.a.Kind || addr.Tenant != "acme" {
+				t.Errorf("ParseEventSubject(%q) = %+v, %v", wire.AnswerSubject(tt.a), addr, err)
 			}
 		})
 	}
@@ -141,7 +142,7 @@ func TestAnswerRoundTrip(t *testing.T) {
 func TestAnswerWithoutTraceOrTime(t *testing.T) {
 	a := base(events.KindCompleted)
 	a.TraceParent, a.Time, a.Outcome = "", time.Time{}, "x"
-	e, err := a.Event(source)
+	e, err := wire.AnswerEvent(a, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +152,12 @@ func TestAnswerWithoutTraceOrTime(t *testing.T) {
 			t.Errorf("attribute %q present, want it left out", k)
 		}
 	}
-	got, err := events.AnswerFromEvent(back)
+	got, err := wire.AnswerFromEvent(back)
 	if err != nil || got != a {
 		t.Errorf("AnswerFromEvent = %+v, %v; want %+v", got, err, a)
 	}
 	a.TraceParent, a.TraceState = traceParent, "k=v"
-	e, err = a.Event(source)
+	e, err = wire.AnswerEvent(a, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +183,10 @@ func TestAnswerSubject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.a.Subject(); got != tt.want {
+			if got := wire.AnswerSubject(tt.a); got != tt.want {
 				t.Errorf("Subject() = %q, want %q", got, tt.want)
 			}
-			if _, err := events.ParseEventSubject(tt.a.Subject()); err != nil {
+			if _, err := wire.ParseEventSubject(wire.AnswerSubject(tt.a)); err != nil {
 				t.Errorf("subject does not parse: %v", err)
 			}
 		})
@@ -195,7 +196,7 @@ func TestAnswerSubject(t *testing.T) {
 func TestRejectedWithMalformedIDs(t *testing.T) {
 	a := events.Answer{Kind: events.KindRejected, Tenant: "acme", Tool: "bo ok", RunID: "r.1", CallID: "c*1",
 		Error: "tool: not a token", Code: events.CodeBadToken, Field: "subject"}
-	e, err := a.Event(source)
+	e, err := wire.AnswerEvent(a, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,12 +209,12 @@ func TestRejectedWithMalformedIDs(t *testing.T) {
 	if strings.Contains(string(e.Data()), "bo ok") {
 		t.Errorf("data %s repeats the malformed tool", e.Data())
 	}
-	if a.Subject() != "toolexec.event.acme.rejected._._._" {
-		t.Errorf("Subject() = %q", a.Subject())
+	if wire.AnswerSubject(a) != "toolexec.event.acme.rejected._._._" {
+		t.Errorf("Subject() = %q", wire.AnswerSubject(a))
 	}
 	other := a
 	other.CallID = "c*2"
-	if a.ID() == other.ID() {
+	if wire.AnswerID(a) == wire.AnswerID(other) {
 		t.Error("two rejected calls with different (malformed) call ids share an id")
 	}
 }
@@ -228,22 +229,22 @@ func TestAnswerIDs(t *testing.T) {
 	indet := base(events.KindIndeterminate)
 	indet.Reason, indet.Tool, indet.RunID = events.ReasonHolderLost, "other", "run_2"
 
-	if completed.ID() != dedup.ID() || completed.ID() != indet.ID() {
-		t.Errorf("answers to one call have ids %q, %q, %q; want one", completed.ID(), dedup.ID(), indet.ID())
+	if wire.AnswerID(completed) != wire.AnswerID(dedup) || wire.AnswerID(completed) != wire.AnswerID(indet) {
+		t.Errorf("answers to one call have ids %q, %q, %q; want one", wire.AnswerID(completed), wire.AnswerID(dedup), wire.AnswerID(indet))
 	}
-	if completed.MsgID() != completed.ID() || dedup.MsgID() != completed.MsgID() {
-		t.Errorf("MsgID %q / %q, want the id %q", completed.MsgID(), dedup.MsgID(), completed.ID())
+	if wire.MsgID(completed) != wire.AnswerID(completed) || wire.MsgID(dedup) != wire.MsgID(completed) {
+		t.Errorf("MsgID %q / %q, want the id %q", wire.MsgID(completed), wire.MsgID(dedup), wire.AnswerID(completed))
 	}
-	e1, err := completed.Event(source)
+	e1, err := wire.AnswerEvent(completed, source)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2, err := completed.Event("elsewhere")
+	e2, err := wire.AnswerEvent(completed, "elsewhere")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e1.ID() != e2.ID() || e1.ID() != completed.MsgID() {
-		t.Errorf("republished answer has id %q then %q; want %q both times", e1.ID(), e2.ID(), completed.MsgID())
+	if e1.ID() != e2.ID() || e1.ID() != wire.MsgID(completed) {
+		t.Errorf("republished answer has id %q then %q; want %q both times", e1.ID(), e2.ID(), wire.MsgID(completed))
 	}
 
 	otherCall := completed
@@ -258,8 +259,8 @@ func TestAnswerIDs(t *testing.T) {
 	resolvedLater.Time = when.Add(time.Minute)
 	ids := map[string]string{}
 	for name, id := range map[string]string{
-		"call": completed.ID(), "other call": otherCall.ID(), "other tenant": otherTenant.ID(),
-		"split1": split1.ID(), "split2": split2.ID(), "resolved": resolved.ID(), "resolved later": resolvedLater.ID(),
+		"call": wire.AnswerID(completed), "other call": wire.AnswerID(otherCall), "other tenant": wire.AnswerID(otherTenant),
+		"split1": wire.AnswerID(split1), "split2": wire.AnswerID(split2), "resolved": wire.AnswerID(resolved), "resolved later": wire.AnswerID(resolvedLater),
 	} {
 		if prev, dup := ids[id]; dup {
 			t.Errorf("%s and %s share id %s", name, prev, id)
@@ -290,7 +291,7 @@ func TestAnswerEventRefuses(t *testing.T) {
 	}
 	// Each base answer is valid; the cases break one thing.
 	for _, k := range events.Kinds() {
-		if _, err := mod(k, func(*events.Answer) {}).Event(source); err != nil {
+		if _, err := wire.AnswerEvent(mod(k, func(*events.Answer) {}), source); err != nil {
 			t.Fatalf("base %s answer refused: %v", k, err)
 		}
 	}
@@ -333,16 +334,16 @@ func TestAnswerEventRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := tt.a.Event(source)
+			e, err := wire.AnswerEvent(tt.a, source)
 			if !errors.Is(err, events.ErrInvalidAnswer) {
 				t.Fatalf("Event() = %v, %v; want ErrInvalidAnswer", e.ID(), err)
 			}
 		})
 	}
-	if _, err := mod(events.KindCompleted, func(*events.Answer) {}).Event(""); !errors.Is(err, events.ErrInvalidAnswer) {
+	if _, err := wire.AnswerEvent(mod(events.KindCompleted, func(*events.Answer) {}), ""); !errors.Is(err, events.ErrInvalidAnswer) {
 		t.Errorf("Event(\"\") error = %v, want ErrInvalidAnswer", err)
 	}
-	if _, err := mod(events.KindCompleted, func(*events.Answer) {}).Event("%zz"); !errors.Is(err, events.ErrInvalidAnswer) {
+	if _, err := wire.AnswerEvent(mod(events.KindCompleted, func(*events.Answer) {}), "%zz"); !errors.Is(err, events.ErrInvalidAnswer) {
 		t.Errorf("Event(unparseable source) error = %v, want ErrInvalidAnswer", err)
 	}
 }
@@ -357,7 +358,7 @@ func answerEvent(t *testing.T, kind events.Kind, f func(*event.Event)) event.Eve
 	case events.KindResolved:
 		a.Key, a.Action, a.Outcome = key, events.ActionComplete, "x"
 	}
-	e, err := a.Event(source)
+	e, err := wire.AnswerEvent(a, source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +375,7 @@ func TestAnswerFromEventRefuses(t *testing.T) {
 	}{
 		{"no context", func(*testing.T) event.Event { return event.Event{} }, false},
 		{"a call", func(t *testing.T) event.Event {
-			e, err := events.NewCallEvent(sampleCall())
+			e, err := wire.CallEvent(sampleCall())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,11 +429,11 @@ func TestAnswerFromEventRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := events.AnswerFromEvent(tt.e(t))
+			a, err := wire.AnswerFromEvent(tt.e(t))
 			if !errors.Is(err, events.ErrInvalidAnswer) {
 				t.Fatalf("AnswerFromEvent = %+v, %v; want ErrInvalidAnswer", a, err)
 			}
-			if tt.wantData && !errors.Is(err, events.ErrInvalidData) {
+			if tt.wantData && !errors.Is(err, wire.ErrInvalidData) {
 				t.Errorf("error %v does not match ErrInvalidData", err)
 			}
 		})
@@ -445,7 +446,7 @@ func TestAnswerFromEventRefuses(t *testing.T) {
 func TestAnswerEventValidatesData(t *testing.T) {
 	resolved := events.Answer{Kind: events.KindResolved, Tenant: "acme", Key: key, Action: events.ActionRelease,
 		Operator: strings.Repeat("o", 257)}
-	if _, err := resolved.Event(source); !errors.Is(err, events.ErrInvalidData) {
+	if _, err := wire.AnswerEvent(resolved, source); !errors.Is(err, wire.ErrInvalidData) {
 		t.Errorf("Event() error = %v, want ErrInvalidData", err)
 	}
 }
@@ -455,11 +456,11 @@ func TestAnswerEventValidatesData(t *testing.T) {
 func TestRejectedFieldIsCut(t *testing.T) {
 	a := events.Answer{Kind: events.KindRejected, Tenant: "acme", CallID: "c", Error: "e",
 		Code: events.CodeTooDeep, Field: "/" + strings.Repeat("é", 600)}
-	e, err := a.Event(source)
+	e, err := wire.AnswerEvent(a, source)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := events.AnswerFromEvent(e)
+	got, err := wire.AnswerFromEvent(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +471,7 @@ func TestRejectedFieldIsCut(t *testing.T) {
 
 func TestAnswerDataIsNotHTMLEscaped(t *testing.T) {
 	a := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "r", CallID: "c", Tool: "t", Outcome: "<b>&</b>"}
-	e, err := a.Event(source)
+	e, err := wire.AnswerEvent(a, source)
 	if err != nil {
 		t.Fatal(err)
 	}
