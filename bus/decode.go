@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus/wire"
-	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -31,7 +30,7 @@ func StandInCallID(seq uint64) string { return StandInPrefix + strconv.FormatUin
 // rejection to publish, or the reason it can be neither.
 type inbound struct {
 	subject       string
-	call          dispatch.Call
+	call          events.Call
 	rejected      *events.Answer
 	unaddressable string
 }
@@ -69,10 +68,7 @@ func (w *Worker) decode(m jetstream.Msg) inbound {
 		runID, _ := wire.Extensions(e)[wire.ExtRunID].(string)
 		return reject(err, e.ID(), runID, &e)
 	}
-	in.call = dispatch.Call{
-		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool,
-		Arguments: c.Arguments, TraceParent: c.TraceParent,
-	}
+	in.call = c
 	return in
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
-	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/tool"
@@ -24,7 +23,7 @@ type countingDispatcher struct {
 	calls atomic.Int64
 }
 
-func (c *countingDispatcher) Dispatch(ctx context.Context, call dispatch.Call) (events.Answer, error) {
+func (c *countingDispatcher) Dispatch(ctx context.Context, call events.Call) (events.Answer, error) {
 	c.calls.Add(1)
 	return c.d.Dispatch(ctx, call)
 }

@@ -55,7 +55,7 @@ func TestWorkerObserver(t *testing.T) {
 	h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
 	})), bus.WorkerConfig{Observer: obs}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c dispatchCall) (events.Answer, error) {
+		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
 			handBack := false
 			if c.CallID == "again" {
 				first.Do(func() { handBack = true })

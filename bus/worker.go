@@ -23,7 +23,7 @@ import (
 // returns exactly one answer per call, or an error matching dispatch.ErrNoAnswer
 // when ctx ended before the call was answered and nothing irreversible happened.
 type Dispatcher interface {
-	Dispatch(ctx context.Context, c dispatch.Call) (events.Answer, error)
+	Dispatch(ctx context.Context, c events.Call) (events.Answer, error)
 }
 
 var _ Dispatcher = (*dispatch.Dispatcher)(nil)

@@ -212,7 +212,7 @@ func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
 	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c dispatchCall) (events.Answer, error) {
+		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
 			if calls.Add(1) == 1 {
 				return events.Answer{}, errNoAnswer
 			}
