@@ -178,7 +178,7 @@ func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, 
 	for {
 		select {
 		case m := <-ch:
-			return DecodeAnswer(m.Header, m.Data)
+			return decodeAnswer(m.Header, m.Data)
 		case r := <-stored:
 			if ctx.Err() == nil {
 				return r.a, r.err
@@ -235,7 +235,7 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err == nil {
-			return DecodeAnswer(m.Headers(), m.Data())
+			return decodeAnswer(m.Headers(), m.Data())
 		}
 		if cerr := contextEnded(ctx); cerr != nil {
 			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
@@ -260,15 +260,11 @@ func contextEnded(ctx context.Context) error {
 	return nil
 }
 
-// DecodeAnswer reads an answer (or a resolution) from the headers and payload of
-// a message in either mode. Errors match ErrBadAnswer, and wrap the
-// *events.RejectError or events error that says what is wrong.
-func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
-	e, err := wire.Decode(h, data)
-	if err != nil {
-		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
-	}
-	a, err := wire.AnswerFromEvent(e)
+// decodeAnswer reads an answer (or a resolution) from the headers and payload of
+// a message in either mode, as [wire.DecodeAnswer] does. Errors match
+// ErrBadAnswer, and wrap the error of wire.DecodeAnswer that says what is wrong.
+func decodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
+	a, err := wire.DecodeAnswer(h, data)
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
@@ -344,7 +340,7 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 				continue
 			}
 			pause = 0
-			a, err := DecodeAnswer(m.Headers(), m.Data())
+			a, err := decodeAnswer(m.Headers(), m.Data())
 			if err != nil {
 				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)
 				continue

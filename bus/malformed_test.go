@@ -208,7 +208,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 // decodeMsg reads an answer from a message, failing the test if it is not one.
 func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
 	t.Helper()
-	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	a, err := wire.DecodeAnswer(m.Header, m.Data)
 	if err != nil {
 		t.Fatalf("answer on %s: %v", m.Subject, err)
 	}

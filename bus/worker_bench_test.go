@@ -72,7 +72,7 @@ func BenchmarkWorkerCalls(b *testing.B) {
 		waiting = map[string]chan struct{}{}
 	)
 	sub, err := nc.Subscribe(wire.EventPrefix+"acme.>", func(m *nats.Msg) {
-		a, err := bus.DecodeAnswer(m.Header, m.Data)
+		a, err := wire.DecodeAnswer(m.Header, m.Data)
 		if err != nil {
 			b.Errorf("answer: %v", err)
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/extensions"
+	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/events"
 )
@@ -273,6 +274,19 @@ func validOrEmpty(s string) string {
 		return s
 	}
 	return ""
+}
+
+// DecodeAnswer reads an answer (or a resolution) from the headers and payload of
+// a NATS message in either mode: [Decode], then [AnswerFromEvent]. Errors are
+// theirs: an [*events.RejectError] for a message that is not a usable
+// CloudEvent, one matching [events.ErrInvalidAnswer] for an event that is not a
+// well-formed toolexec answer.
+func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
+	e, err := Decode(h, data)
+	if err != nil {
+		return events.Answer{}, err
+	}
+	return AnswerFromEvent(e)
 }
 
 // AnswerFromEvent reads an answer (or a resolution) from e, as a waiting caller or

@@ -76,7 +76,7 @@ func (r *benchRun) callID(i int) string { return r.spec.runID + "-" + strconv.It
 // goroutine: the time is taken first, so that the queue does not count.
 func (r *benchRun) onAnswer(m *nats.Msg) {
 	now := time.Now()
-	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	a, err := wire.DecodeAnswer(m.Header, m.Data)
 	if err != nil {
 		r.strays.Add(1)
 		return

@@ -144,7 +144,7 @@ func TestDirectStoreAdmin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no resolved event: %v", err)
 			}
-			a, err := bus.DecodeAnswer(m.Header, m.Data)
+			a, err := wire.DecodeAnswer(m.Header, m.Data)
 			if err != nil || a.Kind != events.KindResolved || a.Key != done || a.Operator != "ops" || a.Outcome != "PNR-OPS" || a.CallID != "call-done" {
 				t.Fatalf("resolved event %+v, %v", a, err)
 			}

@@ -593,7 +593,7 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acme: no answer to the call claiming globex: %v", err)
 	}
-	if a, err := bus.DecodeAnswer(m.Header, m.Data); err != nil || a.Kind != events.KindRejected || a.Code != events.CodeTenantMismatch {
+	if a, err := wire.DecodeAnswer(m.Header, m.Data); err != nil || a.Kind != events.KindRejected || a.Code != events.CodeTenantMismatch {
 		t.Errorf("the call claiming globex was answered %+v, %v; want rejected, tenant_mismatch", a, err)
 	}
 

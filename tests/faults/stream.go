@@ -47,7 +47,7 @@ func ReadAnswers(ctx context.Context, js jetstream.JetStream) ([]StoredAnswer, e
 			if err != nil {
 				return nil, fmt.Errorf("faults: reading %s: %w", wire.EventStream, err)
 			}
-			a, err := bus.DecodeAnswer(m.Headers(), m.Data())
+			a, err := wire.DecodeAnswer(m.Headers(), m.Data())
 			if err != nil {
 				bad = append(bad, fmt.Errorf("%s (seq %d): %w", m.Subject(), md.Sequence.Stream, err))
 			} else {
