@@ -277,13 +277,13 @@ func TestPeek(t *testing.T) {
 		name   string
 		header nats.Header
 		data   string
-		want   wire.Address
+		want   wire.CallAddress
 	}{
-		{"structured", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"specversion":"9","id":"c1","runid":"r1"}`, wire.Address{ID: "c1", RunID: "r1"}},
-		{"structured non-string id", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":5,"runid":"r1"}`, wire.Address{RunID: "r1"}},
-		{"structured not JSON", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":"c1"`, wire.Address{}},
-		{"binary", binaryHdr("ce-id", "c%201", "CE-RUNID", "r1"), "", wire.Address{ID: "c 1", RunID: "r1"}},
-		{"nothing", nil, "junk", wire.Address{}},
+		{"structured", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"specversion":"9","id":"c1","runid":"r1"}`, wire.CallAddress{ID: "c1", RunID: "r1"}},
+		{"structured non-string id", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":5,"runid":"r1"}`, wire.CallAddress{RunID: "r1"}},
+		{"structured not JSON", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":"c1"`, wire.CallAddress{}},
+		{"binary", binaryHdr("ce-id", "c%201", "CE-RUNID", "r1"), "", wire.CallAddress{ID: "c 1", RunID: "r1"}},
+		{"nothing", nil, "junk", wire.CallAddress{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

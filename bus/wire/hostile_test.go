@@ -70,7 +70,7 @@ func TestDecodeHostileStructured(t *testing.T) {
 			if re.Code != tt.wantCode || (tt.wantField != "" && re.Field != tt.wantField) {
 				t.Errorf("rejected %s (field %q): %v; want %s (field %q)", re.Code, re.Field, err, tt.wantCode, tt.wantField)
 			}
-			if got := wire.Peek(h, data); got != (wire.Address{ID: "c1", RunID: "r1"}) {
+			if got := wire.Peek(h, data); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v: the rejection cannot be addressed to call c1 of run r1", got)
 			}
 		})
@@ -89,7 +89,7 @@ func TestPeekDeepAndHugeValues(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, data := structured(payload)
-			if got := wire.Peek(h, data); got != (wire.Address{ID: "c1", RunID: "r1"}) {
+			if got := wire.Peek(h, data); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v, want c1 and r1", got)
 			}
 		})
@@ -115,7 +115,7 @@ func TestDecodeReleasedBinding(t *testing.T) {
 			if c.CallID != "c1" || c.RunID != "r1" || string(c.Arguments) != `{"flight":"LH1"}` {
 				t.Errorf("call = %+v", c)
 			}
-			if got := wire.Peek(h, payload); got != (wire.Address{ID: "c1", RunID: "r1"}) {
+			if got := wire.Peek(h, payload); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v", got)
 			}
 		})
