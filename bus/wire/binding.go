@@ -197,7 +197,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeInvalidUnicode, "", "the payload is not valid UTF-8")
 	}
 	if !json.Valid(data) {
-		if NestsDeeper(data, MaxNesting) {
+		if nestsDeeper(data, MaxNesting) {
 			return event.Event{}, events.Reject(events.CodeTooDeep, "", "the payload nests arrays and objects more than %d deep", MaxNesting)
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")

@@ -207,7 +207,7 @@ func callArguments(data []byte) (json.RawMessage, error) {
 		return nil, events.Reject(events.CodeInvalidUnicode, "data", "data is not valid UTF-8")
 	}
 	if !json.Valid(data) {
-		if NestsDeeper(data, MaxNesting) {
+		if nestsDeeper(data, MaxNesting) {
 			return nil, events.Reject(events.CodeTooDeep, "data", "data nests arrays and objects more than %d deep", MaxNesting)
 		}
 		var v any
@@ -252,9 +252,9 @@ func schemaViolation(format string, args ...any) *events.RejectError {
 // depth when the key is derived.)
 const MaxNesting = 10000
 
-// NestsDeeper reports whether data, read as JSON, has more than limit arrays and
+// nestsDeeper reports whether data, read as JSON, has more than limit arrays and
 // objects open at once. Brackets inside strings do not count.
-func NestsDeeper(data []byte, limit int) bool {
+func nestsDeeper(data []byte, limit int) bool {
 	depth, inString, escaped := 0, false, false
 	for _, c := range data {
 		switch {
