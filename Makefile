@@ -51,7 +51,7 @@ bench: ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rol
 		-out $(CURDIR)/docs/BENCHMARKS.md -chart $(CURDIR)/docs/benchmarks.svg $(BENCH_FLAGS)
 
 .PHONY: bench-go
-bench-go: ## Run the Go benchmarks only (key derivation, events, the CloudEvents codec, each store's claim cycle).
+bench-go: ## Run the Go benchmarks only (key derivation, the wire's CloudEvents and codec, each store's claim cycle).
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 .PHONY: fuzz
@@ -59,11 +59,11 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $${FUZZTIME:-20s} ./idemkey/canonical
 	$(GO) test -run '^$$' -fuzz '^FuzzDerive$$' -fuzztime $${FUZZTIME:-20s} ./idemkey
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./tool/toolsfile
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $${FUZZTIME:-20s} ./bus/binding
-	$(GO) test -run '^$$' -fuzz '^FuzzPlainEvent$$' -fuzztime $${FUZZTIME:-20s} ./bus/binding
-	$(GO) test -run '^$$' -fuzz '^FuzzCallFromEvent$$' -fuzztime $${FUZZTIME:-20s} ./events
-	$(GO) test -run '^$$' -fuzz '^FuzzCallArguments$$' -fuzztime $${FUZZTIME:-20s} ./events
-	$(GO) test -run '^$$' -fuzz '^FuzzReadAnswerData$$' -fuzztime $${FUZZTIME:-20s} ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzPlainEvent$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCallFromEvent$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCallArguments$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAnswerData$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $${FUZZTIME:-20s} ./internal/jsonobj
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./internal/jspub
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./internal/jsonvalue

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
@@ -74,7 +75,7 @@ func digest(s string) string {
 // decodeMsg decodes the answer or audit event m carries.
 func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
 	t.Helper()
-	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	a, err := wire.DecodeAnswer(m.Header, m.Data)
 	if err != nil {
 		t.Fatalf("answer on %s: %v", m.Subject, err)
 	}
@@ -85,7 +86,7 @@ func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
 // how many messages it holds.
 func eventSubjects(t *testing.T, js jetstream.JetStream, filter string) map[string]uint64 {
 	t.Helper()
-	return streamSubjects(t, js, events.EventStream, filter)
+	return streamSubjects(t, js, wire.EventStream, filter)
 }
 
 func streamSubjects(t *testing.T, js jetstream.JetStream, stream, filter string) map[string]uint64 {

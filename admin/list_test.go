@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/admin"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
@@ -170,7 +171,7 @@ func TestInProcess(t *testing.T) {
 	keys := parkKeys(t, store, "acme", 2)
 	wctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	audit, err := h.bus.Watch(wctx, events.KindSubjects(events.KindResolved))
+	audit, err := h.bus.Watch(wctx, wire.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/admin"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
@@ -35,7 +36,7 @@ func TestNew(t *testing.T) {
 
 	wctx, stop := context.WithCancel(ctxT(t))
 	defer stop()
-	audit, err := h.bus.Watch(wctx, events.KindSubjects(events.KindResolved))
+	audit, err := h.bus.Watch(wctx, wire.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +60,10 @@ func TestNew(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Forget = %d, %v; want 1 record", n, err)
 	}
-	if got := streamSubjects(t, h.js, events.CallStream, events.TenantCallSubjects("acme")); len(got) != 0 {
+	if got := streamSubjects(t, h.js, wire.CallStream, wire.TenantCallSubjects("acme")); len(got) != 0 {
 		t.Errorf("acme's calls after Forget: %v", got)
 	}
-	if got := eventSubjects(t, h.js, events.TenantEventSubjects("acme")); len(got) != 0 {
+	if got := eventSubjects(t, h.js, wire.TenantEventSubjects("acme")); len(got) != 0 {
 		t.Errorf("acme's events after Forget: %v", got)
 	}
 	if _, err := adm.Forget(ctxT(t), "ac.me"); !errors.Is(err, kvstore.ErrInvalid) {

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -215,8 +215,8 @@ func (a *Service) forgetRequest(ctx context.Context, req ForgetRequest) ForgetRe
 	}
 	resp.Records = n
 	for _, p := range []struct{ stream, subject string }{
-		{events.CallStream, events.TenantCallSubjects(req.Tenant)},
-		{events.EventStream, events.TenantEventSubjects(req.Tenant)},
+		{wire.CallStream, wire.TenantCallSubjects(req.Tenant)},
+		{wire.EventStream, wire.TenantEventSubjects(req.Tenant)},
 	} {
 		if err := a.purge(ctx, p.stream, p.subject); err != nil {
 			resp.Error = &Error{Code: CodeUnavailable,
@@ -329,14 +329,14 @@ func (a *Service) publishAudit(ctx context.Context, ev events.Answer) error {
 	if a.js == nil {
 		return errNoJetStream
 	}
-	data, err := ev.StructuredJSON(a.cfg.Source)
+	data, err := wire.AnswerJSON(ev, a.cfg.Source)
 	if err != nil {
 		return err
 	}
-	msg := binding.StructuredMsg(ev.Subject(), data)
+	msg := wire.StructuredMsg(wire.AnswerSubject(ev), data)
 	pause := auditBackoff
 	for attempt := 1; ; attempt++ {
-		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.MsgID()), jetstream.WithExpectStream(events.EventStream))
+		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(wire.MsgID(ev)), jetstream.WithExpectStream(wire.EventStream))
 		if err == nil || attempt == auditAttempts || permanentPublishError(err) || !sleep(ctx, pause) {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
@@ -71,7 +72,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 
 	// Resolve: the record completes and a resolved event is stored.
-	audit, err := h.nc.SubscribeSync(events.KindSubjects(events.KindResolved))
+	audit, err := h.nc.SubscribeSync(wire.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestRoundTrips(t *testing.T) {
 	if m.Subject != "toolexec.event.acme.resolved.book.run-1.call-1" {
 		t.Errorf("resolved event on %s", m.Subject)
 	}
-	if n := len(eventSubjects(t, h.js, events.KindSubjects(events.KindResolved))); n != 1 {
+	if n := len(eventSubjects(t, h.js, wire.KindSubjects(events.KindResolved))); n != 1 {
 		t.Errorf("%d resolved events stored, want 1", n)
 	}
 	if _, err := h.client.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: k1, Action: events.ActionRelease}); !errors.Is(err, kvstore.ErrNotIndeterminate) {
@@ -138,16 +139,16 @@ func TestRoundTrips(t *testing.T) {
 	if rec, err := h.client.Inspect(ctx, "globex", k2); err != nil || rec.State != kvstore.StateCompleted {
 		t.Errorf("other tenant's record: %+v, %v", rec, err)
 	}
-	if got := streamSubjects(t, h.js, events.CallStream, events.TenantCallSubjects("acme")); len(got) != 0 {
+	if got := streamSubjects(t, h.js, wire.CallStream, wire.TenantCallSubjects("acme")); len(got) != 0 {
 		t.Errorf("acme calls left: %v", got)
 	}
-	if got := eventSubjects(t, h.js, events.TenantEventSubjects("acme")); len(got) != 0 {
+	if got := eventSubjects(t, h.js, wire.TenantEventSubjects("acme")); len(got) != 0 {
 		t.Errorf("acme events left: %v", got)
 	}
-	if got := streamSubjects(t, h.js, events.CallStream, events.TenantCallSubjects("globex")); len(got) != 1 {
+	if got := streamSubjects(t, h.js, wire.CallStream, wire.TenantCallSubjects("globex")); len(got) != 1 {
 		t.Errorf("globex calls: %v, want one", got)
 	}
-	if got := eventSubjects(t, h.js, events.TenantEventSubjects("globex")); len(got) != 1 {
+	if got := eventSubjects(t, h.js, wire.TenantEventSubjects("globex")); len(got) != 1 {
 		t.Errorf("globex events: %v, want one", got)
 	}
 	if _, err := h.client.Forget(ctx, "a b"); !errors.Is(err, kvstore.ErrInvalid) {

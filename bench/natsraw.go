@@ -17,8 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
 	"github.com/tesserix/toolexec/bus/embedded"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -130,14 +130,14 @@ func settle(ctx context.Context, js jetstream.JetStream, f jetstream.PubAckFutur
 // callPayload is a structured CloudEvent of a demo booking: what every call in
 // these benchmarks weighs.
 func callPayload(callID, runID string, key int) []byte {
-	e, err := events.NewCallEvent(events.Call{
+	e, err := wire.CallEvent(events.Call{
 		Tenant: "bench", RunID: runID, CallID: callID, Tool: "book", Source: "/bench",
 		Arguments: fmt.Appendf(nil, `{"flight":"K%d","seats":1,"request_id":"r-%s"}`, key, callID),
 	})
 	if err != nil {
 		panic(err) // fixed, valid input
 	}
-	_, data, err := binding.Encode(e, binding.Structured)
+	_, data, err := wire.Encode(e, wire.Structured)
 	if err != nil {
 		panic(err)
 	}

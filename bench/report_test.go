@@ -18,7 +18,7 @@ BenchmarkKeyFiveArguments-2         	  452000	      2900 ns/op	  47.77 MB/s	    
 BenchmarkKeyFiveArguments-2         	  452100	      1900 ns/op	  47.77 MB/s	    1680 B/op	      21 allocs/op
 PASS
 ok  	github.com/tesserix/toolexec/idemkey	3.1s
-pkg: github.com/tesserix/toolexec/bus/binding
+pkg: github.com/tesserix/toolexec/bus/wire
 BenchmarkDecodeCall/structured-2    	   19695	     59658 ns/op	   5.87 MB/s	   11896 B/op	     291 allocs/op
 --- SKIP: BenchmarkSomething
 `
@@ -32,7 +32,7 @@ func TestParseGoBench(t *testing.T) {
 		// Three runs: the median one (2512 ns/op among 1900, 2512, 2900).
 		{Pkg: "github.com/tesserix/toolexec/idemkey", Name: "BenchmarkKeyFiveArguments", Iterations: 452876, NsPerOp: 2512, BytesPerOp: 1680, AllocsPerOp: 21, MBPerSec: 47.77, Runs: 3},
 		{Pkg: "github.com/tesserix/toolexec/idemkey", Name: "BenchmarkKeyFiveArgumentsParsed", Iterations: 900000, NsPerOp: 1300, BytesPerOp: -1, AllocsPerOp: -1, Runs: 1},
-		{Pkg: "github.com/tesserix/toolexec/bus/binding", Name: "BenchmarkDecodeCall/structured", Iterations: 19695, NsPerOp: 59658, BytesPerOp: 11896, AllocsPerOp: 291, MBPerSec: 5.87, Runs: 1},
+		{Pkg: "github.com/tesserix/toolexec/bus/wire", Name: "BenchmarkDecodeCall/structured", Iterations: 19695, NsPerOp: 59658, BytesPerOp: 11896, AllocsPerOp: 291, MBPerSec: 5.87, Runs: 1},
 	}
 	if len(bs) != len(want) {
 		t.Fatalf("parsed %d benchmarks, want %d: %+v", len(bs), len(want), bs)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )
 
@@ -202,7 +202,7 @@ func (h *harness) runRSS(ctx context.Context) Result {
 	defer nc.Close()
 	// The executor has no flag for the calls stream's duplicate window (two
 	// minutes): set it as an operator would (nats stream edit --dupe-window).
-	if err := setDuplicateWindow(ctx, js, events.CallStream, rssWindow); err != nil {
+	if err := setDuplicateWindow(ctx, js, wire.CallStream, rssWindow); err != nil {
 		return failed(r, err)
 	}
 
@@ -221,7 +221,7 @@ func (h *harness) runRSS(ctx context.Context) Result {
 		if s.KVRecords, err = streamMsgs(ctx, js, "KV_"+natsstore.DefaultBucket); err != nil {
 			return err
 		}
-		if s.Events, err = streamMsgs(ctx, js, events.EventStream); err != nil {
+		if s.Events, err = streamMsgs(ctx, js, wire.EventStream); err != nil {
 			return err
 		}
 		run.Samples = append(run.Samples, s)

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/jspub"
 )
@@ -47,7 +47,7 @@ type Client struct {
 	nc   *nats.Conn
 	cfg  ClientConfig
 	log  *slog.Logger
-	mode binding.Mode
+	mode wire.Mode
 }
 
 // NewClient returns a client on js. It returns an error matching
@@ -59,12 +59,12 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, pub: jspub.New(js), nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: binding.Structured}
+	c := &Client{js: js, pub: jspub.New(js), nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
 	if cfg.Binary {
-		c.mode = binding.Binary
+		c.mode = wire.Binary
 	}
 	return c, nil
 }
@@ -74,20 +74,20 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Source == "" {
 		call.Source = c.cfg.Source
 	}
-	subject := events.CallSubject(call.Tenant, call.Tool)
+	subject := wire.CallSubject(call.Tenant, call.Tool)
 	var msg *nats.Msg
-	if c.mode == binding.Structured {
-		data, err := call.StructuredJSON()
+	if c.mode == wire.Structured {
+		data, err := wire.CallJSON(call)
 		if err != nil {
 			return nil, err
 		}
-		msg = binding.StructuredMsg(subject, data)
+		msg = wire.StructuredMsg(subject, data)
 	} else {
-		e, err := events.NewCallEvent(call)
+		e, err := wire.CallEvent(call)
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = binding.NewMsg(subject, e, c.mode); err != nil {
+		if msg, err = wire.NewMsg(subject, e, c.mode); err != nil {
 			return nil, err
 		}
 	}
@@ -114,7 +114,7 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 }
 
 func (c *Client) publish(ctx context.Context, msg *nats.Msg, callID string) (*jetstream.PubAck, error) {
-	setPublishHeaders(msg, callID, events.CallStream)
+	setPublishHeaders(msg, callID, wire.CallStream)
 	ack, err := c.pub.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: publishing call %s: %w", callID, err)
@@ -148,7 +148,7 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	if err != nil {
 		return events.Answer{}, err
 	}
-	filter := events.AnswerFilter(call.Tenant, call.Tool, call.RunID, call.CallID)
+	filter := wire.AnswerFilter(call.Tenant, call.Tool, call.RunID, call.CallID)
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.nc.ChanSubscribe(filter, ch)
 	if err != nil {
@@ -189,7 +189,7 @@ func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, 
 	for {
 		select {
 		case m := <-ch:
-			return DecodeAnswer(m.Header, m.Data)
+			return decodeAnswer(m.Header, m.Data)
 		case r := <-stored:
 			if ctx.Err() == nil {
 				return r.a, r.err
@@ -220,7 +220,7 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 			return events.Answer{}, err
 		}
 	}
-	return c.attach(ctx, events.AnswerFilter(tenant, tool, runID, callID), callID)
+	return c.attach(ctx, wire.AnswerFilter(tenant, tool, runID, callID), callID)
 }
 
 // attach waits for the first event stored under filter, oldest first.
@@ -230,7 +230,7 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 // previous one, and a tenant's permissions grant no consumer deletes (a delete
 // names any consumer of the stream, another tenant's included).
 func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {
-	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, jetstream.OrderedConsumerConfig{
+	cons, err := c.js.OrderedConsumer(ctx, wire.EventStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{filter},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: attachInactive,
@@ -246,7 +246,7 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err == nil {
-			return DecodeAnswer(m.Headers(), m.Data())
+			return decodeAnswer(m.Headers(), m.Data())
 		}
 		if cerr := contextEnded(ctx); cerr != nil {
 			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
@@ -271,15 +271,11 @@ func contextEnded(ctx context.Context) error {
 	return nil
 }
 
-// DecodeAnswer reads an answer (or a resolution) from the headers and payload of
-// a message in either mode. Errors match ErrBadAnswer, and wrap the
-// *events.RejectError or events error that says what is wrong.
-func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
-	e, err := binding.Decode(h, data)
-	if err != nil {
-		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
-	}
-	a, err := events.AnswerFromEvent(e)
+// decodeAnswer reads an answer (or a resolution) from the headers and payload of
+// a message in either mode, as [wire.DecodeAnswer] does. Errors match
+// ErrBadAnswer, and wrap the error of wire.DecodeAnswer that says what is wrong.
+func decodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
+	a, err := wire.DecodeAnswer(h, data)
 	if err != nil {
 		return events.Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
@@ -313,16 +309,16 @@ func WatchSince(t time.Time) WatchOption {
 // JetStream's error when the consumer cannot be created.
 func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan events.Answer, error) {
 	if filter == "" {
-		filter = events.EventSubjects
+		filter = wire.EventSubjects
 	}
-	if !strings.HasPrefix(filter, events.EventPrefix) || len(filter) == len(events.EventPrefix) {
+	if !strings.HasPrefix(filter, wire.EventPrefix) || len(filter) == len(wire.EventPrefix) {
 		return nil, fmt.Errorf("%w: %q", ErrBadFilter, filter)
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cons, err := c.js.OrderedConsumer(ctx, events.EventStream, cfg)
+	cons, err := c.js.OrderedConsumer(ctx, wire.EventStream, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
 	}
@@ -355,7 +351,7 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 				continue
 			}
 			pause = 0
-			a, err := DecodeAnswer(m.Headers(), m.Data())
+			a, err := decodeAnswer(m.Headers(), m.Data())
 			if err != nil {
 				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)
 				continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -139,7 +140,7 @@ func TestPublishTwice(t *testing.T) {
 	if first.Duplicate || !second.Duplicate || first.Sequence != second.Sequence {
 		t.Fatalf("PubAcks %+v then %+v; want the second a duplicate of the first", first, second)
 	}
-	if n := streamMsgs(t, h.js, events.CallStream); n != 1 {
+	if n := streamMsgs(t, h.js, wire.CallStream); n != 1 {
 		t.Fatalf("TOOLEXEC_CALLS holds %d messages, want 1", n)
 	}
 	wk := h.startWorker(t, reg, bus.WorkerConfig{}, 0)
@@ -162,7 +163,7 @@ func TestPublishTwice(t *testing.T) {
 	if n := wk.w.Stats().Received.Load(); n != 1 {
 		t.Errorf("worker received %d messages, want 1", n)
 	}
-	if got := eventSubjects(t, h.js, events.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
+	if got := eventSubjects(t, h.js, wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
 		t.Errorf("answers stored: %v, want one", got)
 	}
 }
@@ -182,7 +183,7 @@ func TestCallRefusesMalformedCallsLocally(t *testing.T) {
 			t.Errorf("Call(%+v) error = %v, want a *events.RejectError", c, err)
 		}
 	}
-	if n := streamMsgs(t, h.js, events.CallStream); n != 0 {
+	if n := streamMsgs(t, h.js, wire.CallStream); n != 0 {
 		t.Errorf("TOOLEXEC_CALLS holds %d messages", n)
 	}
 }
@@ -197,11 +198,11 @@ func TestWatch(t *testing.T) {
 	)
 	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
 	ctx, cancel := context.WithCancel(ctxT(t))
-	dedup, err := h.client.Watch(ctx, events.KindSubjects(events.KindDeduplicated))
+	dedup, err := h.client.Watch(ctx, wire.KindSubjects(events.KindDeduplicated))
 	if err != nil {
 		t.Fatal(err)
 	}
-	indet, err := h.client.Watch(ctx, events.KindSubjects(events.KindIndeterminate))
+	indet, err := h.client.Watch(ctx, wire.KindSubjects(events.KindIndeterminate))
 	if err != nil {
 		t.Fatal(err)
 	}

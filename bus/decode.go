@@ -10,8 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
-	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -31,7 +30,7 @@ func StandInCallID(seq uint64) string { return StandInPrefix + strconv.FormatUin
 // rejection to publish, or the reason it can be neither.
 type inbound struct {
 	subject       string
-	call          dispatch.Call
+	call          events.Call
 	rejected      *events.Answer
 	unaddressable string
 }
@@ -55,24 +54,21 @@ func (w *Worker) decode(m jetstream.Msg) inbound {
 		return in
 	}
 	if size := len(data) + headerSize(h); size > w.cfg.MaxMessageBytes {
-		addr := binding.Peek(h, data)
+		addr := wire.Peek(h, data)
 		return reject(events.Reject(events.CodeTooLarge, "", "the message is %d bytes; this executor accepts at most %d",
 			size, w.cfg.MaxMessageBytes), addr.ID, addr.RunID, nil)
 	}
-	e, err := binding.Decode(h, data)
+	e, err := wire.Decode(h, data)
 	if err != nil {
-		addr := binding.Peek(h, data)
+		addr := wire.Peek(h, data)
 		return reject(err, addr.ID, addr.RunID, nil)
 	}
-	c, err := events.CallFromEvent(e, tenant, tool)
+	c, err := wire.CallFromEvent(e, tenant, tool)
 	if err != nil {
-		runID, _ := events.Extensions(e)[events.ExtRunID].(string)
+		runID, _ := wire.Extensions(e)[wire.ExtRunID].(string)
 		return reject(err, e.ID(), runID, &e)
 	}
-	in.call = dispatch.Call{
-		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool,
-		Arguments: c.Arguments, TraceParent: c.TraceParent,
-	}
+	in.call = c
 	return in
 }
 
@@ -94,7 +90,7 @@ func (w *Worker) rejection(m jetstream.Msg, tenant, tool, id, runID string, e *e
 		a.CallID = StandInCallID(seq)
 	}
 	if e != nil {
-		exts := events.Extensions(*e)
+		exts := wire.Extensions(*e)
 		if tp, ok := exts["traceparent"].(string); ok {
 			a.TraceParent = tp
 			a.TraceState, _ = exts["tracestate"].(string)
@@ -128,7 +124,7 @@ func validOrEmpty(s string) string {
 // and the rest (the tool, or whatever stands in its place). It reports false for
 // a subject outside toolexec.call.>.
 func splitCallSubject(subject string) (tenant, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(subject, events.CallPrefix)
+	rest, ok := strings.CutPrefix(subject, wire.CallPrefix)
 	if !ok {
 		return "", "", false
 	}

@@ -8,19 +8,17 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-type dispatchCall = dispatch.Call
-
 // dispatcherFunc answers every call with fn.
 type dispatcherFunc func(ctx context.Context) (events.Answer, error)
 
-func (f dispatcherFunc) Dispatch(ctx context.Context, _ dispatch.Call) (events.Answer, error) {
+func (f dispatcherFunc) Dispatch(ctx context.Context, _ events.Call) (events.Answer, error) {
 	return f(ctx)
 }
 
 // dispatcherFuncCall is a Dispatcher made of a function.
-type dispatcherFuncCall func(ctx context.Context, c dispatch.Call) (events.Answer, error)
+type dispatcherFuncCall func(ctx context.Context, c events.Call) (events.Answer, error)
 
-func (f dispatcherFuncCall) Dispatch(ctx context.Context, c dispatch.Call) (events.Answer, error) {
+func (f dispatcherFuncCall) Dispatch(ctx context.Context, c events.Call) (events.Answer, error) {
 	return f(ctx, c)
 }
 

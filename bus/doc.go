@@ -27,7 +27,7 @@
 // while its ack timer runs), decodes and checks it, and hands it to the
 // dispatcher, telling JetStream it is in progress meanwhile. The answer goes to
 // toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id> with Nats-Msg-Id =
-// Answer.MsgID (derived from tenant and call id: one stored answer per call,
+// wire.MsgID (derived from tenant and call id: one stored answer per call,
 // whoever publishes it), and only after its PubAck is the call acknowledged.
 //
 // A message that is not a well-formed call — not JSON, not a CloudEvent, a

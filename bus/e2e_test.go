@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -194,7 +195,7 @@ func threeWorkersShareTheConsumer(t *testing.T, startWorker func(t *testing.T, h
 	}
 
 	// Exactly one stored answer event per call.
-	subjects := eventSubjects(t, h.js, events.EventSubjects)
+	subjects := eventSubjects(t, h.js, wire.EventSubjects)
 	if len(subjects) != calls {
 		t.Errorf("TOOLEXEC_EVENTS holds %d subjects, want %d", len(subjects), calls)
 	}
@@ -203,7 +204,7 @@ func threeWorkersShareTheConsumer(t *testing.T, startWorker func(t *testing.T, h
 		if n != 1 {
 			t.Errorf("%s holds %d events, want 1", subj, n)
 		}
-		addr, err := events.ParseEventSubject(subj)
+		addr, err := wire.ParseEventSubject(subj)
 		if err != nil {
 			t.Fatalf("stored subject %s: %v", subj, err)
 		}
@@ -212,7 +213,7 @@ func threeWorkersShareTheConsumer(t *testing.T, startWorker func(t *testing.T, h
 	if stored[events.KindCompleted] != keys || stored[events.KindDeduplicated] != calls-keys {
 		t.Errorf("stored events by kind = %v", stored)
 	}
-	if n := streamMsgs(t, h.js, events.EventStream); n != calls {
+	if n := streamMsgs(t, h.js, wire.EventStream); n != calls {
 		t.Errorf("TOOLEXEC_EVENTS holds %d messages, want %d", n, calls)
 	}
 
@@ -220,7 +221,7 @@ func threeWorkersShareTheConsumer(t *testing.T, startWorker func(t *testing.T, h
 	if info.NumRedelivered != 0 {
 		t.Errorf("consumer redelivered %d calls", info.NumRedelivered)
 	}
-	waitFor(t, 10*time.Second, "the calls stream to empty", func() bool { return streamMsgs(t, h.js, events.CallStream) == 0 })
+	waitFor(t, 10*time.Second, "the calls stream to empty", func() bool { return streamMsgs(t, h.js, wire.CallStream) == 0 })
 	var received int64
 	for i, w := range workers {
 		n := w.w.Stats().Received.Load()

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -169,7 +170,7 @@ func call(tool, runID, callID, args string) events.Call {
 // how many messages it holds.
 func eventSubjects(t *testing.T, js jetstream.JetStream, filter string) map[string]uint64 {
 	t.Helper()
-	return streamSubjects(t, js, events.EventStream, filter)
+	return streamSubjects(t, js, wire.EventStream, filter)
 }
 
 func streamSubjects(t *testing.T, js jetstream.JetStream, stream, filter string) map[string]uint64 {
@@ -206,7 +207,7 @@ func consumerSettled(t *testing.T, js jetstream.JetStream) *jetstream.ConsumerIn
 	t.Helper()
 	var info *jetstream.ConsumerInfo
 	waitFor(t, 15*time.Second, "the consumer to settle", func() bool {
-		c, err := js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		c, err := js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		if err != nil {
 			return false
 		}

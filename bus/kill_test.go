@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
@@ -111,7 +112,7 @@ func TestWorkerKilledMidCall(t *testing.T) {
 				t.Errorf("record state %s, want %s", rec.State, tt.wantState)
 			}
 			consumerSettled(t, h.js)
-			subjects := eventSubjects(t, h.js, events.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID))
+			subjects := eventSubjects(t, h.js, wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID))
 			if len(subjects) != 1 {
 				t.Errorf("stored answers for the call: %v, want exactly one", subjects)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/tool"
@@ -23,7 +23,7 @@ type countingDispatcher struct {
 	calls atomic.Int64
 }
 
-func (c *countingDispatcher) Dispatch(ctx context.Context, call dispatch.Call) (events.Answer, error) {
+func (c *countingDispatcher) Dispatch(ctx context.Context, call events.Call) (events.Answer, error) {
 	c.calls.Add(1)
 	return c.d.Dispatch(ctx, call)
 }
@@ -44,7 +44,7 @@ func binaryMsg(subject, payload string, kv ...string) *nats.Msg {
 // replaced (a nil value removes the member).
 func event(over map[string]any) string {
 	m := map[string]any{
-		"specversion": "1.0", "id": "c1", "source": "/agent", "type": events.CallType,
+		"specversion": "1.0", "id": "c1", "source": "/agent", "type": wire.CallType,
 		"subject": "book", "tenant": "acme", "runid": "r1", "datacontenttype": "application/json",
 		"data": map[string]any{"arguments": map[string]any{"flight": "LH1"}},
 	}
@@ -113,16 +113,16 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 		{name: "too large", msg: structuredMsg(subj, event(map[string]any{"id": "c-big", "data": map[string]any{"arguments": map[string]any{"flight": big}}})), wantCode: events.CodeTooLarge, wantCallID: "c-big", wantRunID: "r1", wantTool: "book"},
 		{name: "binary without ce headers", msg: binaryMsg(subj, `{"arguments":{}}`, "Content-Type", "application/json"), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
 		{name: "binary bad percent-encoding", msg: binaryMsg(subj, `{"arguments":{"flight":"x"}}`, "ce-specversion", "1.0", "ce-id", "c-pct", "ce-source", "/a",
-			"ce-type", events.CallType, "ce-runid", "r1", "ce-tenant", "ac%ZZme"), wantCode: events.CodeNotCloudEvent, wantCallID: "c-pct", wantRunID: "r1", wantTool: "book"},
+			"ce-type", wire.CallType, "ce-runid", "r1", "ce-tenant", "ac%ZZme"), wantCode: events.CodeNotCloudEvent, wantCallID: "c-pct", wantRunID: "r1", wantTool: "book"},
 		{name: "binary data not JSON", msg: binaryMsg(subj, `not json`, "ce-specversion", "1.0", "ce-id", "c-bin", "ce-source", "/a",
-			"ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeBadData, wantCallID: "c-bin", wantRunID: "r1", wantTool: "book"},
+			"ce-type", wire.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeBadData, wantCallID: "c-bin", wantRunID: "r1", wantTool: "book"},
 		{name: "duplicate argument", msg: binaryMsg(subj, `{"arguments":{"flight":"x","flight":"y"}}`, "ce-specversion", "1.0", "ce-id", "c-dupa", "ce-source", "/a",
-			"ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeDuplicateMember, wantCallID: "c-dupa", wantRunID: "r1", wantTool: "book", dispatched: true},
+			"ce-type", wire.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeDuplicateMember, wantCallID: "c-dupa", wantRunID: "r1", wantTool: "book", dispatched: true},
 		{name: "unknown tool", msg: structuredMsg("toolexec.call.acme.cancel", event(map[string]any{"subject": "cancel", "id": "c-unknown"})), wantCode: events.CodeUnknownTool, wantCallID: "c-unknown", wantRunID: "r1", wantTool: "cancel", dispatched: true},
 		{name: "schema violation", msg: structuredMsg(subj, event(map[string]any{"id": "c-schema", "data": map[string]any{"arguments": map[string]any{"flight": 5}}})), wantCode: events.CodeSchemaViolation, wantCallID: "c-schema", wantRunID: "r1", wantTool: "book", dispatched: true},
 	}
 
-	sub, err := h.nc.SubscribeSync(events.EventSubject("acme", events.KindRejected, "*", "*", "*"))
+	sub, err := h.nc.SubscribeSync(wire.EventSubject("acme", events.KindRejected, "*", "*", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 			if a.CallID != wantCall || a.RunID != tt.wantRunID || a.Tool != tt.wantTool {
 				t.Errorf("addressed to call %q run %q tool %q, want %q, %q, %q", a.CallID, a.RunID, a.Tool, wantCall, tt.wantRunID, tt.wantTool)
 			}
-			wantSubject := events.Answer{Kind: events.KindRejected, Tenant: "acme", Tool: tt.wantTool, RunID: tt.wantRunID, CallID: wantCall}.Subject()
+			wantSubject := wire.AnswerSubject(events.Answer{Kind: events.KindRejected, Tenant: "acme", Tool: tt.wantTool, RunID: tt.wantRunID, CallID: wantCall})
 			if m.Subject != wantSubject {
 				t.Errorf("answer subject %s, want %s", m.Subject, wantSubject)
 			}
@@ -175,7 +175,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 	if info.NumRedelivered != 0 {
 		t.Errorf("consumer redelivered %d messages", info.NumRedelivered)
 	}
-	if n := streamMsgs(t, h.js, events.CallStream); n != 0 {
+	if n := streamMsgs(t, h.js, wire.CallStream); n != 0 {
 		t.Errorf("TOOLEXEC_CALLS still holds %d messages", n)
 	}
 	if got, want := w.Stats().Received.Load(), int64(len(tests)+1); got != want {
@@ -187,7 +187,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 	if n := entered.Load(); n != 0 {
 		t.Errorf("tool body entered %d times", n)
 	}
-	if n := len(eventSubjects(t, h.js, events.EventSubjects)); n != len(tests) {
+	if n := len(eventSubjects(t, h.js, wire.EventSubjects)); n != len(tests) {
 		t.Errorf("TOOLEXEC_EVENTS holds %d answers, want %d", n, len(tests))
 	}
 	// No claim was made: the bucket holds no record.
@@ -208,7 +208,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 // decodeMsg reads an answer from a message, failing the test if it is not one.
 func decodeMsg(t *testing.T, m *nats.Msg) events.Answer {
 	t.Helper()
-	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	a, err := wire.DecodeAnswer(m.Header, m.Data)
 	if err != nil {
 		t.Fatalf("answer on %s: %v", m.Subject, err)
 	}
@@ -222,7 +222,7 @@ func TestHostileAttributeIsAnsweredBriefly(t *testing.T) {
 	h.startWorker(t, registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "booked", nil
 	})), bus.WorkerConfig{}, 0)
-	sub, err := h.nc.SubscribeSync(events.EventSubject("acme", events.KindRejected, "book", "r1", "c-hostile"))
+	sub, err := h.nc.SubscribeSync(wire.EventSubject("acme", events.KindRejected, "book", "r1", "c-hostile"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestAnswerTooLargeForTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := consumerSettled(t, h.js)
-	waitFor(t, 10*time.Second, "the call to leave the stream", func() bool { return streamMsgs(t, h.js, events.CallStream) == 0 })
+	waitFor(t, 10*time.Second, "the call to leave the stream", func() bool { return streamMsgs(t, h.js, wire.CallStream) == 0 })
 	if info.NumRedelivered != 0 || wk.w.Stats().Received.Load() != 1 || entered.Load() != 1 {
 		t.Errorf("redelivered %d, received %d, entered %d; want 0, 1, 1",
 			info.NumRedelivered, wk.w.Stats().Received.Load(), entered.Load())

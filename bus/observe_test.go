@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -54,7 +55,7 @@ func TestWorkerObserver(t *testing.T) {
 	h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
 	})), bus.WorkerConfig{Observer: obs}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c dispatchCall) (events.Answer, error) {
+		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
 			handBack := false
 			if c.CallID == "again" {
 				first.Do(func() { handBack = true })
@@ -74,11 +75,11 @@ func TestWorkerObserver(t *testing.T) {
 		t.Errorf("a call answered: observations %q, want %q", got, want)
 	}
 
-	sub, err := h.nc.SubscribeSync(events.EventSubject("acme", events.KindRejected, "book", "*", "*"))
+	sub, err := h.nc.SubscribeSync(wire.EventSubject("acme", events.KindRejected, "book", "*", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.nc.PublishMsg(structuredMsg(events.CallSubject("acme", "book"), "{not json")); err != nil {
+	if err := h.nc.PublishMsg(structuredMsg(wire.CallSubject("acme", "book"), "{not json")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sub.NextMsg(10 * time.Second); err != nil {

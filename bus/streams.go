@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/bus/wire"
 )
 
 // Defaults for [StreamsConfig] and the shared consumer.
@@ -55,9 +55,9 @@ type StreamsConfig struct {
 func (cfg StreamsConfig) CallStreamConfig() jetstream.StreamConfig {
 	cfg = cfg.withDefaults()
 	return jetstream.StreamConfig{
-		Name:        events.CallStream,
+		Name:        wire.CallStream,
 		Description: "toolexec tool calls, taken by the executors' shared consumer",
-		Subjects:    []string{events.CallSubjects},
+		Subjects:    []string{wire.CallSubjects},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
@@ -71,9 +71,9 @@ func (cfg StreamsConfig) CallStreamConfig() jetstream.StreamConfig {
 func (cfg StreamsConfig) EventStreamConfig() jetstream.StreamConfig {
 	cfg = cfg.withDefaults()
 	return jetstream.StreamConfig{
-		Name:        events.EventStream,
+		Name:        wire.EventStream,
 		Description: "toolexec answers and audit events",
-		Subjects:    []string{events.EventSubjects},
+		Subjects:    []string{wire.EventSubjects},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
@@ -174,9 +174,9 @@ func (cfg ConsumerConfig) JetStreamConfig() jetstream.ConsumerConfig {
 // matches jetstream.ErrStreamNotFound.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig) (jetstream.Consumer, error) {
 	jc := cfg.JetStreamConfig()
-	c, err := js.CreateOrUpdateConsumer(ctx, events.CallStream, jc)
+	c, err := js.CreateOrUpdateConsumer(ctx, wire.CallStream, jc)
 	if err != nil {
-		return nil, fmt.Errorf("bus: consumer %s on %s: %w", jc.Durable, events.CallStream, err)
+		return nil, fmt.Errorf("bus: consumer %s on %s: %w", jc.Durable, wire.CallStream, err)
 	}
 	return c, nil
 }

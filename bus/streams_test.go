@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
@@ -31,12 +31,12 @@ func TestEnsureStreams(t *testing.T) {
 		}
 		return i.Config
 	}
-	calls := info(events.CallStream)
+	calls := info(wire.CallStream)
 	if calls.Retention != jetstream.WorkQueuePolicy || len(calls.Subjects) != 1 || calls.Subjects[0] != "toolexec.call.>" ||
 		calls.Duplicates != bus.DefaultDuplicates || calls.Storage != jetstream.FileStorage || calls.Replicas != 1 {
 		t.Errorf("calls stream %+v", calls)
 	}
-	evs := info(events.EventStream)
+	evs := info(wire.EventStream)
 	if evs.Retention != jetstream.LimitsPolicy || len(evs.Subjects) != 1 || evs.Subjects[0] != "toolexec.event.>" ||
 		evs.MaxAge != bus.DefaultEventMaxAge || evs.Duplicates != bus.DefaultDuplicates {
 		t.Errorf("events stream %+v", evs)
@@ -46,10 +46,10 @@ func TestEnsureStreams(t *testing.T) {
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{EventMaxAge: time.Minute, Duplicates: 5 * time.Minute, CallMaxAge: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if evs := info(events.EventStream); evs.MaxAge != time.Minute || evs.Duplicates != time.Minute {
+	if evs := info(wire.EventStream); evs.MaxAge != time.Minute || evs.Duplicates != time.Minute {
 		t.Errorf("updated events stream: max age %v, duplicates %v; want 1m, capped to 1m", evs.MaxAge, evs.Duplicates)
 	}
-	if calls := info(events.CallStream); calls.MaxAge != time.Hour || calls.Duplicates != 5*time.Minute {
+	if calls := info(wire.CallStream); calls.MaxAge != time.Hour || calls.Duplicates != 5*time.Minute {
 		t.Errorf("updated calls stream: max age %v, duplicates %v", calls.MaxAge, calls.Duplicates)
 	}
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: 6}); !errors.Is(err, bus.ErrInvalidConfig) {
@@ -95,7 +95,7 @@ func TestWorkerSizesTheConsumer(t *testing.T) {
 	h.startWorker(t, registry(t), bus.WorkerConfig{Concurrency: 1500, AckWait: 9 * time.Second, MaxDeliver: 4}, 0)
 	var cfg jetstream.ConsumerConfig
 	waitFor(t, 10*time.Second, "the consumer", func() bool {
-		c, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		c, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		if err != nil {
 			return false
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/jspub"
@@ -23,7 +23,7 @@ import (
 // returns exactly one answer per call, or an error matching dispatch.ErrNoAnswer
 // when ctx ended before the call was answered and nothing irreversible happened.
 type Dispatcher interface {
-	Dispatch(ctx context.Context, c dispatch.Call) (events.Answer, error)
+	Dispatch(ctx context.Context, c events.Call) (events.Answer, error)
 }
 
 var _ Dispatcher = (*dispatch.Dispatcher)(nil)
@@ -151,7 +151,7 @@ type WorkerStats struct {
 // and checked; a malformed one is answered rejected and terminated without
 // reaching the dispatcher. Otherwise the dispatcher runs it while the worker
 // sends in-progress signals; the answer is published with Nats-Msg-Id
-// Answer.MsgID and the worker waits for its PubAck, retrying transient failures;
+// wire.MsgID and the worker waits for its PubAck, retrying transient failures;
 // only then is the message acknowledged (terminated, for a rejected answer, so
 // that it is never redelivered). A dispatch that ends without an answer hands
 // the message back (Nak) for another worker.
@@ -566,15 +566,15 @@ var errPermanent = errors.New("permanent publish failure")
 // publish stores a in TOOLEXEC_EVENTS and waits for the PubAck, retrying
 // transient failures with backoff until ctx ends.
 func (w *Worker) publish(ctx context.Context, a events.Answer) error {
-	mode := binding.Structured
+	mode := wire.Structured
 	if w.cfg.BinaryAnswers {
-		mode = binding.Binary
+		mode = wire.Binary
 	}
 	msg, err := answerMsg(a, w.cfg.Source, mode)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	setPublishHeaders(msg, a.MsgID(), events.EventStream)
+	setPublishHeaders(msg, wire.MsgID(a), wire.EventStream)
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
 		ack, err := w.pub.PublishMsg(pctx, msg)
@@ -604,21 +604,21 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 // answerMsg encodes a as the NATS message that carries it: its event in the
 // given mode, on its subject, with a W3C traceparent header when it has one.
 // Nats-Msg-Id is set by the publisher.
-func answerMsg(a events.Answer, source string, mode binding.Mode) (*nats.Msg, error) {
+func answerMsg(a events.Answer, source string, mode wire.Mode) (*nats.Msg, error) {
 	a.Error = capError(a.Error)
 	var msg *nats.Msg
-	if mode == binding.Structured {
-		data, err := a.StructuredJSON(source)
+	if mode == wire.Structured {
+		data, err := wire.AnswerJSON(a, source)
 		if err != nil {
 			return nil, err
 		}
-		msg = binding.StructuredMsg(a.Subject(), data)
+		msg = wire.StructuredMsg(wire.AnswerSubject(a), data)
 	} else {
-		e, err := a.Event(source)
+		e, err := wire.AnswerEvent(a, source)
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = binding.NewMsg(a.Subject(), e, mode); err != nil {
+		if msg, err = wire.NewMsg(wire.AnswerSubject(a), e, mode); err != nil {
 			return nil, err
 		}
 	}

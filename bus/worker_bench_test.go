@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
@@ -71,8 +71,8 @@ func BenchmarkWorkerCalls(b *testing.B) {
 		mu      sync.Mutex
 		waiting = map[string]chan struct{}{}
 	)
-	sub, err := nc.Subscribe(events.EventPrefix+"acme.>", func(m *nats.Msg) {
-		a, err := bus.DecodeAnswer(m.Header, m.Data)
+	sub, err := nc.Subscribe(wire.EventPrefix+"acme.>", func(m *nats.Msg) {
+		a, err := wire.DecodeAnswer(m.Header, m.Data)
 		if err != nil {
 			b.Errorf("answer: %v", err)
 			return

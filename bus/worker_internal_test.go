@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
@@ -76,7 +76,7 @@ func TestPullFailedCreatesConsumerAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := js.DeleteConsumer(ctx, events.CallStream, DefaultDurable); err != nil {
+	if err := js.DeleteConsumer(ctx, wire.CallStream, DefaultDurable); err != nil {
 		t.Fatal(err)
 	}
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
@@ -92,10 +92,10 @@ func TestPullFailedCreatesConsumerAgain(t *testing.T) {
 
 	w := &Worker{js: js, log: slog.New(slog.DiscardHandler)}
 	w.pullFailed(ctx, err, 1, &cons, cc)
-	if _, err := js.Consumer(ctx, events.CallStream, DefaultDurable); err != nil {
+	if _, err := js.Consumer(ctx, wire.CallStream, DefaultDurable); err != nil {
 		t.Fatalf("the consumer was not created again: %v", err)
 	}
-	if _, err := js.Publish(ctx, events.CallSubject("acme", "book"), []byte("{}")); err != nil {
+	if _, err := js.Publish(ctx, wire.CallSubject("acme", "book"), []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))

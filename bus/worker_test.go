@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -29,7 +30,7 @@ func TestRunTwice(t *testing.T) {
 	wk := h.startWorker(t, registry(t), bus.WorkerConfig{}, 0)
 	// Run creates the consumer after marking itself started.
 	waitFor(t, 10*time.Second, "the consumer", func() bool {
-		_, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		_, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		return err == nil
 	})
 	if err := wk.w.Run(ctxT(t)); !errors.Is(err, bus.ErrRunning) {
@@ -50,7 +51,7 @@ func TestShutdownBeforeRun(t *testing.T) {
 	if err := w.Run(ctxT(t)); err != nil {
 		t.Errorf("Run after Shutdown = %v, want nil", err)
 	}
-	if _, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable); err == nil {
+	if _, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable); err == nil {
 		t.Error("the consumer was created by a worker that never ran")
 	}
 }
@@ -115,7 +116,7 @@ func TestGracefulShutdown(t *testing.T) {
 	// The acknowledgement reached the server before Run returned (it flushes),
 	// but the work queue removes the call a moment after.
 	waitFor(t, 5*time.Second, "TOOLEXEC_CALLS to hold only the call not started", func() bool {
-		return streamMsgs(t, h.js, events.CallStream) == 1
+		return streamMsgs(t, h.js, wire.CallStream) == 1
 	})
 
 	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
@@ -162,7 +163,7 @@ func TestHardStop(t *testing.T) {
 		t.Fatalf("answer %+v, %v; want completed by the next worker", a, err)
 	}
 	consumerSettled(t, h.js)
-	if got := eventSubjects(t, h.js, events.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
+	if got := eventSubjects(t, h.js, wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
 		t.Errorf("answers stored: %v, want one", got)
 	}
 }
@@ -211,7 +212,7 @@ func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
 	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c dispatchCall) (events.Answer, error) {
+		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
 			if calls.Add(1) == 1 {
 				return events.Answer{}, errNoAnswer
 			}
@@ -279,17 +280,17 @@ func TestConsumerCreatedAgain(t *testing.T) {
 	// Deleting the consumer while Run is still creating it fails Run (the
 	// create answers "consumer closed"): wait until the worker is pulling.
 	waitFor(t, 10*time.Second, "the worker's first pull", func() bool {
-		c, err := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		c, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		return err == nil && c.CachedInfo().NumWaiting > 0
 	})
-	if err := h.js.DeleteConsumer(ctxT(t), events.CallStream, bus.DefaultDurable); err != nil {
+	if err := h.js.DeleteConsumer(ctxT(t), wire.CallStream, bus.DefaultDurable); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
 	defer cancel()
 	a, err := h.client.Call(ctx, call("book", "r1", "again-1", `{"flight":"A"}`))
 	if err != nil || a.Kind != events.KindCompleted {
-		info, ierr := h.js.Consumer(ctxT(t), events.CallStream, bus.DefaultDurable)
+		info, ierr := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		state := fmt.Sprint(ierr)
 		if ierr == nil {
 			ci := info.CachedInfo()

@@ -4,7 +4,6 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,22 +141,13 @@ func (d *Dispatcher) Holder() string { return d.holder }
 // Stats returns the dispatcher's counters.
 func (d *Dispatcher) Stats() *Stats { return &d.stats }
 
-// Call is one tool call as the dispatcher sees it, whatever wire it came from.
-type Call struct {
-	Tenant    string
-	RunID     string
-	CallID    string
-	Tool      string
-	Arguments json.RawMessage
-	// TraceParent is the W3C trace context of the caller, passed to the tool.
-	TraceParent string
-}
-
-// Dispatch runs c to its answer. It returns exactly one answer per call, or
-// ErrNoAnswer (wrapping ctx's error) when ctx ended before the call was answered
+// Dispatch runs c to its answer. It reads the call's tenant, run id, call id,
+// tool, arguments and trace parent; where the call came from (its source, time
+// and trace state) is the wire's business. It returns exactly one answer per call,
+// or ErrNoAnswer (wrapping ctx's error) when ctx ended before the call was answered
 // and nothing irreversible had happened; the caller should then hand the call back
 // to be tried again.
-func (d *Dispatcher) Dispatch(ctx context.Context, c Call) (events.Answer, error) {
+func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer, error) {
 	a, _, err := d.dispatch(ctx, c)
 	return a, err
 }
@@ -166,7 +156,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c Call) (events.Answer, error
 // the error [AnswerError] describes, wrapping the body's own error where there
 // was one: errors.As finds *IndeterminateOutcomeError, *FailedError or
 // *RejectedError.
-func (d *Dispatcher) Call(ctx context.Context, c Call) (string, error) {
+func (d *Dispatcher) Call(ctx context.Context, c events.Call) (string, error) {
 	a, cause, err := d.dispatch(ctx, c)
 	if err != nil {
 		return "", err
@@ -184,7 +174,7 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) (string, error) {
 	return a.Outcome, nil
 }
 
-func (d *Dispatcher) dispatch(ctx context.Context, c Call) (events.Answer, error, error) {
+func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (events.Answer, error, error) {
 	start := time.Now()
 	label := ""
 	if _, ok := d.tools.Lookup(c.Tool); ok {
@@ -224,7 +214,7 @@ func (d *Dispatcher) count(k events.Kind) {
 // run is the state of one call on its way to an answer.
 type run struct {
 	d     *Dispatcher
-	call  Call
+	call  events.Call
 	label string // the tool's name for the observer: "" if it is not registered
 	base  events.Answer
 	tool  *tool.Tool

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
@@ -26,7 +27,7 @@ func policy(k tool.Kind, keyArgs ...string) *tool.Policy {
 	return &tool.Policy{Kind: k, KeyArguments: keyArgs}
 }
 
-func mustDispatch(t *testing.T, d *dispatch.Dispatcher, c dispatch.Call) events.Answer {
+func mustDispatch(t *testing.T, d *dispatch.Dispatcher, c events.Call) events.Answer {
 	t.Helper()
 	a, err := d.Dispatch(context.Background(), c)
 	if err != nil {
@@ -40,7 +41,7 @@ func mustDispatch(t *testing.T, d *dispatch.Dispatcher, c dispatch.Call) events.
 // the embedded schema for its kind.
 func checkWire(t *testing.T, a events.Answer) {
 	t.Helper()
-	if _, err := a.Event("toolexec/test"); err != nil {
+	if _, err := wire.AnswerEvent(a, "toolexec/test"); err != nil {
 		t.Errorf("answer %+v does not make a valid event: %v", a, err)
 	}
 }
@@ -146,13 +147,13 @@ func TestToolContext(t *testing.T) {
 func TestRejected(t *testing.T) {
 	tests := []struct {
 		name string
-		give dispatch.Call
+		give events.Call
 		code events.Code
 	}{
 		{"unknown tool", call("nope", "c1", `{"flight":"A"}`), events.CodeUnknownTool},
-		{"bad tenant", dispatch.Call{Tenant: "ac.me", RunID: "r", CallID: "c", Tool: "book", Arguments: json.RawMessage(`{}`)}, events.CodeBadToken},
-		{"empty run id", dispatch.Call{Tenant: "acme", RunID: "", CallID: "c", Tool: "book", Arguments: json.RawMessage(`{}`)}, events.CodeBadToken},
-		{"long call id", dispatch.Call{Tenant: "acme", RunID: "r", CallID: strings.Repeat("c", 129), Tool: "book", Arguments: json.RawMessage(`{}`)}, events.CodeBadToken},
+		{"bad tenant", events.Call{Tenant: "ac.me", RunID: "r", CallID: "c", Tool: "book", Arguments: json.RawMessage(`{}`)}, events.CodeBadToken},
+		{"empty run id", events.Call{Tenant: "acme", RunID: "", CallID: "c", Tool: "book", Arguments: json.RawMessage(`{}`)}, events.CodeBadToken},
+		{"long call id", events.Call{Tenant: "acme", RunID: "r", CallID: strings.Repeat("c", 129), Tool: "book", Arguments: json.RawMessage(`{}`)}, events.CodeBadToken},
 		{"wildcard tool", call("bo*k", "c1", `{}`), events.CodeBadToken},
 		{"not an object", call("book", "c1", `["BA117"]`), "arguments_not_object"},
 		{"invalid json", call("book", "c1", `{"flight":`), "invalid_json"},
@@ -414,7 +415,7 @@ func holdKey(t *testing.T, s kvstore.Store, toolName, args string, keyArgs []str
 }
 
 // dispatchAsync runs one call in the background and returns its answer channel.
-func dispatchAsync(ctx context.Context, d *dispatch.Dispatcher, c dispatch.Call) <-chan events.Answer {
+func dispatchAsync(ctx context.Context, d *dispatch.Dispatcher, c events.Call) <-chan events.Answer {
 	ch := make(chan events.Answer, 1)
 	go func() {
 		a, err := d.Dispatch(ctx, c)

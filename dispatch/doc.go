@@ -3,8 +3,9 @@
 // its lease and retry policy, records what happened, and returns exactly one answer
 // — completed, deduplicated, indeterminate, failed or rejected.
 //
-// It knows the store contract (package kvstore) and the answer kinds (package
-// events), but no wire and no particular backend: a test of dispatch needs no NATS.
+// It knows the store contract (package kvstore) and the vocabulary of calls and
+// answers (package events: [events.Call], [events.Answer] and its kinds), but no
+// wire and no particular backend: a test of dispatch needs no NATS.
 //
 // The rules, in the order [Dispatcher.Dispatch] applies them:
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
@@ -102,8 +103,8 @@ func (e *env) dispatcherOver(t *testing.T, holder string, s kvstore.Store, c clo
 	return d
 }
 
-func call(tool, callID, args string) dispatch.Call {
-	return dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: callID, Tool: tool, Arguments: json.RawMessage(args)}
+func call(tool, callID, args string) events.Call {
+	return events.Call{Tenant: "acme", RunID: "run_1", CallID: callID, Tool: tool, Arguments: json.RawMessage(args)}
 }
 
 // countingStore wraps a store and counts the operations that write or claim.

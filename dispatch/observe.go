@@ -99,7 +99,7 @@ var noSpan trace.Span = noop.Span{}
 
 // startCall starts the call's span as a child of the call's traceparent, if it
 // carries a valid one.
-func (d *Dispatcher) startCall(ctx context.Context, c Call) (context.Context, trace.Span) {
+func (d *Dispatcher) startCall(ctx context.Context, c events.Call) (context.Context, trace.Span) {
 	if d.tracer == nil {
 		return ctx, noSpan
 	}

@@ -98,7 +98,7 @@ func TestObserver(t *testing.T) {
 
 	tests := []struct {
 		name string
-		call dispatch.Call
+		call events.Call
 		want []string
 	}{
 		{"completed", call("book", "c1", `{"flight":"BA117"}`), []string{"start book", "body book", "end book completed "}},

@@ -16,18 +16,10 @@ var (
 	// publish.
 	ErrUnknownKind = errors.New("events: unknown kind")
 
-	// ErrBadSubject is returned by the subject parsers for a subject that is not one
-	// of toolexec's: wrong prefix, wrong number of tokens, or a token that is not
-	// well formed.
-	ErrBadSubject = errors.New("events: malformed subject")
-
-	// ErrInvalidData is returned when an event's data does not match its JSON Schema
-	// (or is not JSON at all). The validator's own error is wrapped as well.
-	ErrInvalidData = errors.New("events: data does not match its schema")
-
-	// ErrInvalidAnswer is returned by [Answer.Event] for an answer that cannot be
-	// published as it stands (a field its kind needs is missing or malformed) and by
-	// [AnswerFromEvent] for an event that is not a well-formed toolexec answer.
+	// ErrInvalidAnswer is returned by [Answer.Check] for an answer that cannot be
+	// published as it stands (a field its kind needs is missing or malformed), and
+	// by the wire's readers and writers of answer events for an answer or an event
+	// that is not a well-formed toolexec answer.
 	ErrInvalidAnswer = errors.New("events: invalid answer")
 
 	// ErrRejected is matched by every [*RejectError].
@@ -114,5 +106,4 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 var (
 	_ error = (*TokenError)(nil)
 	_ error = (*RejectError)(nil)
-	_ error = (*dataError)(nil)
 )

@@ -2,12 +2,6 @@ package events
 
 import "fmt"
 
-// TypePrefix starts the CloudEvents type of every toolexec event.
-const TypePrefix = "io.tesserix.toolexec."
-
-// CallType is the CloudEvents type of a tool call.
-const CallType = TypePrefix + "call"
-
 // Kind is the kind of an event toolexec publishes: one of the five answers to a
 // call, or the audit event of an operator's resolution. It is a subject token and
 // the last part of the event's CloudEvents type.
@@ -49,17 +43,6 @@ func ParseKind(s string) (Kind, error) {
 	return k, nil
 }
 
-// KindOfType returns the kind whose CloudEvents type is t, or an error matching
-// [ErrUnknownKind] (which is what [CallType] gets: a call is not an answer).
-func KindOfType(t string) (Kind, error) {
-	if len(t) > len(TypePrefix) && t[:len(TypePrefix)] == TypePrefix {
-		if k := Kind(t[len(TypePrefix):]); k.Valid() {
-			return k, nil
-		}
-	}
-	return "", fmt.Errorf("%w: type %s", ErrUnknownKind, quote(t))
-}
-
 // Valid reports whether k is one of the kinds above.
 func (k Kind) Valid() bool {
 	switch k {
@@ -71,10 +54,6 @@ func (k Kind) Valid() bool {
 
 // IsAnswer reports whether k answers a call (every kind but [KindResolved]).
 func (k Kind) IsAnswer() bool { return k.Valid() && k != KindResolved }
-
-// Type returns the CloudEvents type of events of this kind:
-// "io.tesserix.toolexec.<kind>".
-func (k Kind) Type() string { return TypePrefix + string(k) }
 
 // String returns the kind's name.
 func (k Kind) String() string { return string(k) }
@@ -124,7 +103,7 @@ const (
 	CodeNotCloudEvent Code = "not_cloudevent"
 	// CodeBadSpecVersion: specversion is not "1.0".
 	CodeBadSpecVersion Code = "bad_specversion"
-	// CodeBadType: the event's type is not [CallType].
+	// CodeBadType: the event's type is not a call's (io.tesserix.toolexec.call).
 	CodeBadType Code = "bad_type"
 	// CodeMissingAttribute: a required attribute or extension is absent or empty.
 	CodeMissingAttribute Code = "missing_attribute"

@@ -12,5 +12,5 @@
 //	vectors/*.json             published idempotency-key vectors (SPEC §2)
 //
 // Each schema's $id is [BaseURI] followed by its path here. The package only serves
-// the files; package events compiles the schemas and validates against them.
+// the files; package bus/wire compiles the schemas and validates against them.
 package schemas

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 )
@@ -52,7 +53,7 @@ type answerJSON struct {
 
 func newAnswerJSON(a events.Answer) answerJSON {
 	j := answerJSON{
-		Kind: a.Kind, Type: a.Kind.Type(), ID: a.ID(), Subject: a.Subject(),
+		Kind: a.Kind, Type: wire.EventType(a.Kind), ID: wire.AnswerID(a), Subject: wire.AnswerSubject(a),
 		Tenant: a.Tenant, Tool: a.Tool, RunID: a.RunID, CallID: a.CallID, Key: a.Key,
 		Error: a.Error, Code: a.Code, Field: a.Field, Reason: string(a.Reason),
 		Action: string(a.Action), Operator: a.Operator, TraceParent: a.TraceParent, TraceState: a.TraceState,

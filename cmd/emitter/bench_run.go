@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/tool"
@@ -75,7 +76,7 @@ func (r *benchRun) callID(i int) string { return r.spec.runID + "-" + strconv.It
 // goroutine: the time is taken first, so that the queue does not count.
 func (r *benchRun) onAnswer(m *nats.Msg) {
 	now := time.Now()
-	a, err := bus.DecodeAnswer(m.Header, m.Data)
+	a, err := wire.DecodeAnswer(m.Header, m.Data)
 	if err != nil {
 		r.strays.Add(1)
 		return
@@ -106,7 +107,7 @@ func (r *benchRun) run(ctx context.Context) (time.Duration, error) {
 	n := len(r.spec.plan)
 	r.recs = make([]callRecord, n)
 	r.pending = make(map[string]*pendingCall, r.spec.concurrency*2)
-	filter := events.AnswerFilter(r.spec.tenant, r.spec.tool, r.spec.runID, "*")
+	filter := wire.AnswerFilter(r.spec.tenant, r.spec.tool, r.spec.runID, "*")
 	sub, err := r.nc.Subscribe(filter, r.onAnswer)
 	if err != nil {
 		return 0, fmt.Errorf("subscribing to %s: %w", filter, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -104,7 +105,7 @@ func buildCall(cmd *cobra.Command, g *globalOptions, o *callOptions) (events.Cal
 	}
 	// The event is built here, as the client will build it, so that everything
 	// the client would refuse is refused before connecting.
-	e, err := events.NewCallEvent(c)
+	e, err := wire.CallEvent(c)
 	if err != nil {
 		return events.Call{}, badInput(callFlagError(err))
 	}
@@ -114,14 +115,14 @@ func buildCall(cmd *cobra.Command, g *globalOptions, o *callOptions) (events.Cal
 	return c, nil
 }
 
-// callFlagError restates a refusal of events.NewCallEvent in terms of the flags.
+// callFlagError restates a refusal of wire.CallEvent in terms of the flags.
 func callFlagError(err error) error {
 	var re *events.RejectError
 	if !errors.As(err, &re) {
 		return err
 	}
 	flag := map[string]string{
-		events.ExtTenant: "--tenant", events.ExtRunID: "--run", "id": "--call-id", "subject": "--tool",
+		wire.ExtTenant: "--tenant", wire.ExtRunID: "--run", "id": "--call-id", "subject": "--tool",
 		"source": "--source", "arguments": "--args",
 	}[re.Field]
 	if flag == "" {

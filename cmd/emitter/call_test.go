@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
@@ -158,7 +159,7 @@ func TestCallArgumentSources(t *testing.T) {
 		{"binary", "", []string{"--args", fareArgs, "--binary"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sub, err := e.nc.SubscribeSync(events.CallSubject(tenant, "lookup_fare"))
+			sub, err := e.nc.SubscribeSync(wire.CallSubject(tenant, "lookup_fare"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -162,7 +162,7 @@ func bookKey(t *testing.T, tenant, run, args string) string {
 // callsStored returns the state of TOOLEXEC_CALLS.
 func (e *env) callsStored(t *testing.T) jetstream.StreamState {
 	t.Helper()
-	s, err := e.js.Stream(ctxT(t), events.CallStream)
+	s, err := e.js.Stream(ctxT(t), wire.CallStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
@@ -117,7 +117,7 @@ func TestDirectStoreAdmin(t *testing.T) {
 			}
 
 			// resolve, with its audit event
-			audit, err := e.nc.SubscribeSync(events.KindSubjects(events.KindResolved))
+			audit, err := e.nc.SubscribeSync(wire.KindSubjects(events.KindResolved))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestDirectStoreAdmin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no resolved event: %v", err)
 			}
-			a, err := bus.DecodeAnswer(m.Header, m.Data)
+			a, err := wire.DecodeAnswer(m.Header, m.Data)
 			if err != nil || a.Kind != events.KindResolved || a.Key != done || a.Operator != "ops" || a.Outcome != "PNR-OPS" || a.CallID != "call-done" {
 				t.Fatalf("resolved event %+v, %v", a, err)
 			}

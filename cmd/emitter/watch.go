@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -97,7 +98,7 @@ func watchFilter(o *watchOptions) (string, map[events.Kind]bool, error) {
 		}
 		keep = nil
 	}
-	return events.EventPrefix + tenant + "." + kind + "." + tool + ".>", keep, nil
+	return wire.EventPrefix + tenant + "." + kind + "." + tool + ".>", keep, nil
 }
 
 func kindNames() string {

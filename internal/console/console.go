@@ -24,6 +24,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -138,7 +139,7 @@ func (c *Console) Start(ctx context.Context) error {
 	context.AfterFunc(ctx, func() { close(c.stopped) })
 	var chans []<-chan events.Answer
 	for _, k := range feedKinds {
-		ch, err := c.cfg.Watcher.Watch(ctx, events.KindSubjects(k), bus.WatchSince(time.Now().Add(-c.cfg.Since)))
+		ch, err := c.cfg.Watcher.Watch(ctx, wire.KindSubjects(k), bus.WatchSince(time.Now().Add(-c.cfg.Since)))
 		if err != nil {
 			return fmt.Errorf("console: watching %s events: %w", k, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/console"
 	"github.com/tesserix/toolexec/kvstore"
@@ -88,7 +89,7 @@ func (f *fakeWatcher) Watch(_ context.Context, filter string, _ ...bus.WatchOpti
 func (f *fakeWatcher) send(t *testing.T, a events.Answer) {
 	t.Helper()
 	f.mu.Lock()
-	ch := f.chans[events.KindSubjects(a.Kind)]
+	ch := f.chans[wire.KindSubjects(a.Kind)]
 	f.mu.Unlock()
 	if ch == nil {
 		t.Fatalf("nobody watches %s events", a.Kind)

@@ -37,7 +37,7 @@ func TestUnderTheDispatcher(t *testing.T) {
 	send := func(toolName, args string) events.Answer {
 		t.Helper()
 		n++
-		a, err := d.Dispatch(ctx, dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: fmt.Sprintf("c%d", n), Tool: toolName,
+		a, err := d.Dispatch(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: fmt.Sprintf("c%d", n), Tool: toolName,
 			Arguments: json.RawMessage(args)})
 		if err != nil {
 			t.Fatalf("Dispatch %s %s: %v", toolName, args, err)

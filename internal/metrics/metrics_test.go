@@ -109,7 +109,7 @@ func TestDispatchMetrics(t *testing.T) {
 	}
 	call := func(tl, id, args string) events.Answer {
 		t.Helper()
-		a, err := d.Dispatch(context.Background(), dispatch.Call{Tenant: "acme", RunID: "run_1", CallID: id, Tool: tl, Arguments: json.RawMessage(args)})
+		a, err := d.Dispatch(context.Background(), events.Call{Tenant: "acme", RunID: "run_1", CallID: id, Tool: tl, Arguments: json.RawMessage(args)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@
 // NATS messages written by hand from the contract (SPEC §5): structured and
 // binary CloudEvents, duplicates, and a table of hostile input.
 //
-// The tests never import the packages that implement the wire (bus, bus/binding,
+// The tests never import the packages that implement the wire (bus, bus/wire,
 // events): the subjects, headers, attribute names and codes they use are spelled
 // out as the contract states them, so that a deviation in those packages shows up
 // here as a failure instead of being shared by the test.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore"
@@ -503,7 +503,7 @@ func TestTenantCallsItsOwnTools(t *testing.T) {
 	acme := e.as(t, "acme")
 	ctx := ctxT(t, waitLong)
 
-	watch, err := acme.client.Watch(ctx, events.TenantEventSubjects("acme"), bus.WatchFromStart())
+	watch, err := acme.client.Watch(ctx, wire.TenantEventSubjects("acme"), bus.WatchFromStart())
 	if err != nil {
 		t.Fatalf("acme: Watch its own events: %v", err)
 	}
@@ -562,7 +562,7 @@ func TestTenantNeedsItsInbox(t *testing.T) {
 func TestTenantCannotCallAsAnother(t *testing.T) {
 	e := newEnv(t)
 	acme, globex := e.as(t, "acme"), e.as(t, "globex")
-	before := e.exec.lastSeq(t, events.CallStream)
+	before := e.exec.lastSeq(t, wire.CallStream)
 
 	// Straight to the subject.
 	acme.publishRefused(t, "toolexec.call.globex.book")
@@ -571,23 +571,23 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	if _, err := acme.client.Call(ctxT(t, refusedWait), call("globex", "book", "run-1", "call-1", `{"flight":"BA117"}`)); err == nil {
 		t.Error("acme's Call as globex returned without error")
 	}
-	acme.waitRefused(t, "Subscription", events.AnswerFilter("globex", "book", "run-1", "call-1"))
-	acme.waitRefused(t, "Publish", events.CallSubject("globex", "book"))
-	if after := e.exec.lastSeq(t, events.CallStream); after != before {
+	acme.waitRefused(t, "Subscription", wire.AnswerFilter("globex", "book", "run-1", "call-1"))
+	acme.waitRefused(t, "Publish", wire.CallSubject("globex", "book"))
+	if after := e.exec.lastSeq(t, wire.CallStream); after != before {
 		t.Errorf("TOOLEXEC_CALLS grew from %d to %d", before, after)
 	}
 
 	// On its own subject, claiming to be globex in the tenant extension: the
 	// executor rejects it, on acme's subjects.
-	ev, err := events.NewCallEvent(call("globex", "book", "run-1", "call-2", `{"flight":"BA117"}`))
+	ev, err := wire.CallEvent(call("globex", "book", "run-1", "call-2", `{"flight":"BA117"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := binding.NewMsg(events.CallSubject("acme", "book"), ev, binding.Structured)
+	msg, err := wire.NewMsg(wire.CallSubject("acme", "book"), ev, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer, err := acme.nc.SubscribeSync(events.AnswerFilter("acme", "book", "run-1", "call-2"))
+	answer, err := acme.nc.SubscribeSync(wire.AnswerFilter("acme", "book", "run-1", "call-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,26 +598,26 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acme: no answer to the call claiming globex: %v", err)
 	}
-	if a, err := bus.DecodeAnswer(m.Header, m.Data); err != nil || a.Kind != events.KindRejected || a.Code != events.CodeTenantMismatch {
+	if a, err := wire.DecodeAnswer(m.Header, m.Data); err != nil || a.Kind != events.KindRejected || a.Code != events.CodeTenantMismatch {
 		t.Errorf("the call claiming globex was answered %+v, %v; want rejected, tenant_mismatch", a, err)
 	}
 
 	// With a reply subject on globex's calls: the server delivers acme's PubAck
 	// there (reply subjects are not checked against permissions), but it is no
 	// call, and the executor rejects it without running anything.
-	gw, err := globex.client.Watch(ctxT(t, waitLong), events.TenantEventSubjects("globex"), bus.WatchFromStart())
+	gw, err := globex.client.Watch(ctxT(t, waitLong), wire.TenantEventSubjects("globex"), bus.WatchFromStart())
 	if err != nil {
 		t.Fatalf("globex: Watch: %v", err)
 	}
-	ev, err = events.NewCallEvent(call("acme", "echo", "run-1", "call-3", `{}`))
+	ev, err = wire.CallEvent(call("acme", "echo", "run-1", "call-3", `{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err = binding.NewMsg(events.CallSubject("acme", "echo"), ev, binding.Structured)
+	msg, err = wire.NewMsg(wire.CallSubject("acme", "echo"), ev, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg.Reply = events.CallSubject("globex", "book")
+	msg.Reply = wire.CallSubject("globex", "book")
 	if err := acme.nc.PublishMsg(msg); err != nil {
 		t.Fatal(err)
 	}
@@ -645,7 +645,7 @@ func TestTenantCannotReadAnother(t *testing.T) {
 
 	for _, subject := range []string{
 		"toolexec.event.globex.>",
-		events.AnswerFilter("globex", "book", "run-1", "g-call-1"),
+		wire.AnswerFilter("globex", "book", "run-1", "g-call-1"),
 		"toolexec.event.>",
 		"toolexec.event.*.completed.>",
 		">",
@@ -778,7 +778,7 @@ func TestTenantCannotAdminister(t *testing.T) {
 	if recs := e.exec.records(t, "globex"); len(recs) != 1 {
 		t.Errorf("globex has %d records after acme's forget, want 1", len(recs))
 	}
-	if n := e.exec.stored(t, events.EventStream, events.TenantEventSubjects("globex")); n != 1 {
+	if n := e.exec.stored(t, wire.EventStream, wire.TenantEventSubjects("globex")); n != 1 {
 		t.Errorf("globex has %d events after acme's forget, want 1", n)
 	}
 	e.exec.noErrors(t)
@@ -850,7 +850,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	acme, globex, ops := e.as(t, "acme"), e.as(t, "globex"), e.as(t, "admin")
 	ctx := ctxT(t, waitLong)
 
-	audit, err := ops.client.Watch(ctx, events.KindSubjects(events.KindIndeterminate), bus.WatchFromStart())
+	audit, err := ops.client.Watch(ctx, wire.KindSubjects(events.KindIndeterminate), bus.WatchFromStart())
 	if err != nil {
 		t.Fatalf("admin: Watch indeterminate: %v", err)
 	}
@@ -862,7 +862,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	}
 
 	// The console's feed: the executor watches every tenant's events of a kind.
-	feed, err := e.exec.client.Watch(ctx, events.KindSubjects(events.KindIndeterminate), bus.WatchSince(time.Now().Add(-time.Hour)))
+	feed, err := e.exec.client.Watch(ctx, wire.KindSubjects(events.KindIndeterminate), bus.WatchSince(time.Now().Add(-time.Hour)))
 	if err != nil {
 		t.Fatalf("executor: Watch for the console: %v", err)
 	}
@@ -893,18 +893,18 @@ func TestAdminForgetsATenant(t *testing.T) {
 	}
 
 	stored := func(stream, tenant string) uint64 {
-		sub := events.TenantEventSubjects(tenant)
-		if stream == events.CallStream {
-			sub = events.TenantCallSubjects(tenant)
+		sub := wire.TenantEventSubjects(tenant)
+		if stream == wire.CallStream {
+			sub = wire.TenantCallSubjects(tenant)
 		}
 		return e.exec.stored(t, stream, sub)
 	}
 	for _, tenant := range []string{"acme", "globex"} {
-		if stored(events.CallStream, tenant) == 0 || stored(events.EventStream, tenant) == 0 || len(e.exec.records(t, tenant)) == 0 {
+		if stored(wire.CallStream, tenant) == 0 || stored(wire.EventStream, tenant) == 0 || len(e.exec.records(t, tenant)) == 0 {
 			t.Fatalf("%s has nothing stored before forget", tenant)
 		}
 	}
-	globexEvents, globexRecords := stored(events.EventStream, "globex"), len(e.exec.records(t, "globex"))
+	globexEvents, globexRecords := stored(wire.EventStream, "globex"), len(e.exec.records(t, "globex"))
 
 	n, err := ops.admin.Forget(ctx, "acme")
 	if err != nil {
@@ -916,7 +916,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	if recs := e.exec.records(t, "acme"); len(recs) != 0 {
 		t.Errorf("acme keeps %d records after forget", len(recs))
 	}
-	for _, stream := range []string{events.CallStream, events.EventStream} {
+	for _, stream := range []string{wire.CallStream, wire.EventStream} {
 		if n := stored(stream, "acme"); n != 0 {
 			t.Errorf("%s keeps %d messages of acme after forget", stream, n)
 		}
@@ -927,10 +927,10 @@ func TestAdminForgetsATenant(t *testing.T) {
 		}
 	}
 
-	if got := stored(events.CallStream, "globex"); got != 1 {
+	if got := stored(wire.CallStream, "globex"); got != 1 {
 		t.Errorf("globex's waiting calls: %d after acme's forget, want 1", got)
 	}
-	if got := stored(events.EventStream, "globex"); got != globexEvents {
+	if got := stored(wire.EventStream, "globex"); got != globexEvents {
 		t.Errorf("globex's events: %d after acme's forget, want %d", got, globexEvents)
 	}
 	if got := len(e.exec.records(t, "globex")); got != globexRecords {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
@@ -101,7 +101,7 @@ func TestCheckerCatchesBrokenRuns(t *testing.T) {
 			if err := <-s.publish(ctx, []events.Call{lostCall}); err != nil {
 				t.Fatal(err)
 			}
-			calls, err := s.js.Stream(ctx, events.CallStream)
+			calls, err := s.js.Stream(ctx, wire.CallStream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,11 +169,11 @@ func TestCheckerCatchesBrokenRuns(t *testing.T) {
 // that gives one call two different message ids would.
 func publishAnswer(t *testing.T, js jetstream.JetStream, a events.Answer, msgID string) {
 	t.Helper()
-	e, err := a.Event("/faults/planted")
+	e, err := wire.AnswerEvent(a, "/faults/planted")
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := binding.NewMsg(a.Subject(), e, binding.Structured)
+	msg, err := wire.NewMsg(wire.AnswerSubject(a), e, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}

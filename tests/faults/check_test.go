@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tests/faults"
 	"github.com/tesserix/toolexec/tool"
@@ -34,7 +35,7 @@ func hanswer(c faults.Call, kind events.Kind, stored float64) faults.StoredAnswe
 	if kind == events.KindCompleted || kind == events.KindDeduplicated {
 		a.Outcome = faults.Outcome(c.Tool, c.Key)
 	}
-	return faults.StoredAnswer{Answer: a, Subject: a.Subject(), Stored: at(stored)}
+	return faults.StoredAnswer{Answer: a, Subject: wire.AnswerSubject(a), Stored: at(stored)}
 }
 
 func hindeterminate(c faults.Call, reason events.Reason, entered bool, stored float64) faults.StoredAnswer {

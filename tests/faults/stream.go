@@ -9,20 +9,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/bus/wire"
 )
 
 // ReadAnswers reads every event stored in TOOLEXEC_EVENTS, oldest first, with
 // the server's timestamp of each. Events that are not well-formed answers are
 // returned as errors: a history must not silently drop what it cannot read.
 func ReadAnswers(ctx context.Context, js jetstream.JetStream) ([]StoredAnswer, error) {
-	stream, err := js.Stream(ctx, events.EventStream)
+	stream, err := js.Stream(ctx, wire.EventStream)
 	if err != nil {
-		return nil, fmt.Errorf("faults: %s: %w", events.EventStream, err)
+		return nil, fmt.Errorf("faults: %s: %w", wire.EventStream, err)
 	}
 	info, err := stream.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("faults: %s info: %w", events.EventStream, err)
+		return nil, fmt.Errorf("faults: %s info: %w", wire.EventStream, err)
 	}
 	last := info.State.LastSeq
 	out := make([]StoredAnswer, 0, info.State.Msgs)
@@ -31,23 +31,23 @@ func ReadAnswers(ctx context.Context, js jetstream.JetStream) ([]StoredAnswer, e
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
-		return nil, fmt.Errorf("faults: reading %s: %w", events.EventStream, err)
+		return nil, fmt.Errorf("faults: reading %s: %w", wire.EventStream, err)
 	}
 	var bad []error
 	for {
 		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("faults: reading %s: %w", events.EventStream, ctx.Err())
+				return nil, fmt.Errorf("faults: reading %s: %w", wire.EventStream, ctx.Err())
 			}
 			continue
 		}
 		for m := range batch.Messages() {
 			md, err := m.Metadata()
 			if err != nil {
-				return nil, fmt.Errorf("faults: reading %s: %w", events.EventStream, err)
+				return nil, fmt.Errorf("faults: reading %s: %w", wire.EventStream, err)
 			}
-			a, err := bus.DecodeAnswer(m.Headers(), m.Data())
+			a, err := wire.DecodeAnswer(m.Headers(), m.Data())
 			if err != nil {
 				bad = append(bad, fmt.Errorf("%s (seq %d): %w", m.Subject(), md.Sequence.Stream, err))
 			} else {
@@ -58,7 +58,7 @@ func ReadAnswers(ctx context.Context, js jetstream.JetStream) ([]StoredAnswer, e
 			}
 		}
 		if err := batch.Error(); err != nil && ctx.Err() != nil {
-			return nil, fmt.Errorf("faults: reading %s: %w", events.EventStream, ctx.Err())
+			return nil, fmt.Errorf("faults: reading %s: %w", wire.EventStream, ctx.Err())
 		}
 	}
 }
@@ -129,7 +129,7 @@ func (q queueState) String() string {
 func leftover(ctx context.Context, js jetstream.JetStream) (queueState, error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s, err := js.Stream(rctx, events.CallStream)
+	s, err := js.Stream(rctx, wire.CallStream)
 	if err != nil {
 		return queueState{}, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/tests/faults"
 )
@@ -24,7 +24,7 @@ func TestWaitSettled(t *testing.T) {
 	js := natstest.JetStream(t, natstest.Connect(t, natstest.Start(t)))
 	ctx := ctxFor(t, time.Minute)
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name: events.CallStream, Subjects: []string{"q.>"}, Retention: jetstream.WorkQueuePolicy,
+		Name: wire.CallStream, Subjects: []string{"q.>"}, Retention: jetstream.WorkQueuePolicy,
 	})
 	if err != nil {
 		t.Fatal(err)

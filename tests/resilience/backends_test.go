@@ -22,6 +22,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore"
@@ -302,8 +303,8 @@ func (b *booking) dispatcher(t *testing.T, s kvstore.Store, holder string, lease
 	return d
 }
 
-func bookCall(callID, flight string) dispatch.Call {
-	return dispatch.Call{
+func bookCall(callID, flight string) events.Call {
+	return events.Call{
 		Tenant: tenant, RunID: "run-1", CallID: callID, Tool: "book",
 		Arguments: json.RawMessage(fmt.Sprintf(`{"flight":%q,"request_id":%q}`, flight, callID)),
 	}

@@ -1,4 +1,4 @@
-package binding_test
+package wire_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -15,7 +15,7 @@ import (
 // (raw JSON, in order) and the given data.
 func hostileEvent(data string, extra ...string) string {
 	var b strings.Builder
-	b.WriteString(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + events.CallType + `","runid":"r1"`)
+	b.WriteString(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + wire.CallType + `","runid":"r1"`)
 	for i := 0; i+1 < len(extra); i += 2 {
 		b.WriteString(`,"` + extra[i] + `":` + extra[i+1])
 	}
@@ -45,18 +45,18 @@ func TestDecodeHostileStructured(t *testing.T) {
 		{name: "high surrogate then another escape", payload: hostileEvent(args, "comment", `"\ud800\u0041"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
 		{name: "high surrogate at the end", payload: hostileEvent(args, "comment", `"\ud800"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
 		{name: "two high surrogates", payload: hostileEvent(args, "comment", `"\ud800\ud800\udc00"`), wantCode: events.CodeInvalidUnicode, wantField: "comment"},
-		{name: "data nested beyond MaxNesting", payload: hostileEvent(`{"arguments":{"x":` + nested(binding.MaxNesting+1) + `}}`), wantCode: events.CodeTooDeep},
+		{name: "data nested beyond MaxNesting", payload: hostileEvent(`{"arguments":{"x":` + nested(wire.MaxNesting+1) + `}}`), wantCode: events.CodeTooDeep},
 		{name: "surrogate pair", payload: hostileEvent(args, "comment", `"\ud83d\ude00 and \uD83D\uDE00"`)},
 		{name: "escaped backslash before ud800", payload: hostileEvent(args, "comment", `"\\ud800"`)},
 		{name: "lone surrogate in the data is for later stages", payload: hostileEvent(`{"arguments":{"flight":"\ud800"}}`)},
 		{name: "number too large for a double", payload: hostileEvent(`{"arguments":{"n":1e999999999}}`, "count", "1e999999999")},
-		{name: "brackets inside strings do not nest", payload: hostileEvent(`{"arguments":{"s":"` + strings.Repeat("[{", binding.MaxNesting) + `"}}`)},
+		{name: "brackets inside strings do not nest", payload: hostileEvent(`{"arguments":{"s":"` + strings.Repeat("[{", wire.MaxNesting) + `"}}`)},
 		{name: "nested deep but within MaxNesting", payload: hostileEvent(`{"arguments":{"x":` + nested(200) + `}}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, data := structured(tt.payload)
-			_, err := binding.Decode(h, data)
+			_, err := wire.Decode(h, data)
 			if tt.wantCode == "" {
 				if err != nil {
 					t.Fatalf("Decode: %v", err)
@@ -70,7 +70,7 @@ func TestDecodeHostileStructured(t *testing.T) {
 			if re.Code != tt.wantCode || (tt.wantField != "" && re.Field != tt.wantField) {
 				t.Errorf("rejected %s (field %q): %v; want %s (field %q)", re.Code, re.Field, err, tt.wantCode, tt.wantField)
 			}
-			if got := binding.Peek(h, data); got != (binding.Address{ID: "c1", RunID: "r1"}) {
+			if got := wire.Peek(h, data); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v: the rejection cannot be addressed to call c1 of run r1", got)
 			}
 		})
@@ -82,14 +82,14 @@ func TestDecodeHostileStructured(t *testing.T) {
 // double), wherever they stand.
 func TestPeekDeepAndHugeValues(t *testing.T) {
 	for name, payload := range map[string]string{
-		"deep data last":   `{"id":"c1","runid":"r1","data":` + nested(2*binding.MaxNesting) + `}`,
-		"deep data first":  `{"data":` + nested(2*binding.MaxNesting) + `,"id":"c1","runid":"r1"}`,
+		"deep data last":   `{"id":"c1","runid":"r1","data":` + nested(2*wire.MaxNesting) + `}`,
+		"deep data first":  `{"data":` + nested(2*wire.MaxNesting) + `,"id":"c1","runid":"r1"}`,
 		"huge number":      `{"id":"c1","n":1e999999999,"runid":"r1"}`,
 		"spaces and lines": "{ \"id\" :\n \"c1\" ,\t\"runid\"\r\n:\"r1\" }",
 	} {
 		t.Run(name, func(t *testing.T) {
 			h, data := structured(payload)
-			if got := binding.Peek(h, data); got != (binding.Address{ID: "c1", RunID: "r1"}) {
+			if got := wire.Peek(h, data); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v, want c1 and r1", got)
 			}
 		})
@@ -100,22 +100,22 @@ func TestPeekDeepAndHugeValues(t *testing.T) {
 // which predates headers, is the JSON event format alone; it is read in
 // structured mode, other headers (Nats-Msg-Id) notwithstanding.
 func TestDecodeReleasedBinding(t *testing.T) {
-	payload := []byte(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + events.CallType +
+	payload := []byte(`{"specversion":"1.0","id":"c1","source":"/agent","type":"` + wire.CallType +
 		`","subject":"book","tenant":"acme","runid":"r1","datacontenttype":"application/json","data":{"arguments":{"flight":"LH1"}}}`)
 	for name, h := range map[string]nats.Header{"no headers": nil, "Nats-Msg-Id only": {"Nats-Msg-Id": {"c1"}}} {
 		t.Run(name, func(t *testing.T) {
-			e, err := binding.Decode(h, payload)
+			e, err := wire.Decode(h, payload)
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			c, err := events.CallFromEvent(e, "acme", "book")
+			c, err := wire.CallFromEvent(e, "acme", "book")
 			if err != nil {
 				t.Fatalf("CallFromEvent: %v", err)
 			}
 			if c.CallID != "c1" || c.RunID != "r1" || string(c.Arguments) != `{"flight":"LH1"}` {
 				t.Errorf("call = %+v", c)
 			}
-			if got := binding.Peek(h, payload); got != (binding.Address{ID: "c1", RunID: "r1"}) {
+			if got := wire.Peek(h, payload); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
 				t.Errorf("Peek = %+v", got)
 			}
 		})
@@ -126,7 +126,7 @@ func TestDecodeReleasedBinding(t *testing.T) {
 // strings, as older senders wrote them; they are unescaped, then the value is
 // percent-decoded once.
 func TestDecodeBinaryQuotedStrings(t *testing.T) {
-	base := []string{"ce-specversion", "1.0", "ce-source", "/agent", "ce-type", events.CallType, "ce-runid", "r1", "Content-Type", "application/json"}
+	base := []string{"ce-specversion", "1.0", "ce-source", "/agent", "ce-type", wire.CallType, "ce-runid", "r1", "Content-Type", "application/json"}
 	tests := []struct {
 		name, id, comment string
 		wantID, wantText  string
@@ -143,7 +143,7 @@ func TestDecodeBinaryQuotedStrings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := binaryHdr(append(base, "ce-id", tt.id, "ce-comment", tt.comment)...)
-			e, err := binding.Decode(h, []byte(`{"arguments":{}}`))
+			e, err := wire.Decode(h, []byte(`{"arguments":{}}`))
 			if tt.wantErr != "" {
 				var re *events.RejectError
 				if !errors.As(err, &re) || re.Code != events.CodeNotCloudEvent || re.Field != tt.wantErr {
@@ -157,7 +157,7 @@ func TestDecodeBinaryQuotedStrings(t *testing.T) {
 			if got := e.Extensions()["comment"]; e.ID() != tt.wantID || got != tt.wantText {
 				t.Errorf("id %q, comment %q; want %q, %q", e.ID(), got, tt.wantID, tt.wantText)
 			}
-			if got := binding.Peek(h, nil); got.ID != tt.wantID {
+			if got := wire.Peek(h, nil); got.ID != tt.wantID {
 				t.Errorf("Peek id %q, want %q", got.ID, tt.wantID)
 			}
 		})

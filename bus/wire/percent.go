@@ -1,4 +1,4 @@
-package binding
+package wire
 
 import (
 	"fmt"

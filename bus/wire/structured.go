@@ -1,4 +1,4 @@
-package events
+package wire
 
 import (
 	"time"
@@ -7,8 +7,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/types"
 )
 
-// The structured-mode writers of calls and answers (Call.StructuredJSON,
-// Answer.StructuredJSON) write the CloudEvents JSON event format directly,
+// The structured-mode writers of calls and answers ([CallJSON],
+// [AnswerJSON]) write the CloudEvents JSON event format directly,
 // member for member and byte for byte as the SDK's writer (event.WriteJson)
 // does for the same event: property tests hold them to it.
 

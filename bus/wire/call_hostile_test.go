@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -14,10 +15,10 @@ import (
 func binaryCall(t *testing.T, data string) event.Event {
 	t.Helper()
 	e := event.New()
-	e.SetType(events.CallType)
+	e.SetType(wire.CallType)
 	e.SetID("call-7")
 	e.SetSource("/agents/planner")
-	e.SetExtension(events.ExtRunID, "run_1")
+	e.SetExtension(wire.ExtRunID, "run_1")
 	e.SetDataContentType(event.ApplicationJSON)
 	e.DataEncoded = []byte(data)
 	return e
@@ -28,16 +29,16 @@ func binaryCall(t *testing.T, data string) event.Event {
 // derivation to judge; brackets inside strings do not count.
 func TestCallFromEventNesting(t *testing.T) {
 	deep := func(n int) string { return strings.Repeat("[", n) + "0" + strings.Repeat("]", n) }
-	_, err := events.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(20000)+`}}`), "acme", "book")
+	_, err := wire.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(20000)+`}}`), "acme", "book")
 	checkReject(t, err, events.CodeTooDeep, "data")
 
-	_, err = events.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(20000)), "acme", "book")
+	_, err = wire.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(20000)), "acme", "book")
 	checkReject(t, err, events.CodeTooDeep, "data") // too deep before it is cut short
 
-	_, err = events.CallFromEvent(binaryCall(t, `{"arguments":{"x":"`+strings.Repeat("[", 20000)+`"`), "acme", "book")
+	_, err = wire.CallFromEvent(binaryCall(t, `{"arguments":{"x":"`+strings.Repeat("[", 20000)+`"`), "acme", "book")
 	checkReject(t, err, events.CodeBadData, "data") // not JSON, and not deep either
 
-	c, err := events.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(500)+`}}`), "acme", "book")
+	c, err := wire.CallFromEvent(binaryCall(t, `{"arguments":{"x":`+deep(500)+`}}`), "acme", "book")
 	if err != nil {
 		t.Fatalf("500 deep: %v", err)
 	}
@@ -56,7 +57,7 @@ func TestCallFromEventInvalidUTF8(t *testing.T) {
 		"outside the argument": "{\"arguments\":{},\"\xfe\":1}",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := events.CallFromEvent(binaryCall(t, data), "acme", "book")
+			_, err := wire.CallFromEvent(binaryCall(t, data), "acme", "book")
 			checkReject(t, err, events.CodeInvalidUnicode, "data")
 		})
 	}

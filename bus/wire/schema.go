@@ -1,4 +1,4 @@
-package events
+package wire
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/jsonvalue"
 	"github.com/tesserix/toolexec/schemas"
 )
@@ -33,7 +34,7 @@ func schemaFor(name string) (*jsonschema.Schema, error) {
 	}
 	s, ok := compiled.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: no schema for %s", ErrUnknownKind, quote(name))
+		return nil, fmt.Errorf("%w: no schema for %s", events.ErrUnknownKind, quote(name))
 	}
 	return s, nil
 }
@@ -47,21 +48,21 @@ func compileAll() (map[string]*jsonschema.Schema, error) {
 	for _, name := range names {
 		b, err := schemas.EventSchema(name)
 		if err != nil {
-			return nil, fmt.Errorf("events: read schema %s: %w", name, err)
+			return nil, fmt.Errorf("wire: read schema %s: %w", name, err)
 		}
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 		if err != nil {
-			return nil, fmt.Errorf("events: parse schema %s: %w", name, err)
+			return nil, fmt.Errorf("wire: parse schema %s: %w", name, err)
 		}
 		if err := c.AddResource(schemas.EventSchemaID(name), doc); err != nil {
-			return nil, fmt.Errorf("events: add schema %s: %w", name, err)
+			return nil, fmt.Errorf("wire: add schema %s: %w", name, err)
 		}
 	}
 	out := make(map[string]*jsonschema.Schema, len(names))
 	for _, name := range names {
 		s, err := c.Compile(schemas.EventSchemaID(name))
 		if err != nil {
-			return nil, fmt.Errorf("events: compile schema %s: %w", name, err)
+			return nil, fmt.Errorf("wire: compile schema %s: %w", name, err)
 		}
 		out[name] = s
 	}
@@ -71,11 +72,11 @@ func compileAll() (map[string]*jsonschema.Schema, error) {
 // Validate checks data, the data of an event of the given kind, against the kind's
 // embedded JSON Schema. It returns nil when data matches, an error matching
 // [ErrInvalidData] (and wrapping the validator's *jsonschema.ValidationError where
-// there is one) when it does not or is not JSON, and one matching [ErrUnknownKind]
-// for an unknown kind.
-func Validate(kind Kind, data []byte) error {
+// there is one) when it does not or is not JSON, and one matching
+// [events.ErrUnknownKind] for an unknown kind.
+func Validate(kind events.Kind, data []byte) error {
 	if !kind.Valid() {
-		return fmt.Errorf("%w: %s", ErrUnknownKind, quote(string(kind)))
+		return fmt.Errorf("%w: %s", events.ErrUnknownKind, quote(string(kind)))
 	}
 	return validateBytes(string(kind), data)
 }
@@ -96,7 +97,7 @@ func validateBytes(name string, data []byte) error {
 func parseData(name string, data []byte) (any, error) {
 	v, err := jsonvalue.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("events: %s data is not JSON: %w: %w", name, ErrInvalidData, err)
+		return nil, fmt.Errorf("wire: %s data is not JSON: %w: %w", name, ErrInvalidData, err)
 	}
 	return v, nil
 }
@@ -123,7 +124,7 @@ type dataError struct {
 }
 
 func (e *dataError) Error() string {
-	return "events: " + e.name + " data does not match its schema: " + e.summary
+	return "wire: " + e.name + " data does not match its schema: " + e.summary
 }
 
 func (e *dataError) Unwrap() []error { return []error{ErrInvalidData, e.err} }

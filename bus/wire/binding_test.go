@@ -1,4 +1,4 @@
-package binding_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"pgregory.net/rapid"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -32,10 +32,10 @@ func TestPercentEncode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
-			if got := binding.PercentEncode(tt.give); got != tt.want {
+			if got := wire.PercentEncode(tt.give); got != tt.want {
 				t.Errorf("PercentEncode(%q) = %q, want %q", tt.give, got, tt.want)
 			}
-			got, err := binding.PercentDecode(tt.want)
+			got, err := wire.PercentDecode(tt.want)
 			if err != nil || got != tt.give {
 				t.Errorf("PercentDecode(%q) = %q, %v; want %q", tt.want, got, err, tt.give)
 			}
@@ -44,11 +44,11 @@ func TestPercentEncode(t *testing.T) {
 }
 
 func TestPercentDecodeLowerCaseAndErrors(t *testing.T) {
-	if got, err := binding.PercentDecode("%c3%a9"); err != nil || got != "é" {
+	if got, err := wire.PercentDecode("%c3%a9"); err != nil || got != "é" {
 		t.Errorf("lower-case hex: got %q, %v", got, err)
 	}
 	for _, give := range []string{"%", "%4", "abc%", "%GG", "%4G", "%FF", "%C3", "\xff"} {
-		if _, err := binding.PercentDecode(give); !errors.Is(err, binding.ErrBadEncoding) {
+		if _, err := wire.PercentDecode(give); !errors.Is(err, wire.ErrBadEncoding) {
 			t.Errorf("PercentDecode(%q) error = %v, want ErrBadEncoding", give, err)
 		}
 	}
@@ -57,7 +57,7 @@ func TestPercentDecodeLowerCaseAndErrors(t *testing.T) {
 func TestPercentRoundTripProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapid.String().Draw(t, "s")
-		enc := binding.PercentEncode(s)
+		enc := wire.PercentEncode(s)
 		for i := 0; i < len(enc); i++ {
 			if c := enc[i]; c < 0x21 || c > 0x7e || c == '"' {
 				t.Fatalf("encoded %q holds byte %#x", enc, c)
@@ -66,14 +66,14 @@ func TestPercentRoundTripProperty(t *testing.T) {
 		if !utf8.ValidString(s) {
 			return
 		}
-		got, err := binding.PercentDecode(enc)
+		got, err := wire.PercentDecode(enc)
 		if err != nil || got != s {
 			t.Fatalf("round trip of %q: got %q, %v", s, got, err)
 		}
 	})
 }
 
-func sampleCall() events.Call {
+func codecCall() events.Call {
 	return events.Call{
 		Tenant: "acme", RunID: "run-1", CallID: "call-1", Tool: "book",
 		Source:      "/agents/one",
@@ -85,25 +85,25 @@ func sampleCall() events.Call {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	for _, mode := range []binding.Mode{binding.Structured, binding.Binary} {
+	for _, mode := range []wire.Mode{wire.Structured, wire.Binary} {
 		t.Run(mode.String(), func(t *testing.T) {
-			want := sampleCall()
-			e, err := events.NewCallEvent(want)
+			want := codecCall()
+			e, err := wire.CallEvent(want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			msg, err := binding.NewMsg(events.CallSubject(want.Tenant, want.Tool), e, mode)
+			msg, err := wire.NewMsg(wire.CallSubject(want.Tenant, want.Tool), e, mode)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := binding.ModeOf(msg.Header); got != mode {
+			if got := wire.ModeOf(msg.Header); got != mode {
 				t.Fatalf("ModeOf = %v, want %v", got, mode)
 			}
-			got, err := binding.Decode(msg.Header, msg.Data)
+			got, err := wire.Decode(msg.Header, msg.Data)
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			call, err := events.CallFromEvent(got, want.Tenant, want.Tool)
+			call, err := wire.CallFromEvent(got, want.Tenant, want.Tool)
 			if err != nil {
 				t.Fatalf("CallFromEvent: %v", err)
 			}
@@ -125,11 +125,11 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeBinaryHeaders(t *testing.T) {
-	e, err := events.NewCallEvent(sampleCall())
+	e, err := wire.CallEvent(codecCall())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, data, err := binding.Encode(e, binding.Binary)
+	h, data, err := wire.Encode(e, wire.Binary)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestEncodeBinaryHeaders(t *testing.T) {
 		"ce-specversion": "1.0",
 		"ce-id":          "call-1",
 		"ce-source":      "/agents/one",
-		"ce-type":        events.CallType,
+		"ce-type":        wire.CallType,
 		"ce-subject":     "book",
 		"ce-tenant":      "acme",
 		"ce-runid":       "run-1",
@@ -158,10 +158,10 @@ func TestEncodeBinaryHeaders(t *testing.T) {
 func TestEncodeRefusesOtherVersions(t *testing.T) {
 	e := event.New(event.CloudEventsVersionV03)
 	e.SetID("x")
-	if _, _, err := binding.Encode(e, binding.Binary); !errors.Is(err, binding.ErrUnsupported) {
+	if _, _, err := wire.Encode(e, wire.Binary); !errors.Is(err, wire.ErrUnsupported) {
 		t.Errorf("Encode(0.3) error = %v, want ErrUnsupported", err)
 	}
-	if _, _, err := binding.Encode(event.Event{}, binding.Structured); !errors.Is(err, binding.ErrUnsupported) {
+	if _, _, err := wire.Encode(event.Event{}, wire.Structured); !errors.Is(err, wire.ErrUnsupported) {
 		t.Errorf("Encode(zero event) error = %v, want ErrUnsupported", err)
 	}
 }
@@ -170,19 +170,19 @@ func TestModeOf(t *testing.T) {
 	tests := []struct {
 		name string
 		give nats.Header
-		want binding.Mode
+		want wire.Mode
 	}{
-		{"no headers (the released binding)", nil, binding.Structured},
-		{"no Content-Type nor ce- header", nats.Header{"Nats-Msg-Id": {"c1"}}, binding.Structured},
-		{"ce- headers without Content-Type", nats.Header{"ce-id": {"c1"}}, binding.Binary},
-		{"canonical", nats.Header{"Content-Type": {"application/cloudevents+json"}}, binding.Structured},
-		{"lower-case name, mixed-case value", nats.Header{"content-type": {"Application/CloudEvents+JSON; charset=utf-8"}}, binding.Structured},
-		{"upper-case name", nats.Header{"CONTENT-TYPE": {"application/cloudevents+json"}}, binding.Structured},
-		{"json data", nats.Header{"Content-Type": {"application/json"}, "ce-id": {"x"}}, binding.Binary},
+		{"no headers (the released binding)", nil, wire.Structured},
+		{"no Content-Type nor ce- header", nats.Header{"Nats-Msg-Id": {"c1"}}, wire.Structured},
+		{"ce- headers without Content-Type", nats.Header{"ce-id": {"c1"}}, wire.Binary},
+		{"canonical", nats.Header{"Content-Type": {"application/cloudevents+json"}}, wire.Structured},
+		{"lower-case name, mixed-case value", nats.Header{"content-type": {"Application/CloudEvents+JSON; charset=utf-8"}}, wire.Structured},
+		{"upper-case name", nats.Header{"CONTENT-TYPE": {"application/cloudevents+json"}}, wire.Structured},
+		{"json data", nats.Header{"Content-Type": {"application/json"}, "ce-id": {"x"}}, wire.Binary},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := binding.ModeOf(tt.give); got != tt.want {
+			if got := wire.ModeOf(tt.give); got != tt.want {
 				t.Errorf("ModeOf = %v, want %v", got, tt.want)
 			}
 		})
@@ -202,7 +202,7 @@ func binaryHdr(kv ...string) nats.Header {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	validBinary := []string{"ce-specversion", "1.0", "ce-id", "c1", "ce-source", "s", "ce-type", events.CallType}
+	validBinary := []string{"ce-specversion", "1.0", "ce-id", "c1", "ce-source", "s", "ce-type", wire.CallType}
 	tests := []struct {
 		name      string
 		header    nats.Header
@@ -236,7 +236,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := binding.Decode(tt.header, []byte(tt.data))
+			_, err := wire.Decode(tt.header, []byte(tt.data))
 			var re *events.RejectError
 			if !errors.As(err, &re) {
 				t.Fatalf("Decode error = %v, want a *events.RejectError", err)
@@ -255,9 +255,9 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestDecodeBinaryCaseInsensitiveHeaders(t *testing.T) {
-	h := binaryHdr("CE-SpecVersion", "1.0", "Ce-Id", "c%2D1", "CE-SOURCE", "agent%3Ax", "ce-type", events.CallType,
+	h := binaryHdr("CE-SpecVersion", "1.0", "Ce-Id", "c%2D1", "CE-SOURCE", "agent%3Ax", "ce-type", wire.CallType,
 		"ce-Tenant", "acme", "ce-runid", "r1", "content-type", "application/json")
-	e, err := binding.Decode(h, []byte(`{"arguments":{}}`))
+	e, err := wire.Decode(h, []byte(`{"arguments":{}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestDecodeBinaryCaseInsensitiveHeaders(t *testing.T) {
 	if got := e.Extensions()["tenant"]; got != "acme" {
 		t.Errorf("tenant extension = %v", got)
 	}
-	if _, err := events.CallFromEvent(e, "acme", "book"); err != nil {
+	if _, err := wire.CallFromEvent(e, "acme", "book"); err != nil {
 		t.Errorf("CallFromEvent: %v", err)
 	}
 }
@@ -277,17 +277,17 @@ func TestPeek(t *testing.T) {
 		name   string
 		header nats.Header
 		data   string
-		want   binding.Address
+		want   wire.CallAddress
 	}{
-		{"structured", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"specversion":"9","id":"c1","runid":"r1"}`, binding.Address{ID: "c1", RunID: "r1"}},
-		{"structured non-string id", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":5,"runid":"r1"}`, binding.Address{RunID: "r1"}},
-		{"structured not JSON", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":"c1"`, binding.Address{}},
-		{"binary", binaryHdr("ce-id", "c%201", "CE-RUNID", "r1"), "", binding.Address{ID: "c 1", RunID: "r1"}},
-		{"nothing", nil, "junk", binding.Address{}},
+		{"structured", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"specversion":"9","id":"c1","runid":"r1"}`, wire.CallAddress{ID: "c1", RunID: "r1"}},
+		{"structured non-string id", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":5,"runid":"r1"}`, wire.CallAddress{RunID: "r1"}},
+		{"structured not JSON", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":"c1"`, wire.CallAddress{}},
+		{"binary", binaryHdr("ce-id", "c%201", "CE-RUNID", "r1"), "", wire.CallAddress{ID: "c 1", RunID: "r1"}},
+		{"nothing", nil, "junk", wire.CallAddress{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := binding.Peek(tt.header, []byte(tt.data)); got != tt.want {
+			if got := wire.Peek(tt.header, []byte(tt.data)); got != tt.want {
 				t.Errorf("Peek = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -296,16 +296,16 @@ func TestPeek(t *testing.T) {
 
 func TestGetAndValues(t *testing.T) {
 	h := nats.Header{"X-A": {"1"}, "x-a": {"2"}, "Y": {"3"}}
-	if got := binding.Values(h, "X-a"); len(got) != 2 {
+	if got := wire.Values(h, "X-a"); len(got) != 2 {
 		t.Errorf("Values = %v, want both", got)
 	}
-	if _, ok := binding.Get(h, "x-A"); ok {
+	if _, ok := wire.Get(h, "x-A"); ok {
 		t.Error("Get of a header given twice reported one value")
 	}
-	if v, ok := binding.Get(h, "y"); !ok || v != "3" {
+	if v, ok := wire.Get(h, "y"); !ok || v != "3" {
 		t.Errorf("Get(y) = %q, %v", v, ok)
 	}
-	if !strings.Contains(binding.Binary.String()+binding.Structured.String(), "binarystructured") {
+	if !strings.Contains(wire.Binary.String()+wire.Structured.String(), "binarystructured") {
 		t.Error("Mode.String")
 	}
 }
@@ -313,13 +313,13 @@ func TestGetAndValues(t *testing.T) {
 // TestDecodeStructuredWithoutDataContentType: JSON data with no datacontenttype
 // is read as JSON, as the JSON event format says.
 func TestDecodeStructuredWithoutDataContentType(t *testing.T) {
-	h, data := structured(`{"specversion":"1.0","id":"c1","source":"/a","type":"` + events.CallType +
+	h, data := structured(`{"specversion":"1.0","id":"c1","source":"/a","type":"` + wire.CallType +
 		`","runid":"r1","data":{"arguments":{"flight":"LH1", "n": 1.50}}}`)
-	e, err := binding.Decode(h, data)
+	e, err := wire.Decode(h, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := events.CallFromEvent(e, "acme", "book")
+	c, err := wire.CallFromEvent(e, "acme", "book")
 	if err != nil {
 		t.Fatalf("CallFromEvent: %v", err)
 	}

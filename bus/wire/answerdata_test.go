@@ -1,4 +1,4 @@
-package events
+package wire
 
 import (
 	"bytes"
@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/tesserix/toolexec/events"
 )
 
 // strictAnswerData is how answer data was read before readAnswerData: the
 // schema over the bytes, then the bytes decoded again into the struct,
 // refusing unknown members. FuzzReadAnswerData holds the two to the same
 // verdicts and values.
-func strictAnswerData(kind Kind, data []byte) (answerData, error) {
+func strictAnswerData(kind events.Kind, data []byte) (answerData, error) {
 	if err := Validate(kind, data); err != nil {
 		return answerData{}, err
 	}
@@ -51,7 +53,7 @@ func FuzzReadAnswerData(f *testing.F) {
 	} {
 		f.Add(seed.kind, []byte(seed.data))
 	}
-	kinds := []Kind{KindCompleted, KindDeduplicated, KindIndeterminate, KindFailed, KindRejected, KindResolved}
+	kinds := []events.Kind{events.KindCompleted, events.KindDeduplicated, events.KindIndeterminate, events.KindFailed, events.KindRejected, events.KindResolved}
 	f.Fuzz(func(t *testing.T, k int, data []byte) {
 		kind := kinds[uint(k)%uint(len(kinds))]
 		got, gotErr := readAnswerData(kind, data)

@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"bytes"
@@ -9,15 +9,15 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
-// TestCallStructuredJSONMatchesSDK holds Call.StructuredJSON to the path it
-// replaces: for any call it fails exactly when NewCallEvent (or the binding's
-// structured encoding of its event) fails, with the same rejection code and
+// TestCallJSONMatchesSDK holds CallJSON to the path it replaces: for any
+// call it fails exactly when CallEvent (or the structured encoding of its
+// event) fails, with the same rejection code and
 // field, and otherwise writes the same bytes.
-func TestCallStructuredJSONMatchesSDK(tt *testing.T) {
+func TestCallJSONMatchesSDK(tt *testing.T) {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
 	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
@@ -39,24 +39,24 @@ func TestCallStructuredJSONMatchesSDK(tt *testing.T) {
 		if rapid.Bool().Draw(t, "timed") {
 			c.Time = time.Unix(rapid.Int64Range(-1e10, 1e11).Draw(t, "sec"), rapid.Int64Range(0, 999999999).Draw(t, "nsec"))
 		}
-		got, gotErr := c.StructuredJSON()
+		got, gotErr := wire.CallJSON(c)
 		var want []byte
-		e, wantErr := events.NewCallEvent(c)
+		e, wantErr := wire.CallEvent(c)
 		if wantErr == nil {
-			_, want, wantErr = binding.Encode(e, binding.Structured)
+			_, want, wantErr = wire.Encode(e, wire.Structured)
 		}
 		if (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("StructuredJSON error %v, NewCallEvent's path %v, for %+v", gotErr, wantErr, c)
+			t.Fatalf("CallJSON error %v, CallEvent's path %v, for %+v", gotErr, wantErr, c)
 		}
 		if gotErr != nil {
 			var g, w *events.RejectError
 			if !errors.As(gotErr, &g) || !errors.As(wantErr, &w) || g.Code != w.Code || g.Field != w.Field {
-				t.Fatalf("StructuredJSON error %v, NewCallEvent's %v: want the same code and field", gotErr, wantErr)
+				t.Fatalf("CallJSON error %v, CallEvent's %v: want the same code and field", gotErr, wantErr)
 			}
 			return
 		}
 		if !bytes.Equal(got, want) {
-			t.Fatalf("for %+v:\nStructuredJSON %s\nSDK            %s", c, got, want)
+			t.Fatalf("for %+v:\nCallJSON %s\nSDK      %s", c, got, want)
 		}
 		accepted++
 	})

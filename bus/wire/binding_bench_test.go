@@ -1,11 +1,11 @@
-package binding_test
+package wire_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -22,24 +22,23 @@ var (
 		Key: "dcaca72c477ec402dd504f145eb9fa54d2964d52f26edc7cd656608baca21496", Outcome: "VGUQR2",
 		Time: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
 	}
-	benchModes = []binding.Mode{binding.Structured, binding.Binary}
+	benchModes = []wire.Mode{wire.Structured, wire.Binary}
 )
 
 // BenchmarkEncodeCall builds a call's CloudEvent through the SDK and its NATS
 // message, as the client does for every call it publishes in binary mode (in
-// structured mode it writes the event directly: events'
-// BenchmarkCallStructuredJSON).
+// structured mode it writes the event directly: BenchmarkCallJSON).
 func BenchmarkEncodeCall(b *testing.B) {
-	subject := events.CallSubject(benchCall.Tenant, benchCall.Tool)
+	subject := wire.CallSubject(benchCall.Tenant, benchCall.Tool)
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				e, err := events.NewCallEvent(benchCall)
+				e, err := wire.CallEvent(benchCall)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := binding.NewMsg(subject, e, mode); err != nil {
+				if _, err := wire.NewMsg(subject, e, mode); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -50,24 +49,24 @@ func BenchmarkEncodeCall(b *testing.B) {
 // BenchmarkDecodeCall reads a call message back into a call, as a worker does
 // for every message it takes.
 func BenchmarkDecodeCall(b *testing.B) {
-	e, err := events.NewCallEvent(benchCall)
+	e, err := wire.CallEvent(benchCall)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
-			h, data, err := binding.Encode(e, mode)
+			h, data, err := wire.Encode(e, mode)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				in, err := binding.Decode(h, data)
+				in, err := wire.Decode(h, data)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := events.CallFromEvent(in, benchCall.Tenant, benchCall.Tool); err != nil {
+				if _, err := wire.CallFromEvent(in, benchCall.Tenant, benchCall.Tool); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -77,18 +76,17 @@ func BenchmarkDecodeCall(b *testing.B) {
 
 // BenchmarkEncodeAnswer builds a completed answer's event through the SDK and
 // its message, as a worker does for every answer it publishes in binary mode
-// (in structured mode it writes the event directly: events'
-// BenchmarkAnswerStructuredJSON).
+// (in structured mode it writes the event directly: BenchmarkAnswerJSON).
 func BenchmarkEncodeAnswer(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				e, err := benchAnswer.Event("/toolexec/executor/bench")
+				e, err := wire.AnswerEvent(benchAnswer, "/toolexec/executor/bench")
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := binding.NewMsg(benchAnswer.Subject(), e, mode); err != nil {
+				if _, err := wire.NewMsg(wire.AnswerSubject(benchAnswer), e, mode); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -98,24 +96,24 @@ func BenchmarkEncodeAnswer(b *testing.B) {
 
 // BenchmarkDecodeAnswer reads an answer message back, as a waiting client does.
 func BenchmarkDecodeAnswer(b *testing.B) {
-	e, err := benchAnswer.Event("/toolexec/executor/bench")
+	e, err := wire.AnswerEvent(benchAnswer, "/toolexec/executor/bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
-			h, data, err := binding.Encode(e, mode)
+			h, data, err := wire.Encode(e, mode)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				in, err := binding.Decode(h, data)
+				in, err := wire.Decode(h, data)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := events.AnswerFromEvent(in); err != nil {
+				if _, err := wire.AnswerFromEvent(in); err != nil {
 					b.Fatal(err)
 				}
 			}

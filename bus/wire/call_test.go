@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -30,7 +31,7 @@ func sampleCall() events.Call {
 
 func TestCallRoundTrip(t *testing.T) {
 	c := sampleCall()
-	e, err := events.NewCallEvent(c)
+	e, err := wire.CallEvent(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestCallRoundTrip(t *testing.T) {
 		t.Errorf("data = %#v, want {\"arguments\": {...}}", m["data"])
 	}
 
-	got, err := events.CallFromEvent(back, "acme", "book")
+	got, err := wire.CallFromEvent(back, "acme", "book")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,14 +73,14 @@ func equalCalls(a, b events.Call) bool {
 		string(a.Arguments) == string(b.Arguments) && a.Time.Equal(b.Time)
 }
 
-func TestNewCallEventMinimal(t *testing.T) {
-	e, err := events.NewCallEvent(events.Call{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", Source: "s"})
+func TestCallEventMinimal(t *testing.T) {
+	e, err := wire.CallEvent(events.Call{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", Source: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, m := roundTrip(t, e)
 	wantAttrs(t, m, map[string]any{
-		"specversion": "1.0", "type": events.CallType, "id": "c", "source": "s", "subject": "x",
+		"specversion": "1.0", "type": wire.CallType, "id": "c", "source": "s", "subject": "x",
 		"tenant": "t", "runid": "r", "datacontenttype": "application/json", "data": nil,
 	})
 	if string(e.Data()) != `{"arguments":{}}` {
@@ -87,7 +88,7 @@ func TestNewCallEventMinimal(t *testing.T) {
 	}
 
 	args := `{ "q": "<a&b>", "n": 1.50, "n": 2 }`
-	e, err = events.NewCallEvent(events.Call{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", Source: "s", Arguments: json.RawMessage(args)})
+	e, err = wire.CallEvent(events.Call{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", Source: "s", Arguments: json.RawMessage(args)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestNewCallEventMinimal(t *testing.T) {
 	}
 }
 
-func TestNewCallEventRejects(t *testing.T) {
+func TestCallEventRejects(t *testing.T) {
 	tests := []struct {
 		name      string
 		mutate    func(*events.Call)
@@ -116,7 +117,7 @@ func TestNewCallEventRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := sampleCall()
 			tt.mutate(&c)
-			_, err := events.NewCallEvent(c)
+			_, err := wire.CallEvent(c)
 			checkReject(t, err, tt.wantCode, tt.wantField)
 		})
 	}
@@ -204,7 +205,7 @@ func TestCallFromEventAccepts(t *testing.T) {
 			// What the bus builds from ce- headers: every attribute a string.
 			e := event.New()
 			e.SetID("call-7")
-			e.SetType(events.CallType)
+			e.SetType(wire.CallType)
 			e.SetSource("agents/planner")
 			e.SetExtension("runid", "run_1")
 			e.SetExtension("tenant", "acme")
@@ -215,7 +216,7 @@ func TestCallFromEventAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := events.CallFromEvent(tt.event(t), "acme", "book")
+			c, err := wire.CallFromEvent(tt.event(t), "acme", "book")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +257,7 @@ func TestCallFromEventRejects(t *testing.T) {
 		{name: "specversion 0.3", event: func(*testing.T) event.Event {
 			e := event.New("0.3")
 			e.SetID("call-7")
-			e.SetType(events.CallType)
+			e.SetType(wire.CallType)
 			e.SetSource("s")
 			return e
 		}, wantCode: events.CodeBadSpecVersion, wantField: "specversion"},
@@ -314,7 +315,7 @@ func TestCallFromEventRejects(t *testing.T) {
 			if tool == "" {
 				tool = "book"
 			}
-			c, err := events.CallFromEvent(tt.event(t), tenant, tool)
+			c, err := wire.CallFromEvent(tt.event(t), tenant, tool)
 			checkReject(t, err, tt.wantCode, tt.wantField)
 			if c.Arguments != nil || c.CallID != "" {
 				t.Errorf("a rejected call returned %+v", c)
@@ -324,7 +325,7 @@ func TestCallFromEventRejects(t *testing.T) {
 }
 
 func TestCallFromEventSchemaMessageNamesProblem(t *testing.T) {
-	_, err := events.CallFromEvent(decode(t, withAttr(t, "data", `{"arguments":{},"extra":1}`)), "acme", "book")
+	_, err := wire.CallFromEvent(decode(t, withAttr(t, "data", `{"arguments":{},"extra":1}`)), "acme", "book")
 	var re *events.RejectError
 	if !errors.As(err, &re) {
 		t.Fatalf("error = %v", err)
@@ -335,7 +336,7 @@ func TestCallFromEventSchemaMessageNamesProblem(t *testing.T) {
 	if strings.Contains(re.Msg, "\n") {
 		t.Errorf("message %q spans lines", re.Msg)
 	}
-	if !errors.Is(err, events.ErrInvalidData) {
+	if !errors.Is(err, wire.ErrInvalidData) {
 		t.Errorf("schema violation does not unwrap to ErrInvalidData: %v", err)
 	}
 }

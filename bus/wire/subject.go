@@ -1,8 +1,10 @@
-package events
+package wire
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tesserix/toolexec/events"
 )
 
 // Streams and subjects.
@@ -31,7 +33,7 @@ const (
 const Placeholder = "_"
 
 // CallSubject returns "toolexec.call.<tenant>.<tool>", where calls for tool are
-// published. It does not check its arguments: check them with [CheckToken] first,
+// published. It does not check its arguments: check them with [events.CheckToken] first,
 // since anything but valid tokens yields something that is not a valid subject.
 func CallSubject(tenant, tool string) string {
 	return CallPrefix + tenant + "." + tool
@@ -47,12 +49,12 @@ func TenantEventSubjects(tenant string) string { return EventPrefix + tenant + "
 
 // KindSubjects returns "toolexec.event.*.<kind>.>": every event of kind across
 // tenants, what an auditor subscribes to.
-func KindSubjects(kind Kind) string { return EventPrefix + "*." + string(kind) + ".>" }
+func KindSubjects(kind events.Kind) string { return EventPrefix + "*." + string(kind) + ".>" }
 
 // EventSubject returns "toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>",
 // where an event of kind about one call is published. Like [CallSubject], it does
 // not check its arguments.
-func EventSubject(tenant string, kind Kind, tool, runID, callID string) string {
+func EventSubject(tenant string, kind events.Kind, tool, runID, callID string) string {
 	var b strings.Builder
 	b.Grow(len(EventPrefix) + len(tenant) + len(kind) + len(tool) + len(runID) + len(callID) + 4)
 	b.WriteString(EventPrefix)
@@ -78,7 +80,7 @@ func AnswerFilter(tenant, tool, runID, callID string) string {
 // ParseCallSubject splits "toolexec.call.<tenant>.<tool>" into its tenant and tool.
 // Anything else (another prefix, more or fewer tokens, a token that is not valid)
 // is an error matching [ErrBadSubject]; when a token is at fault the error also
-// wraps its [*TokenError].
+// wraps its [*events.TokenError].
 func ParseCallSubject(subject string) (tenant, tool string, err error) {
 	rest, ok := strings.CutPrefix(subject, CallPrefix)
 	if !ok {
@@ -88,10 +90,10 @@ func ParseCallSubject(subject string) (tenant, tool string, err error) {
 	if !ok || strings.IndexByte(tool, '.') >= 0 {
 		return "", "", fmt.Errorf("%w: %s is not %s<tenant>.<tool>", ErrBadSubject, quote(subject), CallPrefix)
 	}
-	if err := CheckToken("tenant", tenant); err != nil {
+	if err := events.CheckToken("tenant", tenant); err != nil {
 		return "", "", fmt.Errorf("%w: %w", ErrBadSubject, err)
 	}
-	if err := CheckToken("tool", tool); err != nil {
+	if err := events.CheckToken("tool", tool); err != nil {
 		return "", "", fmt.Errorf("%w: %w", ErrBadSubject, err)
 	}
 	return tenant, tool, nil
@@ -101,7 +103,7 @@ func ParseCallSubject(subject string) (tenant, tool string, err error) {
 // which call.
 type EventAddress struct {
 	Tenant string
-	Kind   Kind
+	Kind   events.Kind
 	Tool   string
 	RunID  string
 	CallID string
@@ -136,7 +138,7 @@ func ParseEventSubject(subject string) (EventAddress, error) {
 			return EventAddress{}, fmt.Errorf("%w: %s has too few tokens", ErrBadSubject, quote(subject))
 		}
 	}
-	kind, err := ParseKind(parts[1])
+	kind, err := events.ParseKind(parts[1])
 	if err != nil {
 		return EventAddress{}, fmt.Errorf("%w: %w", ErrBadSubject, err)
 	}
@@ -144,7 +146,7 @@ func ParseEventSubject(subject string) (EventAddress, error) {
 	for _, f := range []struct{ name, v string }{
 		{"tenant", a.Tenant}, {"tool", a.Tool}, {"runid", a.RunID}, {"callid", a.CallID},
 	} {
-		if err := CheckToken(f.name, f.v); err != nil {
+		if err := events.CheckToken(f.name, f.v); err != nil {
 			return EventAddress{}, fmt.Errorf("%w: %w", ErrBadSubject, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package binding
+package wire
 
 import (
 	"bytes"
@@ -22,9 +22,9 @@ import (
 
 // Header names and media types of the NATS binding.
 const (
-	// Prefix starts the name of every binary-mode attribute header: ce-id,
+	// HeaderPrefix starts the name of every binary-mode attribute header: ce-id,
 	// ce-source, ce-tenant, ...
-	Prefix = "ce-"
+	HeaderPrefix = "ce-"
 	// ContentType names the header that holds, in structured mode, the event
 	// format and, in binary mode, the event's datacontenttype.
 	ContentType = "Content-Type"
@@ -96,7 +96,7 @@ func ModeOf(h nats.Header) Mode {
 // hasAttributeHeader reports whether h has a header named ce-<something>.
 func hasAttributeHeader(h nats.Header) bool {
 	for k := range h {
-		if len(k) > len(Prefix) && hasPrefixFold(k, Prefix) {
+		if len(k) > len(HeaderPrefix) && hasPrefixFold(k, HeaderPrefix) {
 			return true
 		}
 	}
@@ -110,7 +110,7 @@ func hasPrefixFold(s, prefix string) bool {
 // Decode reads the CloudEvent carried by a message with headers h and payload
 // data, in whichever mode the message is in (see [ModeOf]). It checks only what
 // makes the message a CloudEvents 1.0 event; what makes the event a toolexec call
-// is for events.CallFromEvent.
+// is for [CallFromEvent].
 //
 // Every error is an [*events.RejectError]:
 //
@@ -144,7 +144,7 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 // reads: the CloudEvents context attributes, the data, and the extensions.
 var attributeNames = jsonobj.NewNames("specversion", "id", "source", "type", "subject", "time",
 	"datacontenttype", "dataschema", "data", "data_base64", "traceparent", "tracestate",
-	events.ExtTenant, events.ExtRunID, events.ExtCallID, events.ExtIdempotencyKey)
+	ExtTenant, ExtRunID, ExtCallID, ExtIdempotencyKey)
 
 // objects holds the buffers decodeStructured splits payloads into: the split
 // is read before decodeStructured returns, and nothing it returns shares it.
@@ -197,7 +197,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		return event.Event{}, events.Reject(events.CodeInvalidUnicode, "", "the payload is not valid UTF-8")
 	}
 	if !json.Valid(data) {
-		if events.NestsDeeper(data, MaxNesting) {
+		if nestsDeeper(data, MaxNesting) {
 			return event.Event{}, events.Reject(events.CodeTooDeep, "", "the payload nests arrays and objects more than %d deep", MaxNesting)
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
@@ -245,28 +245,28 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 	attrs := make(map[string]string)
 	for k, vs := range h {
-		if len(k) <= len(Prefix) || !hasPrefixFold(k, Prefix) {
+		if len(k) <= len(HeaderPrefix) || !hasPrefixFold(k, HeaderPrefix) {
 			continue
 		}
-		name := strings.ToLower(k[len(Prefix):])
+		name := strings.ToLower(k[len(HeaderPrefix):])
 		if _, seen := attrs[name]; seen || len(vs) != 1 {
-			return event.Event{}, events.Reject(events.CodeNotCloudEvent, name, "header %s%s is given more than once", Prefix, short(name))
+			return event.Event{}, events.Reject(events.CodeNotCloudEvent, name, "header %s%s is given more than once", HeaderPrefix, short(name))
 		}
 		v, err := headerValue(vs[0])
 		if err != nil {
 			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
-				Msg: fmt.Sprintf("header %s%s: %v", Prefix, short(name), err), Err: err}
+				Msg: fmt.Sprintf("header %s%s: %v", HeaderPrefix, short(name), err), Err: err}
 		}
 		attrs[name] = v
 	}
 	if len(attrs) == 0 {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "",
 			"not a CloudEvent: the message has neither a %s: %s header (structured mode) nor %sspecversion and the other attribute headers (binary mode)",
-			ContentType, StructuredJSON, Prefix)
+			ContentType, StructuredJSON, HeaderPrefix)
 	}
 	sv, ok := attrs["specversion"]
 	if !ok {
-		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "binary-mode message without a %sspecversion header", Prefix)
+		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "binary-mode message without a %sspecversion header", HeaderPrefix)
 	}
 	if sv != event.CloudEventsVersionV1 {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)
@@ -291,13 +291,13 @@ func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 		}
 		if err != nil {
 			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
-				Msg: fmt.Sprintf("header %s%s: %s", Prefix, short(name), oneLine(err.Error())), Err: err}
+				Msg: fmt.Sprintf("header %s%s: %s", HeaderPrefix, short(name), oneLine(err.Error())), Err: err}
 		}
 	}
 	if ct, ok := Get(h, ContentType); ok {
 		if dct, set := attrs["datacontenttype"]; set && dct != ct {
 			return event.Event{}, events.Reject(events.CodeNotCloudEvent, "datacontenttype",
-				"%sdatacontenttype %s disagrees with %s %s", Prefix, short(dct), ContentType, short(ct))
+				"%sdatacontenttype %s disagrees with %s %s", HeaderPrefix, short(dct), ContentType, short(ct))
 		}
 		e.SetDataContentType(ct)
 	}
@@ -307,9 +307,9 @@ func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 	return e, nil
 }
 
-// Address is what a message says about the call it carries, read without
+// CallAddress is what a message says about the call it carries, read without
 // judging the rest: enough to address a rejection to the caller waiting for it.
-type Address struct {
+type CallAddress struct {
 	// ID is the event's id (the call id), empty when absent or not a string.
 	ID string
 	// RunID is the runid extension, empty when absent or not a string.
@@ -321,26 +321,26 @@ type Address struct {
 // top-level members of a structured payload (a payload that is not a JSON object
 // yields nothing). Values are returned as sent; whether they are valid tokens is
 // for the caller to judge.
-func Peek(h nats.Header, data []byte) Address {
+func Peek(h nats.Header, data []byte) CallAddress {
 	if ModeOf(h) == Binary {
-		var a Address
-		if v, ok := Get(h, Prefix+"id"); ok {
+		var a CallAddress
+		if v, ok := Get(h, HeaderPrefix+"id"); ok {
 			a.ID, _ = headerValue(v)
 		}
-		if v, ok := Get(h, Prefix+events.ExtRunID); ok {
+		if v, ok := Get(h, HeaderPrefix+ExtRunID); ok {
 			a.RunID, _ = headerValue(v)
 		}
 		return a
 	}
 	top, _, isObject := attributeNames.Members(data)
 	if !isObject {
-		return Address{}
+		return CallAddress{}
 	}
-	var a Address
+	var a CallAddress
 	if id, ok := top.Get("id"); ok {
 		_ = json.Unmarshal(id, &a.ID)
 	}
-	if runID, ok := top.Get(events.ExtRunID); ok {
+	if runID, ok := top.Get(ExtRunID); ok {
 		_ = json.Unmarshal(runID, &a.RunID)
 	}
 	return a
@@ -374,7 +374,7 @@ func Encode(e event.Event, mode Mode) (nats.Header, []byte, error) {
 	}
 	set := func(name, v string) {
 		if v != "" {
-			h.Set(Prefix+name, PercentEncode(v))
+			h.Set(HeaderPrefix+name, PercentEncode(v))
 		}
 	}
 	set("specversion", e.SpecVersion())
@@ -401,7 +401,7 @@ func Encode(e event.Event, mode Mode) (nats.Header, []byte, error) {
 
 // StructuredMsg returns a structured-mode NATS message for subject whose
 // payload is data, an event already written in the JSON event format (as
-// events.Call.StructuredJSON and events.Answer.StructuredJSON write one).
+// [CallJSON] and [AnswerJSON] write one).
 func StructuredMsg(subject string, data []byte) *nats.Msg {
 	return &nats.Msg{Subject: subject, Header: nats.Header{ContentType: {StructuredJSON}}, Data: data}
 }
@@ -484,10 +484,6 @@ func hex4(v []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
-
-// MaxNesting is how deeply a structured event may nest arrays and objects: the
-// limit of encoding/json, which reads it.
-const MaxNesting = events.MaxNesting
 
 // maxShown bounds how much of a sender's value an error message repeats.
 const maxShown = 64

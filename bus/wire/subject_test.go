@@ -1,10 +1,11 @@
-package events_test
+package wire_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -14,17 +15,17 @@ func TestSubjects(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"call", events.CallSubject("acme", "book"), "toolexec.call.acme.book"},
-		{"event", events.EventSubject("acme", events.KindCompleted, "book", "run_1", "call-7"), "toolexec.event.acme.completed.book.run_1.call-7"},
-		{"answer filter", events.AnswerFilter("acme", "book", "run_1", "call-7"), "toolexec.event.acme.*.book.run_1.call-7"},
-		{"tenant calls", events.TenantCallSubjects("acme"), "toolexec.call.acme.>"},
-		{"tenant events", events.TenantEventSubjects("acme"), "toolexec.event.acme.>"},
-		{"auditor indeterminate", events.KindSubjects(events.KindIndeterminate), "toolexec.event.*.indeterminate.>"},
-		{"auditor deduplicated", events.KindSubjects(events.KindDeduplicated), "toolexec.event.*.deduplicated.>"},
-		{"call stream filter", events.CallSubjects, "toolexec.call.>"},
-		{"event stream filter", events.EventSubjects, "toolexec.event.>"},
-		{"call stream", events.CallStream, "TOOLEXEC_CALLS"},
-		{"event stream", events.EventStream, "TOOLEXEC_EVENTS"},
+		{"call", wire.CallSubject("acme", "book"), "toolexec.call.acme.book"},
+		{"event", wire.EventSubject("acme", events.KindCompleted, "book", "run_1", "call-7"), "toolexec.event.acme.completed.book.run_1.call-7"},
+		{"answer filter", wire.AnswerFilter("acme", "book", "run_1", "call-7"), "toolexec.event.acme.*.book.run_1.call-7"},
+		{"tenant calls", wire.TenantCallSubjects("acme"), "toolexec.call.acme.>"},
+		{"tenant events", wire.TenantEventSubjects("acme"), "toolexec.event.acme.>"},
+		{"auditor indeterminate", wire.KindSubjects(events.KindIndeterminate), "toolexec.event.*.indeterminate.>"},
+		{"auditor deduplicated", wire.KindSubjects(events.KindDeduplicated), "toolexec.event.*.deduplicated.>"},
+		{"call stream filter", wire.CallSubjects, "toolexec.call.>"},
+		{"event stream filter", wire.EventSubjects, "toolexec.event.>"},
+		{"call stream", wire.CallStream, "TOOLEXEC_CALLS"},
+		{"event stream", wire.EventStream, "TOOLEXEC_EVENTS"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -59,17 +60,17 @@ func TestParseCallSubject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tenant, tool, err := events.ParseCallSubject(tt.give)
+			tenant, tool, err := wire.ParseCallSubject(tt.give)
 			if tt.wantTenant != "" {
 				if err != nil || tenant != tt.wantTenant || tool != tt.wantTool {
 					t.Fatalf("ParseCallSubject(%q) = %q, %q, %v; want %q, %q", tt.give, tenant, tool, err, tt.wantTenant, tt.wantTool)
 				}
-				if back := events.CallSubject(tenant, tool); back != tt.give {
+				if back := wire.CallSubject(tenant, tool); back != tt.give {
 					t.Errorf("CallSubject(parsed) = %q, want %q", back, tt.give)
 				}
 				return
 			}
-			if !errors.Is(err, events.ErrBadSubject) {
+			if !errors.Is(err, wire.ErrBadSubject) {
 				t.Fatalf("ParseCallSubject(%q) = %q, %q, %v; want ErrBadSubject", tt.give, tenant, tool, err)
 			}
 			if tenant != "" || tool != "" {
@@ -84,14 +85,14 @@ func TestParseCallSubject(t *testing.T) {
 }
 
 func TestParseEventSubject(t *testing.T) {
-	ok := events.EventAddress{Tenant: "acme", Kind: events.KindIndeterminate, Tool: "book", RunID: "run_1", CallID: "c-1"}
+	ok := wire.EventAddress{Tenant: "acme", Kind: events.KindIndeterminate, Tool: "book", RunID: "run_1", CallID: "c-1"}
 	tests := []struct {
 		name string
 		give string
-		want *events.EventAddress
+		want *wire.EventAddress
 	}{
 		{"ok", "toolexec.event.acme.indeterminate.book.run_1.c-1", &ok},
-		{"placeholders", "toolexec.event.acme.rejected._._.c-1", &events.EventAddress{Tenant: "acme", Kind: events.KindRejected, Tool: "_", RunID: "_", CallID: "c-1"}},
+		{"placeholders", "toolexec.event.acme.rejected._._.c-1", &wire.EventAddress{Tenant: "acme", Kind: events.KindRejected, Tool: "_", RunID: "_", CallID: "c-1"}},
 		{"wrong prefix", "toolexec.call.acme.indeterminate.book.run_1.c-1", nil},
 		{"too few", "toolexec.event.acme.indeterminate.book.run_1", nil},
 		{"too many", "toolexec.event.acme.indeterminate.book.run_1.c-1.x", nil},
@@ -104,9 +105,9 @@ func TestParseEventSubject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := events.ParseEventSubject(tt.give)
+			got, err := wire.ParseEventSubject(tt.give)
 			if tt.want == nil {
-				if !errors.Is(err, events.ErrBadSubject) {
+				if !errors.Is(err, wire.ErrBadSubject) {
 					t.Fatalf("ParseEventSubject(%q) = %+v, %v; want ErrBadSubject", tt.give, got, err)
 				}
 				return

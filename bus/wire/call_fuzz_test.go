@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -14,7 +15,7 @@ import (
 // it: attributes, extensions of any type, data as JSON or base64 bytes) as calls
 // published for an arbitrary tenant and tool. CallFromEvent must not panic; every
 // error is a *RejectError with a rejection code and a message; an accepted call
-// carries the subject's tenant and tool, and NewCallEvent turns it into an event
+// carries the subject's tenant and tool, and CallEvent turns it into an event
 // that CallFromEvent reads back as the same call. The seed corpus is under
 // testdata/fuzz/FuzzCallFromEvent.
 func FuzzCallFromEvent(f *testing.F) {
@@ -36,7 +37,7 @@ func FuzzCallFromEvent(f *testing.F) {
 		if err := format.JSON.Unmarshal(raw, &e); err != nil {
 			return // not an event sdk-go can read; Decode refuses it earlier
 		}
-		c, err := events.CallFromEvent(e, tenant, tool)
+		c, err := wire.CallFromEvent(e, tenant, tool)
 		if err != nil {
 			var re *events.RejectError
 			if !errors.As(err, &re) || !errors.Is(err, events.ErrRejected) {
@@ -55,11 +56,11 @@ func FuzzCallFromEvent(f *testing.F) {
 				t.Fatalf("accepted a call with the token %q", tok)
 			}
 		}
-		e2, err := events.NewCallEvent(c)
+		e2, err := wire.CallEvent(c)
 		if err != nil {
 			t.Fatalf("an accepted call cannot be made an event again: %v\ncall: %+v", err, c)
 		}
-		c2, err := events.CallFromEvent(e2, tenant, tool)
+		c2, err := wire.CallFromEvent(e2, tenant, tool)
 		if err != nil {
 			t.Fatalf("the event of an accepted call is rejected: %v\nevent: %s", err, e2)
 		}

@@ -1,4 +1,4 @@
-package events
+package wire
 
 import (
 	"bytes"
@@ -6,11 +6,13 @@ import (
 	"errors"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tesserix/toolexec/events"
 )
 
 // FuzzCallArguments holds callArguments, which reads the call schema's rules
 // directly, to the schema itself: on valid JSON without duplicate members it
-// accepts exactly the data events.ValidateCall accepts, and returns the
+// accepts exactly the data ValidateCall accepts, and returns the
 // arguments' bytes as sent.
 func FuzzCallArguments(f *testing.F) {
 	for _, s := range []string{
@@ -24,9 +26,9 @@ func FuzzCallArguments(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		args, err := callArguments(data)
 		if err != nil {
-			var re *RejectError
+			var re *events.RejectError
 			if !errors.As(err, &re) {
-				t.Fatalf("callArguments(%q) = %v, not a *RejectError", data, err)
+				t.Fatalf("callArguments(%q) = %v, not a *events.RejectError", data, err)
 			}
 		}
 		if !utf8.Valid(data) || !json.Valid(data) {
@@ -35,7 +37,7 @@ func FuzzCallArguments(f *testing.F) {
 			}
 			return
 		}
-		if re := (*RejectError)(nil); errors.As(err, &re) && re.Code == CodeDuplicateMember {
+		if re := (*events.RejectError)(nil); errors.As(err, &re) && re.Code == events.CodeDuplicateMember {
 			return // the schema, reading a decoded map, cannot see duplicates
 		}
 		schemaErr := ValidateCall(data)

@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -69,12 +69,12 @@ func checkAnswerData(tt *testing.T, kind events.Kind, token, text *rapid.Generat
 		if rapid.IntRange(0, 9).Draw(t, "stray") == 0 {
 			a.Outcome, a.Code = text.Draw(t, "stray outcome"), rapid.SampledFrom(codes).Draw(t, "stray code")
 		}
-		e, err := a.Event(source)
+		e, err := wire.AnswerEvent(a, source)
 		if err != nil {
 			return
 		}
 		accepted++
-		if err := events.Validate(a.Kind, e.Data()); err != nil {
+		if err := wire.Validate(a.Kind, e.Data()); err != nil {
 			t.Fatalf("Event accepted %+v but its data %s fails the %s schema: %v", a, e.Data(), a.Kind, err)
 		}
 	})
@@ -83,11 +83,11 @@ func checkAnswerData(tt *testing.T, kind events.Kind, token, text *rapid.Generat
 	}
 }
 
-// TestAnswerStructuredJSONMatchesSDK holds StructuredJSON to the path it replaces on
-// the hot path: for any answer, source and time, it fails exactly when Event
-// (or the binding's structured encoding of Event's event) fails, and otherwise
+// TestAnswerJSONMatchesSDK holds AnswerJSON to the path it replaces on the
+// hot path: for any answer, source and time, it fails exactly when AnswerEvent
+// (or the structured encoding of AnswerEvent's event) fails, and otherwise
 // writes the same bytes.
-func TestAnswerStructuredJSONMatchesSDK(tt *testing.T) {
+func TestAnswerJSONMatchesSDK(tt *testing.T) {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
 	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
@@ -136,21 +136,21 @@ func TestAnswerStructuredJSONMatchesSDK(tt *testing.T) {
 			rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "?", "%zz", "a b", `/"q"`, "/é\u2028"}),
 			rapid.String()).Draw(t, "source")
 
-		got, gotErr := a.StructuredJSON(source)
+		got, gotErr := wire.AnswerJSON(a, source)
 		var want []byte
-		e, wantErr := a.Event(source)
+		e, wantErr := wire.AnswerEvent(a, source)
 		if wantErr == nil {
-			_, want, wantErr = binding.Encode(e, binding.Structured)
+			_, want, wantErr = wire.Encode(e, wire.Structured)
 		}
 		switch {
 		case (gotErr == nil) != (wantErr == nil):
-			t.Fatalf("StructuredJSON error %v, Event's path %v, for %+v from %q", gotErr, wantErr, a, source)
+			t.Fatalf("AnswerJSON error %v, AnswerEvent's path %v, for %+v from %q", gotErr, wantErr, a, source)
 		case gotErr != nil:
-			if !errors.Is(gotErr, events.ErrInvalidAnswer) && !errors.Is(gotErr, events.ErrInvalidData) {
-				t.Fatalf("StructuredJSON error %v matches neither ErrInvalidAnswer nor ErrInvalidData", gotErr)
+			if !errors.Is(gotErr, events.ErrInvalidAnswer) && !errors.Is(gotErr, wire.ErrInvalidData) {
+				t.Fatalf("AnswerJSON error %v matches neither ErrInvalidAnswer nor ErrInvalidData", gotErr)
 			}
 		case !bytes.Equal(got, want):
-			t.Fatalf("for %+v from %q:\nStructuredJSON %s\nSDK            %s", a, source, got, want)
+			t.Fatalf("for %+v from %q:\nAnswerJSON %s\nSDK        %s", a, source, got, want)
 		default:
 			accepted++
 		}

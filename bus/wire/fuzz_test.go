@@ -1,4 +1,4 @@
-package binding_test
+package wire_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus/binding"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -40,7 +40,7 @@ func checkRejection(t *testing.T, what string, err error) {
 }
 
 // FuzzDecode feeds arbitrary headers and payloads to Decode, in whichever mode
-// the headers select, and what it accepts to events.CallFromEvent. Neither may
+// the headers select, and what it accepts to wire.CallFromEvent. Neither may
 // panic; every error is a *events.RejectError with a rejection code; Peek reads
 // anything; and a call accepted by both is encoded again in each mode and
 // decoded to the same call. The seed corpus is under testdata/fuzz/FuzzDecode.
@@ -68,31 +68,31 @@ func FuzzDecode(f *testing.F) {
 	f.Add(bin+"\nce-comment: %FF", []byte(`{"arguments":{}}`))
 	f.Fuzz(func(t *testing.T, headers string, data []byte) {
 		h := fuzzHeaders(headers)
-		_ = binding.Peek(h, data)
-		e, err := binding.Decode(h, data)
+		_ = wire.Peek(h, data)
+		e, err := wire.Decode(h, data)
 		if err != nil {
 			checkRejection(t, "Decode", err)
 			return
 		}
-		c, err := events.CallFromEvent(e, "acme", "book")
+		c, err := wire.CallFromEvent(e, "acme", "book")
 		if err != nil {
 			checkRejection(t, "CallFromEvent", err)
 			return
 		}
-		e2, err := events.NewCallEvent(c)
+		e2, err := wire.CallEvent(c)
 		if err != nil {
 			t.Fatalf("an accepted call cannot be made an event again: %v\ncall: %+v", err, c)
 		}
-		for _, mode := range []binding.Mode{binding.Structured, binding.Binary} {
-			h2, d2, err := binding.Encode(e2, mode)
+		for _, mode := range []wire.Mode{wire.Structured, wire.Binary} {
+			h2, d2, err := wire.Encode(e2, mode)
 			if err != nil {
 				t.Fatalf("%v: Encode: %v", mode, err)
 			}
-			e3, err := binding.Decode(h2, d2)
+			e3, err := wire.Decode(h2, d2)
 			if err != nil {
 				t.Fatalf("%v: Decode of an encoded call: %v\nheaders %v\npayload %q", mode, err, h2, d2)
 			}
-			c3, err := events.CallFromEvent(e3, c.Tenant, c.Tool)
+			c3, err := wire.CallFromEvent(e3, c.Tenant, c.Tool)
 			if err != nil {
 				t.Fatalf("%v: CallFromEvent of an encoded call: %v", mode, err)
 			}

@@ -1,4 +1,4 @@
-package binding
+package wire
 
 import (
 	"bytes"
@@ -7,15 +7,13 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/extensions"
 	"github.com/cloudevents/sdk-go/v2/types"
-
-	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/jsonobj"
 )
 
 // plainExtensions are the extensions plainEvent reads: toolexec's own and the
 // distributed tracing ones.
 var plainExtensions = map[string]bool{
-	events.ExtTenant: true, events.ExtRunID: true, events.ExtCallID: true, events.ExtIdempotencyKey: true,
+	ExtTenant: true, ExtRunID: true, ExtCallID: true, ExtIdempotencyKey: true,
 	extensions.TraceParentExtension: true, extensions.TraceStateExtension: true,
 }
 

@@ -1,4 +1,4 @@
-package events_test
+package wire_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -83,14 +84,14 @@ func TestValidate(t *testing.T) {
 	for kind, cases := range tests {
 		for _, c := range cases {
 			t.Run(string(kind)+"/"+c.data, func(t *testing.T) {
-				err := events.Validate(kind, []byte(c.data))
+				err := wire.Validate(kind, []byte(c.data))
 				if c.ok {
 					if err != nil {
 						t.Fatalf("Validate = %v, want nil", err)
 					}
 					return
 				}
-				if !errors.Is(err, events.ErrInvalidData) {
+				if !errors.Is(err, wire.ErrInvalidData) {
 					t.Fatalf("Validate = %v, want ErrInvalidData", err)
 				}
 			})
@@ -104,10 +105,10 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateErrors(t *testing.T) {
-	if err := events.Validate("done", []byte(`{}`)); !errors.Is(err, events.ErrUnknownKind) {
+	if err := wire.Validate("done", []byte(`{}`)); !errors.Is(err, events.ErrUnknownKind) {
 		t.Errorf("Validate(unknown kind) = %v, want ErrUnknownKind", err)
 	}
-	err := events.Validate(events.KindFailed, []byte(`{"tool":"book","error":"boom","code":"oops"}`))
+	err := wire.Validate(events.KindFailed, []byte(`{"tool":"book","error":"boom","code":"oops"}`))
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
 		t.Errorf("Validate error %v does not wrap the validator's *ValidationError", err)
@@ -115,10 +116,10 @@ func TestValidateErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "/code") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %q should name /code on one line", err)
 	}
-	if err := events.ValidateCall([]byte(`{"arguments":{"a":[1,{"b":null}]}}`)); err != nil {
+	if err := wire.ValidateCall([]byte(`{"arguments":{"a":[1,{"b":null}]}}`)); err != nil {
 		t.Errorf("ValidateCall(valid) = %v", err)
 	}
-	if err := events.ValidateCall([]byte(`{"arguments":[]}`)); !errors.Is(err, events.ErrInvalidData) {
+	if err := wire.ValidateCall([]byte(`{"arguments":[]}`)); !errors.Is(err, wire.ErrInvalidData) {
 		t.Errorf("ValidateCall(array arguments) = %v, want ErrInvalidData", err)
 	}
 }
@@ -141,10 +142,10 @@ func TestValidateConcurrently(t *testing.T) {
 				events.KindRejected:      `{"error":"e","code":"too_large"}`,
 				events.KindResolved:      `{"key":"` + key + `","action":"release"}`,
 			}[k]
-			if err := events.Validate(k, []byte(good)); err != nil {
+			if err := wire.Validate(k, []byte(good)); err != nil {
 				errs <- err
 			}
-			if err := events.Validate(k, []byte(`{"tool":7}`)); err == nil {
+			if err := wire.Validate(k, []byte(`{"tool":7}`)); err == nil {
 				errs <- errors.New("bad data accepted for " + string(k))
 			}
 		}()
