@@ -10,8 +10,8 @@
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
 //     calls and reads answers (Call, Publish, Attach, Watch). A [WorkerObserver]
 //     hears what a worker does, for metrics.
-//   - Package binding (bus/binding) is the CloudEvents codec, structured and binary
-//     mode.
+//   - Package wire (bus/wire) is what travels: the subjects, the CloudEvents of
+//     calls and answers in structured and binary mode, and their schema checks.
 //   - Package embedded (bus/embedded) runs a NATS server with JetStream inside
 //     the process; bus itself does not link the server.
 //   - The admin request-reply subjects (forget, inspect, resolve, list) are

@@ -148,8 +148,8 @@ func (d *Dispatcher) Stats() *Stats { return &d.stats }
 // and nothing irreversible had happened; the caller should then hand the call back
 // to be tried again.
 func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer, error) {
-	a, _, err := d.dispatch(ctx, c)
-	return a, err
+	res, err := d.dispatch(ctx, c)
+	return res.answer, err
 }
 
 // Call runs c and returns its outcome (for completed and deduplicated answers) or
@@ -157,24 +157,31 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer
 // was one: errors.As finds *IndeterminateOutcomeError, *FailedError or
 // *RejectedError.
 func (d *Dispatcher) Call(ctx context.Context, c events.Call) (string, error) {
-	a, cause, err := d.dispatch(ctx, c)
+	res, err := d.dispatch(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	err = AnswerError(a)
+	err = AnswerError(res.answer)
 	switch e := err.(type) {
 	case *IndeterminateOutcomeError:
-		e.Err = cause
+		e.Err = res.cause
 	case *FailedError:
-		e.Err = cause
+		e.Err = res.cause
 	}
 	if err != nil {
 		return "", err
 	}
-	return a.Outcome, nil
+	return res.answer.Outcome, nil
 }
 
-func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (events.Answer, error, error) {
+// answered is where a call's way ended: its answer, and the body's own error
+// behind a failed or indeterminate answer, which Call wraps in its error.
+type answered struct {
+	answer events.Answer
+	cause  error
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (answered, error) {
 	start := time.Now()
 	label := ""
 	if _, ok := d.tools.Lookup(c.Tool); ok {
@@ -185,15 +192,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (events.Answer
 	r := &run{d: d, call: c, label: label, base: events.Answer{
 		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool, TraceParent: c.TraceParent,
 	}}
-	a, cause, err := r.do(ctx)
-	endCall(span, a, err)
+	res, err := r.do(ctx)
+	endCall(span, res.answer, err)
 	if err != nil {
 		d.obs.CallEnded(label, "", "", time.Since(start))
-		return events.Answer{}, nil, err
+		return answered{}, err
 	}
-	d.count(a.Kind)
-	d.obs.CallEnded(label, a.Kind, a.Reason, time.Since(start))
-	return a, cause, nil
+	d.count(res.answer.Kind)
+	d.obs.CallEnded(label, res.answer.Kind, res.answer.Reason, time.Since(start))
+	return res, nil
 }
 
 func (d *Dispatcher) count(k events.Kind) {
@@ -226,27 +233,27 @@ type run struct {
 // errOutcomeTooLarge marks a body whose outcome exceeds MaxOutcomeBytes.
 var errOutcomeTooLarge = errors.New("outcome too large to record")
 
-func (r *run) do(ctx context.Context) (events.Answer, error, error) {
+func (r *run) do(ctx context.Context) (answered, error) {
 	c := r.call
 	for _, f := range []struct{ name, value string }{
 		{"tenant", c.Tenant}, {"run_id", c.RunID}, {"call_id", c.CallID}, {"tool", c.Tool},
 	} {
 		if !events.ValidToken(f.value) {
-			return r.rejected(events.CodeBadToken, fmt.Sprintf("%s %q must match [A-Za-z0-9_-]{1,128}", f.name, f.value)), nil, nil
+			return answered{answer: r.rejected(events.CodeBadToken, fmt.Sprintf("%s %q must match [A-Za-z0-9_-]{1,128}", f.name, f.value))}, nil
 		}
 	}
 	t, ok := r.d.tools.Lookup(c.Tool)
 	if !ok {
-		return r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool)), nil, nil
+		return answered{answer: r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool))}, nil
 	}
 	r.tool = t
 	args, err := idemkey.Parse(c.Arguments)
 	if err != nil {
-		return r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error()), nil, nil
+		return answered{answer: r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error())}, nil
 	}
 	r.args = args
 	if err := t.Validate(c.Arguments); err != nil {
-		return r.rejected(events.CodeSchemaViolation, err.Error()), nil, nil
+		return answered{answer: r.rejected(events.CodeSchemaViolation, err.Error())}, nil
 	}
 
 	pol := t.Policy()
@@ -256,7 +263,7 @@ func (r *run) do(ctx context.Context) (events.Answer, error, error) {
 	key, err := args.Key(c.Tenant, c.RunID, c.Tool, pol.KeyArguments)
 	if err != nil {
 		if pol.Kind == tool.Effectful {
-			return r.indeterminate(events.ReasonKeyUnderivable, false), err, nil
+			return answered{answer: r.indeterminate(events.ReasonKeyUnderivable, false), cause: err}, nil
 		}
 		r.d.stats.Unguarded.Add(1)
 		r.d.obs.RanUnguarded(r.label, events.ReasonKeyUnderivable)
@@ -311,10 +318,21 @@ func (r *run) toolContext(ctx context.Context, attempt int) tool.Context {
 	}
 }
 
-// body enters the tool once, under its timeout, turning a panic into an error. It
-// reports whether the failure was the tool's own timeout.
-func (r *run) body(ctx context.Context, attempt int) (out string, err error, timedOut bool) {
-	sctx, span := r.span(ctx, SpanBody, AttrAttempt.Int(attempt))
+// attempt is what one entry of a tool's body came to.
+type attempt struct {
+	out      string
+	err      error // the body's error; nil when it returned an outcome
+	timedOut bool  // err is the tool's own timeout
+}
+
+// body enters the tool once, under its timeout, turning a panic into an error.
+func (r *run) body(ctx context.Context, n int) attempt {
+	var (
+		out      string
+		err      error
+		timedOut bool
+	)
+	sctx, span := r.span(ctx, SpanBody, AttrAttempt.Int(n))
 	defer func() {
 		// The tool's error text may quote anything, its arguments included: the
 		// span says only how it failed.
@@ -324,7 +342,7 @@ func (r *run) body(ctx context.Context, attempt int) (out string, err error, tim
 		span.End()
 	}()
 	bctx, cancel := sctx, context.CancelFunc(func() {})
-	if to := r.tool.Spec().Timeout; to > 0 {
+	if to := r.tool.Timeout(); to > 0 {
 		bctx, cancel = context.WithTimeout(sctx, to)
 	}
 	defer cancel()
@@ -336,15 +354,16 @@ func (r *run) body(ctx context.Context, attempt int) (out string, err error, tim
 				err = fmt.Errorf("tool %s panicked: %v", r.call.Tool, p)
 			}
 		}()
-		out, err = r.tool.Call(bctx, r.toolContext(bctx, attempt), r.call.Arguments)
+		out, err = r.tool.Call(bctx, r.toolContext(bctx, n), r.call.Arguments)
 	}()
 	if err == nil && len(out) > r.d.maxOutcome {
-		return "", fmt.Errorf("%w: %d bytes, the limit is %d", errOutcomeTooLarge, len(out), r.d.maxOutcome), false
+		err = fmt.Errorf("%w: %d bytes, the limit is %d", errOutcomeTooLarge, len(out), r.d.maxOutcome)
+		return attempt{err: err}
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(bctx.Err(), context.DeadlineExceeded) {
 		timedOut = true
 	}
-	return out, err, timedOut
+	return attempt{out: out, err: err, timedOut: timedOut}
 }
 
 // failureCode classifies a body's final error for a failed answer.
@@ -362,53 +381,53 @@ func failureCode(err error, timedOut bool) events.Code {
 
 // backoff waits before attempt n+1; it reports false if ctx ended first.
 func (r *run) backoff(ctx context.Context, n int) bool {
-	return clock.Sleep(r.d.clock, r.tool.Spec().Retry.Backoff(n, r.d.jitter()), ctx.Done())
+	return clock.Sleep(r.d.clock, r.tool.Retry().Backoff(n, r.d.jitter()), ctx.Done())
 }
 
 // unguarded runs the body with no claim under the tool's retry policy: tools
 // without a policy, ReadOnly tools, and Idempotent tools whose key could not be
 // derived or whose store could not be reached.
-func (r *run) unguarded(ctx context.Context) (events.Answer, error, error) {
-	attempts := r.tool.Spec().Retry.Attempts()
+func (r *run) unguarded(ctx context.Context) (answered, error) {
+	attempts := r.tool.Retry().Attempts()
 	for n := 1; ; n++ {
-		out, err, timedOut := r.body(ctx, n)
-		if err == nil {
-			return r.completed(events.KindCompleted, out), nil, nil
+		at := r.body(ctx, n)
+		if at.err == nil {
+			return answered{answer: r.completed(events.KindCompleted, at.out)}, nil
 		}
-		if n >= attempts || errors.Is(err, errOutcomeTooLarge) {
-			return r.failed(failureCode(err, timedOut), err), err, nil
+		if n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
+			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
 		}
 		if !r.backoff(ctx, n) {
-			return events.Answer{}, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+			return answered{}, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 		}
 	}
 }
 
 // guarded runs an Idempotent or Effectful call under its claim.
-func (r *run) guarded(ctx context.Context) (events.Answer, error, error) {
+func (r *run) guarded(ctx context.Context) (answered, error) {
 	pol := r.tool.Policy()
-	attempts := r.tool.Spec().Retry.Attempts() // Effectful tools return before retrying
+	attempts := r.tool.Retry().Attempts() // Effectful tools return before retrying
 	for n := 1; ; n++ {
 		lease, final, err := r.acquire(ctx)
 		if err != nil {
-			return events.Answer{}, nil, err
+			return answered{}, err
 		}
 		if final != nil {
-			return *final, nil, nil
+			return answered{answer: *final}, nil
 		}
 		if lease == nil { // the store is away; only Idempotent tools get here
 			r.d.stats.Unguarded.Add(1)
 			r.d.obs.RanUnguarded(r.label, events.ReasonStoreUnavailable)
 			return r.unguarded(ctx)
 		}
-		out, berr, timedOut, held := r.runClaimed(ctx, *lease, n)
-		if berr == nil {
-			r.record(ctx, held, out)
-			return r.completed(events.KindCompleted, out), nil, nil
+		at, held := r.runClaimed(ctx, *lease, n)
+		if at.err == nil {
+			r.record(ctx, held, at.out)
+			return answered{answer: r.completed(events.KindCompleted, at.out)}, nil
 		}
-		if pol.Kind == tool.Effectful && !tool.IsNoEffect(berr) {
+		if pol.Kind == tool.Effectful && !tool.IsNoEffect(at.err) {
 			reason := events.ReasonBodyFailed
-			if timedOut {
+			if at.timedOut {
 				reason = events.ReasonTimeout
 			}
 			if err := r.markIndeterminate(context.WithoutCancel(ctx), held, reason); err != nil {
@@ -416,16 +435,16 @@ func (r *run) guarded(ctx context.Context) (events.Answer, error, error) {
 				// holder_lost. Nothing runs twice either way.
 				r.d.log.Error("marking indeterminate failed", r.logAttrs("error", err)...)
 			}
-			return r.indeterminate(reason, true), berr, nil
+			return answered{answer: r.indeterminate(reason, true), cause: at.err}, nil
 		}
 		if err := r.release(context.WithoutCancel(ctx), held); err != nil {
 			r.d.log.Warn("releasing claim failed", r.logAttrs("error", err)...)
 		}
-		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(berr, errOutcomeTooLarge) {
-			return r.failed(failureCode(berr, timedOut), berr), berr, nil
+		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
+			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
 		}
 		if !r.backoff(ctx, n) {
-			return events.Answer{}, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+			return answered{}, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 		}
 	}
 }
@@ -524,15 +543,15 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 	}
 }
 
-// runClaimed runs the body while renewing the lease, and returns the body's result
-// and the lease as it stands afterwards.
-func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, attempt int) (string, error, bool, kvstore.Lease) {
+// runClaimed runs the body while renewing the lease, and returns what the body
+// came to and the lease as it stands afterwards.
+func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, n int) (attempt, kvstore.Lease) {
 	rn := &renewer{r: r, ctx: ctx, current: lease}
 	rn.mu.Lock()
 	rn.arm()
 	rn.mu.Unlock()
-	out, err, timedOut := r.body(ctx, attempt)
-	return out, err, timedOut, rn.stop()
+	at := r.body(ctx, n)
+	return at, rn.stop()
 }
 
 // renewer renews a claim's lease every third of a lease while its body runs.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -161,6 +162,13 @@ func cloneKeepNil(s []string) []string {
 	}
 	return append([]string{}, s...)
 }
+
+// Timeout returns the bound on one attempt of the body; zero means none.
+func (t *Tool) Timeout() time.Duration { return t.spec.Timeout }
+
+// Retry returns the tool's retry policy (Effectful tools are never retried,
+// whatever it says).
+func (t *Tool) Retry() Retry { return t.spec.Retry }
 
 // Policy returns the tool's idempotency policy, nil when it declares none. The
 // returned value must not be modified.

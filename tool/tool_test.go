@@ -234,3 +234,14 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("zero registry: %v", err)
 	}
 }
+
+func TestTimeoutAndRetry(t *testing.T) {
+	spec := tool.Spec{Name: "slow", Timeout: 3 * time.Second, Retry: tool.Retry{MaxAttempts: 4, InitialBackoff: time.Second}}
+	tl, err := tool.New(spec, func(context.Context, tool.Context, json.RawMessage) (string, error) { return "", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Timeout() != spec.Timeout || tl.Retry() != spec.Retry {
+		t.Errorf("Timeout() = %v, Retry() = %+v; want %v and %+v", tl.Timeout(), tl.Retry(), spec.Timeout, spec.Retry)
+	}
+}
