@@ -15,7 +15,7 @@ import (
 // A complete caller: book a seat, and tell an outcome nobody knows apart from an
 // answer. (examples/caller is this program.)
 func ExampleClient_Call() {
-	nc, err := nats.Connect(nats.DefaultURL)
+	nc, err := nats.Connect(os.Getenv("NATS_URL")) // "": nats://127.0.0.1:4222
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	nc, err := nats.Connect(nats.DefaultURL)
+	nc, err := nats.Connect(os.Getenv("NATS_URL")) // "": nats://127.0.0.1:4222
 	if err != nil {
 		log.Fatal(err)
 	}
