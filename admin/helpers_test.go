@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -20,15 +18,11 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
-// testLogger discards logs unless ADMIN_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("ADMIN_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger discards logs unless TOOLEXEC_TEST_LOG is set.
+func testLogger() *slog.Logger { return testenv.Logger() }
 
 // harness is one embedded server with both streams, a connection, an admin
 // client on it, and a bus client to watch the answers and audit events.
@@ -60,12 +54,7 @@ func newHarness(t *testing.T, opts ...natstest.Option) *harness {
 }
 
 // ctxT returns a context that ends with the test or after a minute.
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return testenv.Context(t, time.Minute) }
 
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))

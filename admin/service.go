@@ -15,6 +15,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/jspub"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -337,28 +338,10 @@ func (a *Service) publishAudit(ctx context.Context, ev events.Answer) error {
 	pause := auditBackoff
 	for attempt := 1; ; attempt++ {
 		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(wire.MsgID(ev)), jetstream.WithExpectStream(wire.EventStream))
-		if err == nil || attempt == auditAttempts || permanentPublishError(err) || !sleep(ctx, pause) {
+		if err == nil || attempt == auditAttempts || jspub.Permanent(err) || !jspub.Pause(ctx, pause) {
 			return err
 		}
 		pause *= 2
-	}
-}
-
-// permanentPublishError reports whether publishing again cannot help.
-func permanentPublishError(err error) bool {
-	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) ||
-		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
-}
-
-// sleep waits d or until ctx ends; it reports whether it slept the whole time.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

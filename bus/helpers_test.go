@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,17 +17,13 @@ import (
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
 )
 
-// testLogger discards logs unless BUS_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("BUS_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger discards logs unless TOOLEXEC_TEST_LOG is set.
+func testLogger() *slog.Logger { return testenv.Logger() }
 
 // harness is one embedded server with both streams, and a client connection.
 type harness struct {
@@ -56,12 +49,7 @@ func newHarness(t *testing.T, opts ...natstest.Option) *harness {
 }
 
 // ctxT returns a context that ends with the test or after a minute.
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return testenv.Context(t, time.Minute) }
 
 // worker is one running Worker with its own connection, store and dispatcher,
 // like one executor process.
@@ -232,22 +220,6 @@ func streamMsgs(t *testing.T, js jetstream.JetStream, stream string) uint64 {
 }
 
 // logBuffer is a slog handler target that tests can read.
-type logBuffer struct {
-	mu  sync.Mutex // protects buf
-	buf []byte
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
+type logBuffer = testenv.LogBuffer
 
 var errBoom = errors.New("boom")

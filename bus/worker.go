@@ -402,7 +402,7 @@ func release(slots chan<- struct{}, n int) {
 // consumer again when it has gone.
 func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *jetstream.Consumer, cc ConsumerConfig) {
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
-	sleep(ctx, backoff(failures))
+	jspub.Pause(ctx, backoff(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
 	// answer it either.
 	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
@@ -524,7 +524,7 @@ func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 				"tenant", a.Tenant, "call_id", a.CallID, "attempts", attempt, "error", err)
 			return
 		}
-		sleep(ctx, backoff(attempt))
+		jspub.Pause(ctx, backoff(attempt))
 	}
 }
 
@@ -585,7 +585,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 			}
 			return nil
 		}
-		if permanentPublishError(err) {
+		if jspub.Permanent(err) {
 			return fmt.Errorf("%w: %w", errPermanent, err)
 		}
 		if ctx.Err() != nil {
@@ -595,7 +595,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 		w.obs.AnswerPublishRetried()
 		w.log.Warn("publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
 			"attempt", attempt, "error", err)
-		if !sleep(ctx, backoff(attempt)) {
+		if !jspub.Pause(ctx, backoff(attempt)) {
 			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
 		}
 	}
@@ -651,11 +651,6 @@ func capError(s string) string {
 // CloudEvents tracing extension so that NATS-level tracing sees it.
 const traceParentHeader = "traceparent"
 
-func permanentPublishError(err error) bool {
-	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) ||
-		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
-}
-
 // backoff returns the pause before retry n (n ≥ 1): doubling from minBackoff,
 // capped at maxBackoff.
 func backoff(n int) time.Duration {
@@ -664,16 +659,4 @@ func backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, maxBackoff)
-}
-
-// sleep waits d or until ctx ends; it reports whether it slept the whole time.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -1,0 +1,29 @@
+package jspub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Permanent reports whether publishing err's message again cannot help: it is
+// too large, its subject or headers are refused, or the connection is closed.
+func Permanent(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
+}
+
+// Pause waits d before a publication is tried again, or until ctx ends; it
+// reports whether it waited the whole time.
+func Pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
