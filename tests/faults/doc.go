@@ -24,7 +24,7 @@
 //   - every completed or deduplicated answer backed by an effect, and all of one
 //     key's outcomes the same.
 //
-// The scenarios themselves are the package's tests. `go test ./faults` runs a
+// The scenarios themselves are the package's tests. `go test ./tests/faults` runs a
 // short version of each (part of `make test`); `make faults` runs the long one
 // (build tag faults) and prints the figures that docs/RELIABILITY.md quotes.
 package faults

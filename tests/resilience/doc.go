@@ -1,9 +1,9 @@
 // Package resilience holds the tests that the shared stores keep toolexec's
 // guarantee when their server does not: PostgreSQL (kvstore/pgstore), Redis
 // with AOF (kvstore/redisstore) and JetStream KV (kvstore/natsstore), each run as
-// a server of the test's own (internal/dbproc, internal/natstest) so that it can
+// a server of the test's own (internal/testkit/dbproc, internal/testkit/natstest) so that it can
 // be stopped, crashed and restarted, and reached through a proxy
-// (internal/tcpproxy) that can cut or black-hole the connection.
+// (internal/testkit/tcpproxy) that can cut or black-hole the connection.
 //
 // What the tests hold the stores and the dispatcher to:
 //   - records and claims survive a restart of the server, and a claim's lease is
