@@ -20,14 +20,15 @@ func newID(prefix string) string {
 }
 
 // sentIDs counts the call ids a client chose itself (WithCallID) and published
-// within the calls stream's duplicate window, so that a PubAck saying
+// within the calls stream's duplicate window, each under its tenant (see
+// sentKey), so that a PubAck saying
 // "duplicate" can be told apart: the client's own retry of a call, whose answer
 // it may wait for, or an id someone else published first, whose answer is not
 // this caller's. Fresh ids are not kept: nobody else can know them.
 type sentIDs struct {
 	window time.Duration
 	mu     sync.Mutex        // protects ids and sweepAt
-	ids    map[string]sentID // call id → its publications within the window
+	ids    map[string]sentID // sentKey → its publications within the window
 	// sweepAt is when ids is next cleared of ids not published within window.
 	sweepAt time.Time
 }

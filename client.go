@@ -183,7 +183,7 @@ func (c *Client) Call(ctx context.Context, tenant, tool string, args any, opts .
 	if call.CallID == "" {
 		call.CallID = NewCallID()
 	} else {
-		c.sent.add(call.CallID, time.Now())
+		c.sent.add(sentKey(call), time.Now())
 	}
 	a, err := c.bc.Call(ctx, call)
 	if err != nil {
@@ -193,15 +193,19 @@ func (c *Client) Call(ctx context.Context, tenant, tool string, args any, opts .
 }
 
 // duplicate judges a PubAck that says the call's id was stored before: the
-// call's own id, if this client published it at least twice (a retry by the
-// caller), or an id it never chose (a fresh one, which nobody else can know);
-// taken by someone else if this client published it once, now.
+// call's own id, if this client published it for this tenant at least twice (a
+// retry by the caller), or an id it never chose (a fresh one, which nobody else
+// can know); taken by someone else if this client published it once, now.
 func (c *Client) duplicate(call events.Call) error {
-	if c.sent.count(call.CallID, time.Now()) == 1 {
+	if c.sent.count(sentKey(call), time.Now()) == 1 {
 		return &CallIDTakenError{CallID: call.CallID}
 	}
 	return nil
 }
+
+// sentKey is what sentIDs keeps of a call: its id within its tenant, since the
+// calls stream drops an id seen before whatever the tenant.
+func sentKey(call events.Call) string { return call.Tenant + "/" + call.CallID }
 
 // Attach waits for the answer to a call published earlier, by this client or
 // another (after a restart, or a *NoAnswerError): from the events stream if it

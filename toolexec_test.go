@@ -260,6 +260,12 @@ func TestCallIDTaken(t *testing.T) {
 			}
 		})
 	}
+	// The same client cannot reuse its acme call's id for globex either: the
+	// stream would drop globex's call.
+	_, err = acme.Call(ctx, "globex", "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1"))
+	if !errors.Is(err, toolexec.ErrCallIDTaken) {
+		t.Errorf("acme's client calling for globex with acme's call id: %v, want ErrCallIDTaken", err)
+	}
 	if n := f.air.count("acme", "BA117"); n != 1 {
 		t.Errorf("BA117 booked %d times, want 1", n)
 	}
