@@ -65,7 +65,5 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzCallArguments$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAnswerData$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $${FUZZTIME:-20s} ./internal/jsonobj
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./internal/jspub
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./internal/jsonvalue
 	$(GO) test -run '^$$' -fuzz '^FuzzValueJSON$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore
 	$(GO) test -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jspub"
+	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -338,7 +338,7 @@ func (a *Service) publishAudit(ctx context.Context, ev events.Answer) error {
 	pause := auditBackoff
 	for attempt := 1; ; attempt++ {
 		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(wire.MsgID(ev)), jetstream.WithExpectStream(wire.EventStream))
-		if err == nil || attempt == auditAttempts || jspub.Permanent(err) || !jspub.Pause(ctx, pause) {
+		if err == nil || attempt == auditAttempts || retry.Permanent(err) || !retry.Pause(ctx, pause) {
 			return err
 		}
 		pause *= 2

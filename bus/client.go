@@ -13,7 +13,6 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jspub"
 )
 
 // DefaultCallSource is the CloudEvents source of calls whose Source is empty.
@@ -43,7 +42,6 @@ type ClientConfig struct {
 // for concurrent use.
 type Client struct {
 	js   jetstream.JetStream
-	pub  jspub.Publisher
 	nc   *nats.Conn
 	cfg  ClientConfig
 	log  *slog.Logger
@@ -59,7 +57,7 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, pub: jspub.New(js), nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured}
+	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -115,7 +113,7 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 
 func (c *Client) publish(ctx context.Context, msg *nats.Msg, callID string) (*jetstream.PubAck, error) {
 	setPublishHeaders(msg, callID, wire.CallStream)
-	ack, err := c.pub.PublishMsg(ctx, msg)
+	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
 		return nil, fmt.Errorf("bus: publishing call %s: %w", callID, err)
 	}

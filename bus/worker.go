@@ -16,7 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jspub"
+	"github.com/tesserix/toolexec/internal/retry"
 )
 
 // Dispatcher runs one call to its answer. *dispatch.Dispatcher is one. Dispatch
@@ -157,7 +157,6 @@ type WorkerStats struct {
 // the message back (Nak) for another worker.
 type Worker struct {
 	js  jetstream.JetStream
-	pub jspub.Publisher // publishes answers
 	d   Dispatcher
 	cfg WorkerConfig
 	log *slog.Logger
@@ -185,7 +184,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	}
 	cfg = cfg.withDefaults()
 	return &Worker{
-		js: js, pub: jspub.New(js), d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
+		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
 		done:     make(chan struct{}),
 	}, nil
@@ -402,7 +401,7 @@ func release(slots chan<- struct{}, n int) {
 // consumer again when it has gone.
 func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *jetstream.Consumer, cc ConsumerConfig) {
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
-	jspub.Pause(ctx, backoff(failures))
+	retry.Pause(ctx, backoff(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
 	// answer it either.
 	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
@@ -524,7 +523,7 @@ func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 				"tenant", a.Tenant, "call_id", a.CallID, "attempts", attempt, "error", err)
 			return
 		}
-		jspub.Pause(ctx, backoff(attempt))
+		retry.Pause(ctx, backoff(attempt))
 	}
 }
 
@@ -577,7 +576,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	setPublishHeaders(msg, wire.MsgID(a), wire.EventStream)
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
-		ack, err := w.pub.PublishMsg(pctx, msg)
+		ack, err := w.js.PublishMsg(pctx, msg)
 		cancel()
 		if err == nil {
 			if ack.Duplicate {
@@ -585,7 +584,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 			}
 			return nil
 		}
-		if jspub.Permanent(err) {
+		if retry.Permanent(err) {
 			return fmt.Errorf("%w: %w", errPermanent, err)
 		}
 		if ctx.Err() != nil {
@@ -595,7 +594,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 		w.obs.AnswerPublishRetried()
 		w.log.Warn("publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
 			"attempt", attempt, "error", err)
-		if !jspub.Pause(ctx, backoff(attempt)) {
+		if !retry.Pause(ctx, backoff(attempt)) {
 			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
 		}
 	}

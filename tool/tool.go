@@ -16,7 +16,6 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jsonvalue"
 )
 
 // Func is the body of a tool. It returns the outcome (recorded and answered as is)
@@ -192,7 +191,7 @@ func (e *ArgumentsError) Unwrap() error { return e.Err }
 // Validate checks arguments (a JSON object) against the tool's parameters schema.
 // It returns an *ArgumentsError when they do not satisfy it.
 func (t *Tool) Validate(args json.RawMessage) error {
-	inst, err := jsonvalue.Parse(args)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return &ArgumentsError{Tool: t.spec.Name, Err: err}
 	}

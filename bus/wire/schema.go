@@ -10,7 +10,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jsonvalue"
 	"github.com/tesserix/toolexec/schemas"
 )
 
@@ -95,7 +94,7 @@ func validateBytes(name string, data []byte) error {
 
 // parseData decodes data, one JSON value, as the validator reads it.
 func parseData(name string, data []byte) (any, error) {
-	v, err := jsonvalue.Parse(data)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("wire: %s data is not JSON: %w: %w", name, ErrInvalidData, err)
 	}

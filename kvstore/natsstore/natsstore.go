@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/internal/jspub"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -148,7 +147,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	}
 	return &Store{
 		kv:         kv,
-		pub:        jspub.New(js),
+		pub:        js,
 		stream:     stream,
 		nc:         js.Conn(),
 		msgGet:     apiPrefixOf(js) + "STREAM.MSG.GET.KV_" + cfg.Bucket,

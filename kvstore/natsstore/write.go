@@ -15,8 +15,8 @@ import (
 // call's path; the store's keys are built from a checked tenant and a hex
 // digest (kvstore.CheckKey), which that expression always accepts.
 
-// publisher is what the store writes values through: a jspub.Publisher, or in
-// tests one that loses answers.
+// publisher is what the store writes values through: its JetStream context, or
+// in tests one that loses answers.
 type publisher interface {
 	PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }

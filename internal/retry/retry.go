@@ -1,4 +1,6 @@
-package jspub
+// Package retry holds what the worker's and the admin service's retries share:
+// which publish failures are not worth another try, and the wait between tries.
+package retry
 
 import (
 	"context"
