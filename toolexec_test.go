@@ -17,6 +17,7 @@ import (
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -431,5 +432,14 @@ func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
 	info, err := ops.Inspect(ctx, "acme", unknown.Key)
 	if err != nil || info.State != "indeterminate" {
 		t.Errorf("Inspect: %+v, %v", info, err)
+	}
+
+	// Forgetting the tenant erases its records: the key is free again. (The
+	// JetStream store purges by subject and cannot count what it erased: -1.)
+	if n, err := ops.Forget(ctx, "acme"); err != nil || (n != -1 && n < 2) {
+		t.Errorf("Forget: %d records, %v; want -1 or at least the two keys booked", n, err)
+	}
+	if info, err := ops.Inspect(ctx, "acme", unknown.Key); !errors.Is(err, kvstore.ErrNotFound) {
+		t.Errorf("Inspect after Forget: %+v, %v; want kvstore.ErrNotFound", info, err)
 	}
 }
