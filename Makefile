@@ -65,5 +65,3 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzCallArguments$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzReadAnswerData$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $${FUZZTIME:-20s} ./internal/jsonobj
-	$(GO) test -run '^$$' -fuzz '^FuzzValueJSON$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore
-	$(GO) test -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore

@@ -1,12 +1,14 @@
 package natsstore
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -19,9 +21,7 @@ const formatVersion = 1
 // holds no timestamps of the server's (those come from the entry) and never a
 // call's arguments.
 //
-// The JSON is written by appendJSON and read by parseValue (json.go), which
-// produce and accept what encoding/json does with the tags below; the tags
-// serve unmarshalValue, the reader of last resort.
+// The JSON is encoding/json's, with the tags below and HTML escaping off.
 type value struct {
 	Version int    `json:"v"`
 	State   string `json:"s"`           // kvstore.State
@@ -86,7 +86,13 @@ var bufPool = sync.Pool{New: func() any {
 // bytes it sends before it returns.
 func (v *value) encode() *[]byte {
 	p := bufPool.Get().(*[]byte)
-	*p = v.appendJSON((*p)[:0])
+	buf := bytes.NewBuffer((*p)[:0])
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("natsstore: encoding a value: " + err.Error()) // a value's fields always encode
+	}
+	*p = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	return p
 }
 
@@ -97,17 +103,12 @@ func putBuf(p *[]byte) {
 	}
 }
 
-// decodeValue reads a stored value: with parseValue, or, for JSON that parser
-// does not take (another writer's spelling of the same document), with
-// encoding/json. It returns ErrCorrupt for anything that is not a record of
-// this format.
+// decodeValue reads a stored value. It returns ErrCorrupt for anything that is
+// not a record of this format.
 func decodeValue(b []byte) (value, error) {
-	v, ok := parseValue(b)
-	if !ok {
-		var err error
-		if v, err = unmarshalValue(b); err != nil {
-			return value{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
+	var v value
+	if err := json.Unmarshal(b, &v); err != nil {
+		return value{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	if v.Version != formatVersion {
 		return value{}, fmt.Errorf("%w: format version %d", ErrCorrupt, v.Version)
@@ -120,12 +121,21 @@ func decodeValue(b []byte) (value, error) {
 	return v, nil
 }
 
-// unmarshalValue reads b with encoding/json, as every version of this package
-// did before parseValue: the reference parseValue is held to.
-func unmarshalValue(b []byte) (value, error) {
-	var v value
-	err := json.Unmarshal(b, &v)
-	return v, err
+// MarshalJSON writes t as a JSON string if it is valid UTF-8 (without HTML
+// escaping, as the value around it), and otherwise as {"b64": base64}.
+func (t text) MarshalJSON() ([]byte, error) {
+	if utf8.ValidString(string(t)) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(string(t)); err != nil {
+			return nil, err
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	}
+	return json.Marshal(struct {
+		B64 []byte `json:"b64"`
+	}{[]byte(t)})
 }
 
 // UnmarshalJSON reads a text written as a JSON string or as {"b64": base64}.

@@ -1,0 +1,171 @@
+package natsstore
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+// trickyStrings exercise every escape and the base64 form.
+var trickyStrings = []string{
+	"", "plain", `quote " backslash \ slash /`, "<html> & 'apos'", "\x00\x01\x1f\x7f",
+	"\b\f\n\r\t", "é ü 中文 😀", "\u2028\u2029", "\ufffd", "\xff\xfe", "ok\xc3\x28bad",
+	"\xed\xa0\x80", // an encoded surrogate: invalid UTF-8
+	`{"b64":"x"}`, strings.Repeat("long ", 300),
+}
+
+func claimOf(holder, outcome, reason, tool string, entered bool) value {
+	v := newClaim(kvstore.ClaimRequest{
+		Holder: holder, Lease: 1500 * time.Millisecond, CheckDigest: strings.Repeat("b", 64),
+		Tool: tool, RunID: "run", CallID: "call",
+	}, time.Unix(1_700_000_000, 123))
+	if outcome != "" {
+		v = v.next(kvstore.StateCompleted)
+		v.Outcome = text(outcome)
+	}
+	if reason != "" || entered {
+		v = v.next(kvstore.StateIndeterminate)
+		v.Reason, v.Entered = text(reason), entered
+	}
+	return v
+}
+
+func encoded(v value) string {
+	p := v.encode()
+	defer putBuf(p)
+	return string(*p)
+}
+
+// TestValueFormat pins the stored bytes: those every release so far has
+// written (encoding/json's, HTML escaping off, fields in declaration order,
+// invalid UTF-8 in a text as {"b64":...}), so that records written by either
+// read alike.
+func TestValueFormat(t *testing.T) {
+	fixed := func(v value) value {
+		v.Claim, v.Write = "c1", "w1"
+		return v
+	}
+	for _, tt := range []struct {
+		name string
+		give value
+		want string
+	}{
+		{"claimed", fixed(claimOf("worker-1", "", "", "book", false)),
+			`{"v":1,"s":"claimed","h":"worker-1","c":"c1","w":"w1","l":1500000000,"ca":1700000000000000123,"k":"` +
+				strings.Repeat("b", 64) + `","t":"book","run":"run","call":"call"}`},
+		{"completed", fixed(claimOf("h", `{"seat":"<14C>","x":"a&b"}`, "", "", false)),
+			`{"v":1,"s":"completed","h":"h","c":"c1","w":"w1","l":1500000000,"ca":1700000000000000123,"o":"{\"seat\":\"<14C>\",\"x\":\"a&b\"}","k":"` +
+				strings.Repeat("b", 64) + `","run":"run","call":"call"}`},
+		{"indeterminate", fixed(claimOf("\xff\xfe", "", "why\n\u2028\x01", "t", true)),
+			`{"v":1,"s":"indeterminate","h":{"b64":"//4="},"c":"c1","w":"w1","l":1500000000,"ca":1700000000000000123,"r":"why\n\u2028\u0001","b":true,"k":"` +
+				strings.Repeat("b", 64) + `","t":"t","run":"run","call":"call"}`},
+		{"plain strings", value{Version: 1, State: "claimed", Claim: "ok\xc3\x28bad", Lease: -1 << 63, Created: 1<<63 - 1},
+			`{"v":1,"s":"claimed","h":"","c":"ok\ufffd(bad","w":"","l":-9223372036854775808,"ca":9223372036854775807}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := encoded(tt.give); got != tt.want {
+				t.Errorf("encode:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestValueTextsRoundTrip: every text survives a write and a read, whatever its
+// bytes.
+func TestValueTextsRoundTrip(t *testing.T) {
+	for _, s := range trickyStrings {
+		for _, v := range []value{
+			claimOf(s, "", "", s, false),
+			claimOf("h", s, "", "", false),
+			claimOf("h", "", s, "tool", true),
+		} {
+			b := encoded(v)
+			back, err := decodeValue([]byte(b))
+			if err != nil {
+				t.Fatalf("decodeValue(%s): %v", b, err)
+			}
+			if back != v {
+				t.Fatalf("decodeValue(encode(v)):\n got %+v\nwant %+v", back, v)
+			}
+		}
+		if !utf8.ValidString(s) {
+			continue
+		}
+		v := claimOf("h", "", "", "", false)
+		v.Claim, v.Write = s, s
+		if back, err := decodeValue([]byte(encoded(v))); err != nil || back != v {
+			t.Fatalf("decodeValue(encode(%+v)) = %+v, %v", v, back, err)
+		}
+	}
+}
+
+// TestDecodeValueSpellings: the same document in other spellings of JSON reads
+// alike, and what is not a record of this format is ErrCorrupt.
+func TestDecodeValueSpellings(t *testing.T) {
+	want := value{Version: 1, State: "claimed", Holder: "\xff\xfe", Lease: 0, Created: 1700000000123456789,
+		Outcome: "a/bé😀\"\\\b\f\n\r\t", Entered: true}
+	for _, give := range []string{
+		` { "v" : 1 , "s" : "claimed" , "h" : { "b64" : "//4=" } , "l" : -0 , "ca" : 1700000000123456789 ,` +
+			` "o":"x", "o" : "a\/b\u00e9\ud83d\ude00\"\\\b\f\n\r\t", "b":false, "b":true } `,
+		`{"V":1,"S":"claimed","H":{"b64":"//4="},"CA":1700000000123456789,"O":"a/bé😀\"\\\b\f\n\r\t","B":true,"unknown":[1]}`,
+	} {
+		got, err := decodeValue([]byte(give))
+		if err != nil || got != want {
+			t.Errorf("decodeValue(%s):\n got %+v, %v\nwant %+v", give, got, err, want)
+		}
+	}
+	for _, give := range []string{
+		``, `{`, `null`, `[]`, `{}`, `{"v":2,"s":"claimed"}`, `{"v":1,"s":"other"}`, `{"v":1.5,"s":"claimed"}`,
+		`{"v":1,"s":"claimed","h":1}`, `{"v":1,"s":"claimed","h":{"b64":"!!"}}`, `{"v":1,"s":"claimed"} x`,
+	} {
+		if _, err := decodeValue([]byte(give)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("decodeValue(%q) = %v, want ErrCorrupt", give, err)
+		}
+	}
+}
+
+// BenchmarkValueJSON measures a completed record's encoding and decoding, as
+// Record writes it and a duplicate's claim reads it.
+func BenchmarkValueJSON(b *testing.B) {
+	v := claimOf("bench-worker", `{"seat":"14C","confirmation":"K7Q2ZD"}`, "", "book", false)
+	enc := []byte(encoded(v))
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			putBuf(v.encode())
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeValue(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkToken measures what Claim and Renew spend making a lease's token
+// and every holder write spends reading it.
+func BenchmarkToken(b *testing.B) {
+	tok := token{Rev: 12345, Value: claimOf("bench-worker", "", "", "book", false)}
+	s := tok.String()
+	b.Run("String", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = tok.String()
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseToken(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
