@@ -80,18 +80,7 @@ func eventSubjects(t *testing.T, js jetstream.JetStream, filter string) map[stri
 
 func streamSubjects(t *testing.T, js jetstream.JetStream, stream, filter string) map[string]uint64 {
 	t.Helper()
-	s, err := js.Stream(ctxT(t), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctxT(t), jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Subjects == nil {
-		return map[string]uint64{}
-	}
-	return info.State.Subjects
+	return natstest.StreamSubjects(t, js, stream, filter)
 }
 
 var errBoom = errors.New("boom")

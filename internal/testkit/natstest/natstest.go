@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -349,4 +350,24 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// StreamSubjects returns, for every subject of stream matching filter, how many
+// messages it holds; it fails the test if the stream cannot be read.
+func StreamSubjects(t testing.TB, js jetstream.JetStream, stream, filter string) map[string]uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Subjects == nil {
+		return map[string]uint64{}
+	}
+	return info.State.Subjects
 }
