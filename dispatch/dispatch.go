@@ -247,12 +247,15 @@ func (r *run) do(ctx context.Context) (answered, error) {
 		return answered{answer: r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool))}, nil
 	}
 	r.tool = t
-	args, err := idemkey.Parse(c.Arguments)
+	// One pass over the arguments gives both the canonical form the key is derived
+	// from and the decoded value the schema check reads; the body gets the JSON as
+	// the caller sent it.
+	args, value, err := idemkey.ParseValue(c.Arguments)
 	if err != nil {
 		return answered{answer: r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error())}, nil
 	}
 	r.args = args
-	if err := t.Validate(c.Arguments); err != nil {
+	if err := t.ValidateValue(value); err != nil {
 		return answered{answer: r.rejected(events.CodeSchemaViolation, err.Error())}, nil
 	}
 

@@ -48,6 +48,17 @@ func Parse(raw []byte) (*Arguments, error) {
 	return &Arguments{obj: obj}, nil
 }
 
+// ParseValue is [Parse] that also returns the arguments decoded, from the same one
+// pass over raw, as a JSON Schema validator reads them: see
+// [canonical.ParseObjectValue]. It returns Parse's errors.
+func ParseValue(raw []byte) (*Arguments, map[string]any, error) {
+	obj, value, err := canonical.ParseObjectValue(raw, MaxDepth)
+	if err != nil {
+		return nil, nil, wrapParse(err)
+	}
+	return &Arguments{obj: obj}, value, nil
+}
+
 func parseObject(raw []byte) (*canonical.Object, error) {
 	obj, err := canonical.ParseObject(raw, MaxDepth)
 	if err != nil {

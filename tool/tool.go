@@ -195,7 +195,15 @@ func (t *Tool) Validate(args json.RawMessage) error {
 	if err != nil {
 		return &ArgumentsError{Tool: t.spec.Name, Err: err}
 	}
-	if err := t.schema.Validate(inst); err != nil {
+	return t.ValidateValue(inst)
+}
+
+// ValidateValue is [Tool.Validate] for arguments already decoded, as
+// encoding/json's Decoder with UseNumber decodes them (numbers as json.Number):
+// the value idemkey.ParseValue returns beside the parsed arguments, so that a
+// call's JSON is read once.
+func (t *Tool) ValidateValue(args any) error {
+	if err := t.schema.Validate(args); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return &ArgumentsError{Tool: t.spec.Name, Err: errors.New(flattenValidation(ve))}

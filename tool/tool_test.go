@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -114,6 +115,51 @@ func TestValidate(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Tool != "book" {
 			t.Errorf("Validate(%s) = %v; want *ArgumentsError", bad, err)
 		}
+	}
+}
+
+// TestValidateValueAgrees holds the dispatcher's path (the value idemkey.ParseValue
+// decodes in its one pass, checked by ValidateValue) to Validate's verdicts on the
+// raw JSON, for spellings where the two could part: names and strings that NFC
+// would change, numbers the canonical form rewrites, nesting, escapes.
+func TestValidateValueAgrees(t *testing.T) {
+	strict := `{"type":"object","properties":{` +
+		`"caf\u00e9":{"type":"string","maxLength":4},` +
+		`"n":{"type":"integer","maximum":12345678901234567890},` +
+		`"f":{"type":"number","multipleOf":0.5},` +
+		`"list":{"type":"array","items":{"type":"object","required":["x"]}},` +
+		`"s":{"type":"string","pattern":"^a\nb$"}},` +
+		`"additionalProperties":false}`
+	tl, err := tool.New(tool.Spec{Name: "t", Parameters: json.RawMessage(strict)}, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[bool]int{}
+	for _, args := range []string{
+		`{"caf\u00e9":"caf\u00e9"}`,
+		`{"caf\u00e9":"cafe\u0301"}`, // NFD value: 5 code points, over maxLength
+		`{"cafe\u0301":"x"}`,         // NFD name: not the declared property
+		`{"n":12345678901234567890}`, // at the maximum, beyond float64's exact integers
+		`{"n":12345678901234567891}`, // one over
+		`{"n":1.0e1}`,                // an integer spelled as a fraction with an exponent
+		`{"f":1.50e0}`, `{"f":1.25}`,
+		`{"list":[{"x":null},{"x":[]}]}`, `{"list":[{"x":1},{}]}`,
+		`{"s":"a\nb"}`, `{"s":"a\u000ab"}`, `{"s":"a\\nb"}`,
+		`{}`, `{"other":1}`,
+	} {
+		want := tl.Validate(json.RawMessage(args))
+		_, value, err := idemkey.ParseValue([]byte(args))
+		if err != nil {
+			t.Fatalf("ParseValue(%s): %v", args, err)
+		}
+		got := tl.ValidateValue(value)
+		if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+			t.Errorf("%s: ValidateValue = %v, Validate = %v", args, got, want)
+		}
+		verdicts[want == nil]++
+	}
+	if verdicts[true] < 5 || verdicts[false] < 5 {
+		t.Fatalf("accepted %d, refused %d: the table should hold both", verdicts[true], verdicts[false])
 	}
 }
 

@@ -20,6 +20,8 @@ func getEncoder(raw []byte, maxDepth int) *encoder {
 	e.depth = 0
 	e.maxDepth = maxDepth
 	e.keepTop = false
+	e.decode = false
+	e.vals = e.vals[:0]
 	e.members = e.members[:0]
 	e.names = e.names[:0]
 	return e
@@ -45,6 +47,10 @@ func putEncoder(e *encoder) {
 	}
 	if cap(e.members) > maxPooled/64 {
 		e.members = nil
+	}
+	clear(e.vals[:cap(e.vals)])
+	if cap(e.vals) > maxPooled/64 {
+		e.vals = nil
 	}
 	encoders.Put(e)
 }

@@ -2,6 +2,7 @@ package canonical
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"unicode/utf8"
 
@@ -30,6 +31,7 @@ type encoder struct {
 	depth    int
 	maxDepth int
 	keepTop  bool // keep the top-level object's members after it closes
+	decode   bool // build the decoded value as well, in vals
 
 	out     []byte   // output being written
 	own     []byte   // pooled storage for out when the caller gives none
@@ -38,6 +40,14 @@ type encoder struct {
 	str     []byte   // an unescaped string
 	nfc     []byte   // an unescaped string after NFC, when it differed
 	reorder []byte   // copy of an object's members while they are rearranged
+	vals    []any    // decoded values of the open containers, innermost last
+}
+
+// push records a decoded value when the encoder builds them.
+func (e *encoder) push(v any) {
+	if e.decode {
+		e.vals = append(e.vals, v)
+	}
 }
 
 func (e *encoder) syntax(offset int, format string, args ...any) error {
@@ -81,20 +91,35 @@ func (e *encoder) value() error {
 	case c == '[':
 		return e.array()
 	case c == '"':
-		s, _, plain, err := e.string()
+		s, spelled, plain, err := e.string()
 		if err != nil {
 			return err
+		}
+		if e.decode {
+			if spelled != nil {
+				e.vals = append(e.vals, string(spelled))
+			} else {
+				e.vals = append(e.vals, string(s))
+			}
 		}
 		e.out = appendString(e.out, s, plain)
 		return nil
 	case c == 't':
+		e.push(true)
 		return e.literal("true")
 	case c == 'f':
+		e.push(false)
 		return e.literal("false")
 	case c == 'n':
+		e.push(nil)
 		return e.literal("null")
 	case c == '-' || ('0' <= c && c <= '9'):
-		return e.number()
+		start := e.pos
+		if err := e.number(); err != nil {
+			return err
+		}
+		e.push(json.Number(e.raw[start:e.pos]))
+		return nil
 	default:
 		return e.syntax(e.pos, "unexpected %s, want a value", describe(c))
 	}
@@ -124,11 +149,13 @@ func (e *encoder) array() error {
 	open := e.pos
 	e.pos++
 	e.out = append(e.out, '[')
+	mark := len(e.vals)
 	e.skipSpace()
 	if e.pos < len(e.raw) && e.raw[e.pos] == ']' {
 		e.pos++
 		e.out = append(e.out, ']')
 		e.depth--
+		e.push([]any{})
 		return nil
 	}
 	for {
@@ -148,6 +175,11 @@ func (e *encoder) array() error {
 			e.pos++
 			e.out = append(e.out, ']')
 			e.depth--
+			if e.decode {
+				a := slices.Clone(e.vals[mark:])
+				clear(e.vals[mark:])
+				e.vals = append(e.vals[:mark], a)
+			}
 			return nil
 		default:
 			return e.syntax(e.pos, "unexpected %s in array, want , or ]", describe(c))
@@ -164,11 +196,13 @@ func (e *encoder) object() error {
 	e.out = append(e.out, '{')
 	first := len(e.members)
 	namesMark := len(e.names)
+	mark := len(e.vals)
 	e.skipSpace()
 	if e.pos < len(e.raw) && e.raw[e.pos] == '}' {
 		e.pos++
 		e.out = append(e.out, '}')
 		e.depth--
+		e.push(map[string]any{})
 		return nil
 	}
 	body := len(e.out)
@@ -232,6 +266,9 @@ func (e *encoder) object() error {
 		e.pos++
 		break
 	}
+	if e.decode {
+		e.decodeObject(first, mark)
+	}
 	if err := e.order(first, body); err != nil {
 		return err
 	}
@@ -242,6 +279,20 @@ func (e *encoder) object() error {
 		e.names = e.names[:namesMark]
 	}
 	return nil
+}
+
+// decodeObject replaces the values of the members from index first on, which
+// start at vals[mark], with the map of the object they make, keyed by the names as
+// spelled. Two names that are equal after NFC make order refuse the object, so no
+// value is lost to a repeated key.
+func (e *encoder) decodeObject(first, mark int) {
+	ms := e.members[first:]
+	m := make(map[string]any, len(ms))
+	for i, mem := range ms {
+		m[string(e.names[mem.rawName.start:mem.rawName.end])] = e.vals[mark+i]
+	}
+	clear(e.vals[mark:])
+	e.vals = append(e.vals[:mark], m)
 }
 
 // order puts the members from index first on into canonical order, both in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/tesserix/toolexec/idemkey/canonical"
@@ -26,6 +27,7 @@ func FuzzCanonicalize(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"e\u0301":["x",{"n":12345678901234567890,"f":1.50e3,"t":true,"z":null}],"o":{},"a":[]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		out, err := canonical.Canonicalize(raw)
 		if err != nil {
@@ -60,6 +62,7 @@ func FuzzCanonicalize(f *testing.F) {
 				t.Fatalf("ParseObject = %q, Canonicalize = %q", obj.Bytes(), out)
 			}
 			checkObject(t, obj)
+			checkValue(t, raw, obj)
 		} else if !errors.Is(err, canonical.ErrNotObject) || out[0] == '{' {
 			t.Fatalf("ParseObject error %v for %q", err, out)
 		}
@@ -90,5 +93,27 @@ func checkObject(t *testing.T, obj *canonical.Object) {
 	b.WriteByte('}')
 	if !bytes.Equal(b.Bytes(), obj.Bytes()) {
 		t.Fatalf("members reassemble to %q, want %q", b.Bytes(), obj.Bytes())
+	}
+}
+
+// checkValue checks that ParseObjectValue gives the object ParseObject gives and,
+// in the same pass, the value encoding/json decodes (with UseNumber) from raw.
+func checkValue(t *testing.T, raw []byte, obj *canonical.Object) {
+	t.Helper()
+	got, value, err := canonical.ParseObjectValue(raw, 0)
+	if err != nil {
+		t.Fatalf("ParseObjectValue: %v, but ParseObject accepted %q", err, raw)
+	}
+	if !bytes.Equal(got.Bytes(), obj.Bytes()) {
+		t.Fatalf("ParseObjectValue = %q, ParseObject = %q", got.Bytes(), obj.Bytes())
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var want any
+	if err := d.Decode(&want); err != nil {
+		t.Fatalf("encoding/json refuses %q: %v", raw, err)
+	}
+	if !reflect.DeepEqual(any(value), want) {
+		t.Fatalf("value of %q:\n got %#v\nwant %#v", raw, value, want)
 	}
 }

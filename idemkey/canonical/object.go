@@ -43,6 +43,27 @@ func ParseObject(raw []byte, maxDepth int) (*Object, error) {
 // raw, reusing o's storage, so that a caller can keep a pool of Objects. o must not
 // be in use elsewhere meanwhile. On error o is left empty (Len 0, Bytes nil).
 func (o *Object) Parse(raw []byte, maxDepth int) error {
+	_, err := o.parse(raw, maxDepth, false)
+	return err
+}
+
+// ParseObjectValue is [ParseObject] that also returns the object decoded, built in
+// the same pass over raw: the value encoding/json's Decoder with UseNumber gives
+// (map[string]any, []any, string, json.Number, bool and nil), with names and strings
+// as the document spells them, not in NFC, and each number's text as written. It is
+// what a JSON Schema validator reads. Where ParseObject fails, it returns the same
+// error and a nil map.
+func ParseObjectValue(raw []byte, maxDepth int) (*Object, map[string]any, error) {
+	o := new(Object)
+	v, err := o.parse(raw, maxDepth, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, v, nil
+}
+
+// parse is Parse, building the decoded object too when decode is set.
+func (o *Object) parse(raw []byte, maxDepth int, decode bool) (map[string]any, error) {
 	o.data, o.size, o.members = o.data[:0], 0, o.members[:0]
 	if maxDepth <= 0 || maxDepth > MaxDepth {
 		maxDepth = MaxDepth
@@ -50,14 +71,19 @@ func (o *Object) Parse(raw []byte, maxDepth int) error {
 	e := getEncoder(raw, maxDepth)
 	defer putEncoder(e)
 	e.keepTop = true
+	e.decode = decode
 	e.out = e.own[:0]
 	err := e.document()
 	e.own = e.out[:0]
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if e.out[0] != '{' {
-		return fmt.Errorf("%w: the document is %s", ErrNotObject, kind(e.out[0]))
+		return nil, fmt.Errorf("%w: the document is %s", ErrNotObject, kind(e.out[0]))
+	}
+	var value map[string]any
+	if decode {
+		value = e.vals[0].(map[string]any)
 	}
 
 	size := len(e.out)
@@ -81,7 +107,7 @@ func (o *Object) Parse(raw []byte, maxDepth int) error {
 			value: m.value,
 		})
 	}
-	return nil
+	return value, nil
 }
 
 func kind(c byte) string {

@@ -52,6 +52,16 @@ func appendQuoted[S ~string | ~[]byte](dst []byte, s S) []byte {
 	return append(dst, '"')
 }
 
+// AppendQuoted appends s to dst as a JSON string, quoted and escaped as the
+// canonical form escapes strings: quotation mark, backslash and the control
+// characters, those with a short escape (\b \t \n \f \r) by it and the others as
+// \u00xx; every other character as it is. Unlike [AppendString] it neither checks
+// nor normalises s, so it writes any valid UTF-8 string as one JSON reader and
+// another read it; it is toolexec's one JSON string escaper.
+func AppendQuoted(dst []byte, s string) []byte {
+	return appendQuoted(dst, s)
+}
+
 // AppendString appends s, normalised to NFC, as a canonical JSON string (quoted and
 // escaped) to dst. It returns dst unchanged and an [*Error] with code
 // [CodeInvalidUnicode] if s is not valid UTF-8; the error's Offset is the offset of
