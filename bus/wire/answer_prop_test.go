@@ -149,7 +149,7 @@ func TestAnswerJSONMatchesSDK(tt *testing.T) {
 			if !errors.Is(gotErr, events.ErrInvalidAnswer) && !errors.Is(gotErr, wire.ErrInvalidData) {
 				t.Fatalf("AnswerJSON error %v matches neither ErrInvalidAnswer nor ErrInvalidData", gotErr)
 			}
-		case !bytes.Equal(got, want):
+		case !bytes.Equal(shortEscapes(got), shortEscapes(want)):
 			t.Fatalf("for %+v from %q:\nAnswerJSON %s\nSDK        %s", a, source, got, want)
 		default:
 			accepted++

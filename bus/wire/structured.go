@@ -5,12 +5,16 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/extensions"
 	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/tesserix/toolexec/idemkey/canonical"
 )
 
 // The structured-mode writers of calls and answers ([CallJSON],
-// [AnswerJSON]) write the CloudEvents JSON event format directly,
-// member for member and byte for byte as the SDK's writer (event.WriteJson)
-// does for the same event: property tests hold them to it.
+// [AnswerJSON]) write the CloudEvents JSON event format directly, member for
+// member and byte for byte as the SDK's writer (event.WriteJson) does for the
+// same event, with one exception: strings are escaped by toolexec's one
+// escaper (canonical.AppendQuoted), which writes U+0008 and U+000C as \b and \f
+// where the SDK writes \u0008 and \u000c. Property tests hold them to it.
 
 // uriRef returns source as the SDK writes it once parsed as a URI reference,
 // and false when it is not one (or is one the SDK would find empty).
@@ -29,14 +33,14 @@ func uriRef(source string) (string, bool) {
 // subject is left out when empty, time when zero.
 func appendAttributes(b []byte, id, source, typ, subject string, t time.Time) []byte {
 	b = append(b, `{"specversion":"1.0","id":`...)
-	b = appendJSONString(b, id)
+	b = canonical.AppendQuoted(b, id)
 	b = append(b, `,"source":`...)
-	b = appendJSONString(b, source)
+	b = canonical.AppendQuoted(b, source)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, typ)
+	b = canonical.AppendQuoted(b, typ)
 	if subject != "" {
 		b = append(b, `,"subject":`...)
-		b = appendJSONString(b, subject)
+		b = canonical.AppendQuoted(b, subject)
 	}
 	b = append(b, `,"datacontenttype":"application/json"`...)
 	if !t.IsZero() {
@@ -52,7 +56,7 @@ func appendExtension(b []byte, name, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendJSONString(b, v)
+	return canonical.AppendQuoted(b, v)
 }
 
 // appendTracing appends the distributed tracing extensions, as the SDK's
@@ -67,34 +71,4 @@ func appendTracing(b []byte, parent, state string) []byte {
 		b = appendExtension(b, extensions.TraceStateExtension, state)
 	}
 	return b
-}
-
-// appendJSONString appends s as a JSON string, escaped as the SDK's writer
-// escapes attributes: quotation mark, backslash and control characters only.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
