@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jsonobj"
 )
 
 // Header names and media types of the NATS binding.
@@ -140,16 +139,10 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 	return decodeBinary(h, data)
 }
 
-// attributeNames are the members of the structured events toolexec writes and
-// reads: the CloudEvents context attributes, the data, and the extensions.
-var attributeNames = jsonobj.NewNames("specversion", "id", "source", "type", "subject", "time",
-	"datacontenttype", "dataschema", "data", "data_base64", "traceparent", "tracestate",
-	ExtTenant, ExtRunID, ExtCallID, ExtIdempotencyKey)
-
 // objects holds the buffers decodeStructured splits payloads into: the split
 // is read before decodeStructured returns, and nothing it returns shares it.
 var objects = sync.Pool{New: func() any {
-	o := make(jsonobj.Object, 0, 16)
+	o := make(members, 0, 16)
 	return &o
 }}
 
@@ -157,7 +150,7 @@ var objects = sync.Pool{New: func() any {
 // payload of many members should not keep its buffer alive for all later ones.
 const maxPooledObject = 64
 
-func putObject(o *jsonobj.Object) {
+func putObject(o *members) {
 	if cap(*o) > maxPooledObject {
 		return
 	}
@@ -202,14 +195,12 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 		}
 		return event.Event{}, events.Reject(events.CodeInvalidJSON, "", "the payload is not valid JSON")
 	}
-	buf := objects.Get().(*jsonobj.Object)
+	buf := objects.Get().(*members)
 	defer putObject(buf)
-	top, dup, isObject := attributeNames.AppendMembers(*buf, data)
-	if isObject {
-		*buf = top // for putObject to reuse, grown or not
-	}
+	top, dup, err := readMembers(*buf, data)
+	*buf = top // for putObject to reuse, grown or not
 	switch {
-	case !isObject:
+	case err != nil: // the payload is valid JSON: it is not an object
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "", "the payload is JSON but not an object")
 	case dup != "":
 		return event.Event{}, events.Reject(events.CodeDuplicateMember, dup, "member %s appears twice in the event", short(dup))
@@ -217,7 +208,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	if name := loneSurrogateIn(top); name != "" {
 		return event.Event{}, events.Reject(events.CodeInvalidUnicode, name, "attribute %s holds a lone surrogate escape", short(name))
 	}
-	raw, ok := top.Get("specversion")
+	raw, ok := top.get("specversion")
 	if !ok {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "the payload has no specversion: not a CloudEvent")
 	}
@@ -229,9 +220,6 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	}
 	if sv != event.CloudEventsVersionV1 {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)
-	}
-	if e, ok := plainEvent(top); ok {
-		return e, nil
 	}
 	// The SDK's reader, without encoding/json's pass over the whole payload
 	// before it (format.JSON.Unmarshal): the payload is known to be valid JSON.
@@ -318,9 +306,9 @@ type CallAddress struct {
 
 // Peek returns the id and runid a message claims, whatever else is wrong with it:
 // from the ce-id and ce-runid headers of a binary-mode message, or from the
-// top-level members of a structured payload (a payload that is not a JSON object
-// yields nothing). Values are returned as sent; whether they are valid tokens is
-// for the caller to judge.
+// top-level members of a structured payload that stand before its first mistake
+// of JSON (a payload that is not a JSON object yields nothing). Values are
+// returned as sent; whether they are valid tokens is for the caller to judge.
 func Peek(h nats.Header, data []byte) CallAddress {
 	if ModeOf(h) == Binary {
 		var a CallAddress
@@ -332,15 +320,12 @@ func Peek(h nats.Header, data []byte) CallAddress {
 		}
 		return a
 	}
-	top, _, isObject := attributeNames.Members(data)
-	if !isObject {
-		return CallAddress{}
-	}
+	top, _, _ := readMembers(nil, data) // what stands before a mistake is read
 	var a CallAddress
-	if id, ok := top.Get("id"); ok {
+	if id, ok := top.get("id"); ok {
 		_ = json.Unmarshal(id, &a.ID)
 	}
-	if runID, ok := top.Get(ExtRunID); ok {
+	if runID, ok := top.get(ExtRunID); ok {
 		_ = json.Unmarshal(runID, &a.RunID)
 	}
 	return a
@@ -422,10 +407,10 @@ func NewMsg(subject string, e event.Event, mode Mode) (*nats.Msg, error) {
 // problem is reported every time. encoding/json would quietly turn it into
 // U+FFFD. (The data is judged later: the arguments' strings when the key is
 // derived.)
-func loneSurrogateIn(top jsonobj.Object) string {
+func loneSurrogateIn(top members) string {
 	found := ""
 	for _, m := range top {
-		name, v := m.Name, m.Value
+		name, v := m.name, m.value
 		if name == "data" || name == "data_base64" || (found != "" && name >= found) {
 			continue
 		}

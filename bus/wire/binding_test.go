@@ -281,7 +281,9 @@ func TestPeek(t *testing.T) {
 	}{
 		{"structured", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"specversion":"9","id":"c1","runid":"r1"}`, wire.CallAddress{ID: "c1", RunID: "r1"}},
 		{"structured non-string id", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":5,"runid":"r1"}`, wire.CallAddress{RunID: "r1"}},
-		{"structured not JSON", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":"c1"`, wire.CallAddress{}},
+		{"structured cut short", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"id":"c1"`, wire.CallAddress{ID: "c1"}},
+		{"structured, mistake before the id", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `{"a":tru,"id":"c1"}`, wire.CallAddress{}},
+		{"structured not an object", nats.Header{"Content-Type": {"application/cloudevents+json"}}, `["c1"]`, wire.CallAddress{}},
 		{"binary", binaryHdr("ce-id", "c%201", "CE-RUNID", "r1"), "", wire.CallAddress{ID: "c 1", RunID: "r1"}},
 		{"nothing", nil, "junk", wire.CallAddress{}},
 	}

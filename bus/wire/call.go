@@ -13,7 +13,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/extensions"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/jsonobj"
 )
 
 // CallEvent returns the CloudEvent for c: type [CallType], id the call id,
@@ -214,20 +213,20 @@ func callArguments(data []byte) (json.RawMessage, error) {
 		err := json.Unmarshal(data, &v) // for the position of the mistake
 		return nil, &events.RejectError{Code: events.CodeBadData, Field: "data", Msg: "data is not JSON: " + err.Error(), Err: err}
 	}
-	members, dup, isObject := callDataNames.Members(data)
+	ms, dup, err := readMembers(nil, data)
 	switch {
-	case !isObject:
+	case err != nil: // data is valid JSON: it is not an object
 		return nil, schemaViolation("data must be a JSON object {\"arguments\": {...}}, got %s", rawKind(data))
 	case dup != "":
 		return nil, events.Reject(events.CodeDuplicateMember, "data", "member %s appears twice", quote(dup))
 	}
-	args, ok := members.Get("arguments")
+	args, ok := ms.get("arguments")
 	if ok && args[0] != '{' {
 		return nil, events.Reject(events.CodeArgumentsNotObject, "arguments", "arguments must be a JSON object, got %s", rawKind(args))
 	}
-	for _, m := range members {
-		if m.Name != "arguments" {
-			return nil, schemaViolation("member %s is not allowed: the data of a call holds only arguments", quote(m.Name))
+	for _, m := range ms {
+		if m.name != "arguments" {
+			return nil, schemaViolation("member %s is not allowed: the data of a call holds only arguments", quote(m.name))
 		}
 	}
 	if !ok {
@@ -235,9 +234,6 @@ func callArguments(data []byte) (json.RawMessage, error) {
 	}
 	return args, nil
 }
-
-// callDataNames is the one member a call's data holds.
-var callDataNames = jsonobj.NewNames("arguments")
 
 // schemaViolation rejects data that breaks the call schema; the error matches
 // ErrInvalidData, as the schema's own verdict would.

@@ -78,19 +78,25 @@ func TestDecodeHostileStructured(t *testing.T) {
 }
 
 // TestPeekDeepAndHugeValues: Peek finds the id and runid beside members that
-// encoding/json cannot decode (nesting beyond its limit, a number beyond a
-// double), wherever they stand.
+// encoding/json cannot decode (a number beyond a double) and before data nested
+// beyond its limit. Members after such data are not read: the reader stops at
+// MaxNesting, as encoding/json does, and a payload that leads with it reaches
+// no waiting caller.
 func TestPeekDeepAndHugeValues(t *testing.T) {
-	for name, payload := range map[string]string{
-		"deep data last":   `{"id":"c1","runid":"r1","data":` + nested(2*wire.MaxNesting) + `}`,
-		"deep data first":  `{"data":` + nested(2*wire.MaxNesting) + `,"id":"c1","runid":"r1"}`,
-		"huge number":      `{"id":"c1","n":1e999999999,"runid":"r1"}`,
-		"spaces and lines": "{ \"id\" :\n \"c1\" ,\t\"runid\"\r\n:\"r1\" }",
+	for name, tt := range map[string]struct {
+		payload string
+		want    wire.CallAddress
+	}{
+		"deep data last":   {`{"id":"c1","runid":"r1","data":` + nested(2*wire.MaxNesting) + `}`, wire.CallAddress{ID: "c1", RunID: "r1"}},
+		"deep data first":  {`{"data":` + nested(2*wire.MaxNesting) + `,"id":"c1","runid":"r1"}`, wire.CallAddress{}},
+		"deep in between":  {`{"id":"c1","data":` + nested(2*wire.MaxNesting) + `,"runid":"r1"}`, wire.CallAddress{ID: "c1"}},
+		"huge number":      {`{"id":"c1","n":1e999999999,"runid":"r1"}`, wire.CallAddress{ID: "c1", RunID: "r1"}},
+		"spaces and lines": {"{ \"id\" :\n \"c1\" ,\t\"runid\"\r\n:\"r1\" }", wire.CallAddress{ID: "c1", RunID: "r1"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h, data := structured(payload)
-			if got := wire.Peek(h, data); got != (wire.CallAddress{ID: "c1", RunID: "r1"}) {
-				t.Errorf("Peek = %+v, want c1 and r1", got)
+			h, data := structured(tt.payload)
+			if got := wire.Peek(h, data); got != tt.want {
+				t.Errorf("Peek = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
