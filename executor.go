@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
@@ -60,6 +61,14 @@ type ExecutorConfig struct {
 	// the NATS server's maximum payload (JSON escaping can make an outcome six
 	// times longer in its answer).
 	MaxOutcomeBytes int
+	// Limits bound what a call's arguments may expand to (members of an object,
+	// elements of an array, values in all); calls over one are rejected
+	// too_many_values. Zero fields take idemkey's defaults.
+	Limits idemkey.Limits
+	// MaxInFlightMemory bounds the memory the calls in flight take together,
+	// each weighed by its size (bus.CallMemory); default 128 MiB
+	// (bus.DefaultMaxInFlightMemory).
+	MaxInFlightMemory int64
 	// BinaryAnswers publishes answers in CloudEvents binary mode instead of
 	// structured mode.
 	BinaryAnswers bool
@@ -154,10 +163,11 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	}
 	dcfg := dispatch.Config{
 		Tools: tools, Store: e.store, Holder: cfg.Holder, Lease: cfg.Lease,
-		MaxOutcomeBytes: maxOutcome, Logger: log, TracerProvider: cfg.TracerProvider,
+		MaxOutcomeBytes: maxOutcome, Limits: cfg.Limits, Logger: log, TracerProvider: cfg.TracerProvider,
 	}
 	wcfg := bus.WorkerConfig{
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+		MaxInFlightMemory: cfg.MaxInFlightMemory, MaxValues: cfg.Limits.Values,
 		BinaryAnswers: cfg.BinaryAnswers, Logger: log,
 	}
 	if cfg.Observer != nil {

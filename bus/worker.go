@@ -12,10 +12,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/retry"
 )
 
@@ -34,6 +36,27 @@ const (
 	DefaultPullWait        = 5 * time.Second
 	DefaultMaxMessageBytes = 1 << 20
 	DefaultAnswerSource    = "/toolexec/executor"
+	// DefaultMaxInFlightMemory bounds the memory the calls in flight may take
+	// together; see WorkerConfig.MaxInFlightMemory.
+	DefaultMaxInFlightMemory = 128 << 20
+)
+
+// CallMemory estimates, from above, the memory a call takes while the worker
+// handles it: the message, the decoded event, the canonical arguments and their
+// decoded value, the schema check, the answer. Buffers grow with the message's
+// bytes, the decoded value with the values it holds, of which a message has at
+// most one per two bytes and at most maxValues (the dispatcher's limit,
+// idemkey.Limits). TestCallMemory holds the estimate above what calls at the
+// default limits take, in the shapes that cost the most.
+func CallMemory(messageBytes, maxValues int) int64 {
+	values := min(messageBytes/2, maxValues)
+	return memoryPerByte*int64(messageBytes) + memoryPerValue*int64(values)
+}
+
+// Measured by TestCallMemory, with room to spare.
+const (
+	memoryPerByte  = 12
+	memoryPerValue = 128
 )
 
 // Timing of the worker's own retries.
@@ -72,6 +95,18 @@ type WorkerConfig struct {
 	// MaxMessageBytes bounds a call message, headers included; larger ones are
 	// rejected (too_large) unread. Default DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// MaxInFlightMemory bounds the memory the calls in flight may take
+	// together, so that large calls cannot exhaust it whatever they hold: each
+	// call weighs CallMemory of its message's size (headers included, at most
+	// MaxMessageBytes) and MaxValues, and a delivered call waits, kept in
+	// progress, until its weight fits. A call heavier than the whole budget runs
+	// alone. Default DefaultMaxInFlightMemory. Small calls never wait: 64 calls
+	// of 4 KiB weigh about 16 MiB.
+	MaxInFlightMemory int64
+	// MaxValues is the most values a call's arguments may hold (the
+	// dispatcher's idemkey.Limits), for CallMemory; default
+	// idemkey.DefaultMaxValues.
+	MaxValues int
 	// BinaryAnswers publishes answers in binary mode instead of structured mode.
 	BinaryAnswers bool
 	// Logger receives one line per notable event (never arguments); default
@@ -112,6 +147,12 @@ func (cfg WorkerConfig) withDefaults() WorkerConfig {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if cfg.MaxInFlightMemory <= 0 {
+		cfg.MaxInFlightMemory = DefaultMaxInFlightMemory
+	}
+	if cfg.MaxValues <= 0 {
+		cfg.MaxValues = idemkey.DefaultMaxValues
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -141,6 +182,8 @@ type WorkerStats struct {
 	HandedBack atomic.Int64
 	// PublishRetries counts answer publications tried again after a failure.
 	PublishRetries atomic.Int64
+	// MemoryWaits counts calls that waited for room in MaxInFlightMemory.
+	MemoryWaits atomic.Int64
 }
 
 // Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS, runs
@@ -163,7 +206,8 @@ type Worker struct {
 	obs WorkerObserver
 
 	stats    WorkerStats
-	progress *progressKeeper // sends the in-progress signals of the calls being worked on
+	progress *progressKeeper     // sends the in-progress signals of the calls being worked on
+	memory   *semaphore.Weighted // MaxInFlightMemory, weighed out to the calls in flight
 
 	mu         sync.Mutex // protects the fields below
 	started    bool
@@ -186,6 +230,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 	return &Worker{
 		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
+		memory:   semaphore.NewWeighted(cfg.MaxInFlightMemory),
 		done:     make(chan struct{}),
 	}, nil
 }
@@ -424,6 +469,15 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	w.obs.MessageReceived(redelivered)
 	held := w.progress.hold(m)
 	defer w.progress.release(held)
+	weight := w.weigh(m)
+	if !w.memory.TryAcquire(weight) {
+		w.stats.MemoryWaits.Add(1)
+		if err := w.memory.Acquire(ctx, weight); err != nil {
+			w.handBack(m, "the worker is stopping")
+			return
+		}
+	}
+	defer w.memory.Release(weight)
 
 	in := w.decode(m)
 	switch {
@@ -460,6 +514,14 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	w.answer(ctx, m, a)
+}
+
+// weigh returns the share of MaxInFlightMemory the call in m takes: what
+// handling it may cost in memory, by the size of its message, within the whole
+// budget.
+func (w *Worker) weigh(m jetstream.Msg) int64 {
+	size := min(len(m.Data())+headerSize(m.Headers()), w.cfg.MaxMessageBytes)
+	return min(CallMemory(size, w.cfg.MaxValues), w.cfg.MaxInFlightMemory)
 }
 
 // answer publishes a and settles m: terminated for a rejection, acknowledged

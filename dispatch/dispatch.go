@@ -49,6 +49,11 @@ type Config struct {
 	// answered in full); larger outcomes are failures. Default
 	// DefaultMaxOutcomeBytes.
 	MaxOutcomeBytes int
+	// Limits bound what a call's arguments may expand to (members of an object,
+	// elements of an array, values in all); a call over one is rejected
+	// too_many_values before anything else is done with it. Zero fields take
+	// idemkey's defaults.
+	Limits idemkey.Limits
 	// Logger receives one line per notable event (never arguments); default
 	// slog.Default().
 	Logger *slog.Logger
@@ -80,6 +85,7 @@ type Dispatcher struct {
 	clock      clock.Clock
 	jitter     func() float64
 	maxOutcome int
+	limits     idemkey.Limits
 	log        *slog.Logger
 	obs        Observer
 	tracer     trace.Tracer
@@ -96,7 +102,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{
 		tools: cfg.Tools, store: cfg.Store, holder: cfg.Holder, lease: cfg.Lease,
-		clock: cfg.Clock, jitter: cfg.Jitter, maxOutcome: cfg.MaxOutcomeBytes, log: cfg.Logger,
+		clock: cfg.Clock, jitter: cfg.Jitter, maxOutcome: cfg.MaxOutcomeBytes, limits: cfg.Limits, log: cfg.Logger,
 		obs: cfg.Observer, tracer: newTracer(cfg.TracerProvider),
 	}
 	if d.obs == nil {
@@ -250,7 +256,7 @@ func (r *run) do(ctx context.Context) (answered, error) {
 	// One pass over the arguments gives both the canonical form the key is derived
 	// from and the decoded value the schema check reads; the body gets the JSON as
 	// the caller sent it.
-	args, value, err := idemkey.ParseValue(c.Arguments)
+	args, value, err := r.d.limits.ParseValue(c.Arguments)
 	if err != nil {
 		return answered{answer: r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error())}, nil
 	}

@@ -162,6 +162,9 @@ func TestRejected(t *testing.T) {
 		{"lone surrogate", call("book", "c1", `{"flight":"\ud800"}`), "invalid_unicode"},
 		{"schema: wrong type", call("book", "c1", `{"flight":117}`), events.CodeSchemaViolation},
 		{"schema: unknown member", call("book", "c1", `{"flight":"A","gate":"B"}`), events.CodeSchemaViolation},
+		{"too many members", call("book", "c1", manyMembers(idemkey.DefaultMaxMembers+1)), events.CodeTooManyValues},
+		{"too many elements", call("book", "c1", `{"flight":"A","x":[`+strings.Repeat("1,", idemkey.DefaultMaxElements)+`1]}`), events.CodeTooManyValues},
+		{"too many values", call("book", "c1", `{"flight":"A","x":[`+strings.Repeat("[1,1,1,1],", idemkey.DefaultMaxValues/5)+`1]}`), events.CodeTooManyValues},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,6 +185,55 @@ func TestRejected(t *testing.T) {
 			var re *dispatch.RejectedError
 			if _, err := d.Call(context.Background(), tt.give); !errors.As(err, &re) || re.Code != tt.code {
 				t.Fatalf("Call error = %v, want *RejectedError with code %s", err, tt.code)
+			}
+		})
+	}
+}
+
+// manyMembers returns an arguments object of n members, flight among them.
+func manyMembers(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"flight":"A"`)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, `,"m%d":%d`, i, i)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// TestLimits: the bounds a dispatcher is configured with are the ones it
+// applies, each at its value and one past it; past one, the call is rejected
+// too_many_values before any claim or body.
+func TestLimits(t *testing.T) {
+	lim := idemkey.Limits{Members: 4, Elements: 3, Values: 12}
+	tests := []struct {
+		name string
+		args string
+		ok   bool
+	}{
+		{"members at the bound", `{"flight":"A","a":1,"b":2,"c":3}`, true},
+		{"members past it", `{"flight":"A","a":1,"b":2,"c":3,"d":4}`, false},
+		{"elements at the bound", `{"flight":"A","a":[1,2,3]}`, true},
+		{"elements past them", `{"flight":"A","a":[1,2,3,4]}`, false},
+		{"values at the bound", `{"flight":"A","a":[1,2,3],"b":[1,2,3],"c":[1]}`, true},
+		{"values past it", `{"flight":"A","a":[1,2,3],"b":[1,2,3],"c":[1,2]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &body{}
+			e := newEnv(t, newTool(t, "book", policy(tool.Effectful, "flight"), tool.Retry{}, b))
+			d, err := dispatch.New(dispatch.Config{Tools: e.reg, Store: e.store, Limits: lim, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The test tool's schema refuses unknown members: within the
+			// bounds, that is the verdict, given after the bounds were passed.
+			a := mustDispatch(t, d, call("book", "c1", tt.args))
+			if tt.ok != (a.Code != events.CodeTooManyValues) {
+				t.Fatalf("got %s %s (%s), want within the bounds %v", a.Kind, a.Code, a.Error, tt.ok)
+			}
+			if !tt.ok && (a.Kind != events.KindRejected || b.entered.Load() != 0) {
+				t.Fatalf("got %s with the body entered %d times; want rejected, never entered", a.Kind, b.entered.Load())
 			}
 		})
 	}

@@ -131,6 +131,9 @@ const (
 	CodeInvalidUnicode Code = "invalid_unicode"
 	// CodeTooDeep: the arguments nest deeper than the executor accepts.
 	CodeTooDeep Code = "too_deep"
+	// CodeTooManyValues: the arguments hold more members in one object, elements
+	// in one array, or values in all than the executor accepts.
+	CodeTooManyValues Code = "too_many_values"
 	// CodeArgumentsMismatch: a duplicate of a recorded call changed one of the
 	// tool's check arguments.
 	CodeArgumentsMismatch Code = "arguments_mismatch"
@@ -162,6 +165,7 @@ func RejectionCodes() []Code {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
+		CodeTooManyValues,
 	}
 }
 
@@ -177,7 +181,8 @@ func (c Code) IsRejection() bool {
 		CodeMissingAttribute, CodeBadToken, CodeTenantMismatch, CodeToolMismatch,
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
-		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData:
+		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
+		CodeTooManyValues:
 		return true
 	}
 	return false

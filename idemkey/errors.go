@@ -27,7 +27,7 @@ var (
 
 // Code returns the stable code string of err: [CodeUnderivable], [CodeNotObject], or
 // the Code of the [*canonical.Error] in err's chain (invalid_json, duplicate_member,
-// nfc_collision, number_out_of_range, invalid_unicode, too_deep). It returns "" for
+// nfc_collision, number_out_of_range, invalid_unicode, too_deep, too_many_values). It returns "" for
 // nil and for errors that are none of these.
 func Code(err error) string {
 	if err == nil {

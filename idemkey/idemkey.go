@@ -15,6 +15,44 @@ import (
 // as one. It leaves room for the envelope within [canonical.MaxDepth].
 const MaxDepth = canonical.MaxDepth - 1
 
+// Default bounds of [Limits]: far beyond the arguments of any tool call a model
+// or a program writes, and well below what a megabyte of JSON can hold (about half
+// a million values).
+const (
+	DefaultMaxMembers  = 1_000
+	DefaultMaxElements = 10_000
+	DefaultMaxValues   = 20_000
+)
+
+// Limits bound what a call's arguments may expand to once parsed: the most
+// members of one object, elements of one array, and values in the whole
+// arguments object (every member's value and element, containers included). A
+// zero field takes its default (DefaultMaxMembers, DefaultMaxElements,
+// DefaultMaxValues). Arguments over a bound are refused with a
+// [*canonical.Error] of code too_many_values, found as the parser meets the
+// excess, before anything is built from the rest. The depth is bounded by
+// [MaxDepth] whatever the limits.
+type Limits struct {
+	Members  int
+	Elements int
+	Values   int
+}
+
+// canonical returns l with its defaults, as canonical's limits.
+func (l Limits) canonical() canonical.Limits {
+	c := canonical.Limits{Depth: MaxDepth, Members: l.Members, Elements: l.Elements, Values: l.Values}
+	if c.Members <= 0 {
+		c.Members = DefaultMaxMembers
+	}
+	if c.Elements <= 0 {
+		c.Elements = DefaultMaxElements
+	}
+	if c.Values <= 0 {
+		c.Values = DefaultMaxValues
+	}
+	return c
+}
+
 // Key is a derived idempotency key.
 type Key struct {
 	// Digest is the key: the lowercase hex SHA-256 of Canonical, 64 characters.
@@ -36,10 +74,11 @@ type Arguments struct {
 }
 
 // Parse validates raw, a call's arguments, which must be a JSON object with a
-// canonical form. It checks the whole object, not only the members a key will use.
-// Errors: a [*canonical.Error] (wrapped) for text with no canonical form, including
-// nesting deeper than [MaxDepth]; [ErrNotObject] for well-formed JSON that is not an
-// object. [Code] names either.
+// canonical form within the default [Limits]. It checks the whole object, not only
+// the members a key will use. Errors: a [*canonical.Error] (wrapped) for text with
+// no canonical form, including nesting deeper than [MaxDepth], and for arguments
+// over a limit; [ErrNotObject] for well-formed JSON that is not an object. [Code]
+// names either.
 func Parse(raw []byte) (*Arguments, error) {
 	obj, err := parseObject(raw)
 	if err != nil {
@@ -52,7 +91,12 @@ func Parse(raw []byte) (*Arguments, error) {
 // pass over raw, as a JSON Schema validator reads them: see
 // [canonical.ParseObjectValue]. It returns Parse's errors.
 func ParseValue(raw []byte) (*Arguments, map[string]any, error) {
-	obj, value, err := canonical.ParseObjectValue(raw, MaxDepth)
+	return Limits{}.ParseValue(raw)
+}
+
+// ParseValue is the package's [ParseValue] within l.
+func (l Limits) ParseValue(raw []byte) (*Arguments, map[string]any, error) {
+	obj, value, err := canonical.ParseObjectValue(raw, l.canonical())
 	if err != nil {
 		return nil, nil, wrapParse(err)
 	}
@@ -60,7 +104,7 @@ func ParseValue(raw []byte) (*Arguments, map[string]any, error) {
 }
 
 func parseObject(raw []byte) (*canonical.Object, error) {
-	obj, err := canonical.ParseObject(raw, MaxDepth)
+	obj, err := canonical.ParseObject(raw, Limits{}.canonical())
 	if err != nil {
 		return nil, wrapParse(err)
 	}
@@ -79,7 +123,7 @@ func wrapParse(err error) error {
 func Derive(tenant, runID, tool string, args []byte, keyArguments []string) (Key, error) {
 	obj := objects.Get().(*canonical.Object)
 	defer objects.Put(obj)
-	if err := obj.Parse(args, MaxDepth); err != nil {
+	if err := obj.Parse(args, Limits{}.canonical()); err != nil {
 		return Key{}, wrapParse(err)
 	}
 	return derive(obj, tenant, runID, tool, keyArguments)

@@ -403,3 +403,21 @@ func BenchmarkKeyFiveArgumentsAll(b *testing.B) {
 		}
 	}
 }
+
+// TestDeriveAllocations: deriving a key from raw bytes allocates only the key
+// (its digest and canonical bytes), whatever the argument types: building the
+// decoded value ParseValue returns must cost Derive nothing.
+func TestDeriveAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector empties sync.Pool at random")
+	}
+	keyArgs := []string{"flight", "seats", "date", "passenger"}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := idemkey.Derive("acme", "run_1", "book", benchArgs, keyArgs); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("Derive allocates %v times, want at most 2", allocs)
+	}
+}

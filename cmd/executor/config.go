@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
+	"github.com/tesserix/toolexec/idemkey"
 )
 
 // config is everything the executor is told, by flags or TOOLEXEC_* variables.
@@ -28,6 +30,8 @@ type config struct {
 	lease time.Duration
 
 	maxOutcome    int
+	limits        idemkey.Limits
+	inflightMiB   int
 	concurrency   int
 	ackWait       time.Duration
 	maxDeliver    int
@@ -73,6 +77,10 @@ func (c *config) register(fs *pflag.FlagSet) {
 
 	fs.IntVar(&c.concurrency, "concurrency", 64, "calls this executor runs at once")
 	fs.IntVar(&c.maxOutcome, "max-outcome-bytes", 0, "largest outcome a tool may return; 0: an eighth of the server's max_payload, so that any outcome, escaped into its answer event, still fits")
+	fs.IntVar(&c.limits.Members, "max-members", idemkey.DefaultMaxMembers, "most members one object of a call's arguments may have (more: rejected too_many_values)")
+	fs.IntVar(&c.limits.Elements, "max-elements", idemkey.DefaultMaxElements, "most elements one array of a call's arguments may have (more: rejected too_many_values)")
+	fs.IntVar(&c.limits.Values, "max-values", idemkey.DefaultMaxValues, "most values a call's arguments may hold in all, containers included (more: rejected too_many_values)")
+	fs.IntVar(&c.inflightMiB, "max-inflight-memory-mib", bus.DefaultMaxInFlightMemory>>20, "memory, in MiB, the calls in flight may take together; a large call waits for room")
 	fs.DurationVar(&c.ackWait, "ack-wait", 30*time.Second, "how long a call may go unacknowledged before JetStream redelivers it")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 10, "deliveries of one call before JetStream gives up on it")
 	fs.BoolVar(&c.binaryAnswers, "binary-answers", false, "publish answers in CloudEvents binary mode instead of structured mode")
@@ -128,6 +136,14 @@ func (c *config) check() error {
 	}
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be at least 1", c.concurrency))
+	}
+	for _, l := range []struct {
+		flag string
+		v    int
+	}{{"--max-members", c.limits.Members}, {"--max-elements", c.limits.Elements}, {"--max-values", c.limits.Values}, {"--max-inflight-memory-mib", c.inflightMiB}} {
+		if l.v < 1 {
+			errs = append(errs, fmt.Errorf("%s %d: must be at least 1", l.flag, l.v))
+		}
 	}
 	if c.store.Retention <= 0 || c.lease <= 0 {
 		errs = append(errs, errors.New("--retention and --lease must be positive"))

@@ -108,7 +108,8 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	ecfg := toolexec.ExecutorConfig{
 		Tools: tools.Tools(), Store: store, Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge,
 		Concurrency: cfg.concurrency, Lease: cfg.lease, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
-		MaxOutcomeBytes: cfg.maxOutcome, BinaryAnswers: cfg.binaryAnswers, DrainTimeout: cfg.drain,
+		MaxOutcomeBytes: cfg.maxOutcome, Limits: cfg.limits, MaxInFlightMemory: int64(cfg.inflightMiB) << 20,
+		BinaryAnswers: cfg.binaryAnswers, DrainTimeout: cfg.drain,
 		Logger: log, Observer: m,
 	}
 	if traces.Enabled() {

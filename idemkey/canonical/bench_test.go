@@ -60,7 +60,7 @@ func BenchmarkObjectParse(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(doc)))
 	for b.Loop() {
-		if err := obj.Parse(doc, 0); err != nil {
+		if err := obj.Parse(doc, canonical.Limits{}); err != nil {
 			b.Fatal(err)
 		}
 	}

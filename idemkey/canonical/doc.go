@@ -30,6 +30,10 @@
 // line feed and carriage return only; a leading byte order mark, trailing data,
 // comments, NaN or Infinity, single quotes, leading zeros and trailing commas are
 // refused with [ErrSyntax]. Containers nest at most [MaxDepth] deep ([ErrTooDeep]).
+// [ParseObject] takes [Limits] as well: a shallower depth, and the most members an
+// object, elements an array and values the document may hold ([ErrTooManyValues]),
+// checked as the encoder meets them, so that a document over a bound costs no more
+// than the bytes read up to it.
 //
 // The encoder is a single pass over the raw bytes: it never builds a tree of values
 // and never goes through encoding/json, which could neither see duplicate members nor

@@ -30,8 +30,10 @@ type encoder struct {
 	pos      int
 	depth    int
 	maxDepth int
-	keepTop  bool // keep the top-level object's members after it closes
-	decode   bool // build the decoded value as well, in vals
+	lim      Limits // Members, Elements and Values; 0 is no bound
+	values   int    // values met so far, containers included
+	keepTop  bool   // keep the top-level object's members after it closes
+	decode   bool   // build the decoded value as well, in vals
 
 	out     []byte   // output being written
 	own     []byte   // pooled storage for out when the caller gives none
@@ -43,7 +45,8 @@ type encoder struct {
 	vals    []any    // decoded values of the open containers, innermost last
 }
 
-// push records a decoded value when the encoder builds them.
+// push records a decoded value when the encoder builds them. For a value that
+// costs an allocation to make, check e.decode first instead.
 func (e *encoder) push(v any) {
 	if e.decode {
 		e.vals = append(e.vals, v)
@@ -85,6 +88,10 @@ func (e *encoder) value() error {
 	if e.pos >= len(e.raw) {
 		return e.syntax(e.pos, "unexpected end of input, want a value")
 	}
+	e.values++
+	if e.lim.Values > 0 && e.values > e.lim.Values {
+		return newError(CodeTooManyValues, e.pos, "the document holds more than %d values", e.lim.Values)
+	}
 	switch c := e.raw[e.pos]; {
 	case c == '{':
 		return e.object()
@@ -118,7 +125,9 @@ func (e *encoder) value() error {
 		if err := e.number(); err != nil {
 			return err
 		}
-		e.push(json.Number(e.raw[start:e.pos]))
+		if e.decode { // the conversion allocates: only when the value is wanted
+			e.vals = append(e.vals, json.Number(e.raw[start:e.pos]))
+		}
 		return nil
 	default:
 		return e.syntax(e.pos, "unexpected %s, want a value", describe(c))
@@ -155,11 +164,16 @@ func (e *encoder) array() error {
 		e.pos++
 		e.out = append(e.out, ']')
 		e.depth--
-		e.push([]any{})
+		if e.decode {
+			e.vals = append(e.vals, []any{})
+		}
 		return nil
 	}
-	for {
+	for n := 1; ; n++ {
 		e.skipSpace()
+		if e.lim.Elements > 0 && n > e.lim.Elements {
+			return newError(CodeTooManyValues, e.pos, "an array holds more than %d elements", e.lim.Elements)
+		}
 		if err := e.value(); err != nil {
 			return err
 		}
@@ -202,7 +216,9 @@ func (e *encoder) object() error {
 		e.pos++
 		e.out = append(e.out, '}')
 		e.depth--
-		e.push(map[string]any{})
+		if e.decode {
+			e.vals = append(e.vals, map[string]any{})
+		}
 		return nil
 	}
 	body := len(e.out)
@@ -213,6 +229,9 @@ func (e *encoder) object() error {
 		}
 		if c := e.raw[e.pos]; c != '"' {
 			return e.syntax(e.pos, "unexpected %s in object, want a member name", describe(c))
+		}
+		if e.lim.Members > 0 && len(e.members)-first >= e.lim.Members {
+			return newError(CodeTooManyValues, e.pos, "an object holds more than %d members", e.lim.Members)
 		}
 		m := member{offset: e.pos}
 		name, spelled, plain, err := e.string()

@@ -20,6 +20,9 @@ const (
 	CodeInvalidUnicode = "invalid_unicode"
 	// CodeTooDeep: containers nest deeper than allowed.
 	CodeTooDeep = "too_deep"
+	// CodeTooManyValues: an object has more members, an array more elements, or
+	// the document more values than the [Limits] allow.
+	CodeTooManyValues = "too_many_values"
 )
 
 // Sentinel errors, one per code. An [*Error] matches the sentinel of its code under
@@ -37,6 +40,8 @@ var (
 	ErrInvalidUnicode = errors.New("canonical: invalid Unicode")
 	// ErrTooDeep matches errors with code [CodeTooDeep].
 	ErrTooDeep = errors.New("canonical: nesting too deep")
+	// ErrTooManyValues matches errors with code [CodeTooManyValues].
+	ErrTooManyValues = errors.New("canonical: too many values")
 )
 
 // ErrNotObject is returned by [ParseObject] for a well-formed document whose value is
@@ -80,6 +85,8 @@ func sentinel(code string) error {
 		return ErrInvalidUnicode
 	case CodeTooDeep:
 		return ErrTooDeep
+	case CodeTooManyValues:
+		return ErrTooManyValues
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func FuzzCanonicalize(f *testing.F) {
 		if err != nil || !bytes.Equal(appended[1:], out) {
 			t.Fatalf("AppendCanonical = %q, %v; Canonicalize = %q", appended, err, out)
 		}
-		if obj, err := canonical.ParseObject(raw, 0); err == nil {
+		if obj, err := canonical.ParseObject(raw, canonical.Limits{}); err == nil {
 			if !bytes.Equal(obj.Bytes(), out) {
 				t.Fatalf("ParseObject = %q, Canonicalize = %q", obj.Bytes(), out)
 			}
@@ -100,7 +100,7 @@ func checkObject(t *testing.T, obj *canonical.Object) {
 // in the same pass, the value encoding/json decodes (with UseNumber) from raw.
 func checkValue(t *testing.T, raw []byte, obj *canonical.Object) {
 	t.Helper()
-	got, value, err := canonical.ParseObjectValue(raw, 0)
+	got, value, err := canonical.ParseObjectValue(raw, canonical.Limits{})
 	if err != nil {
 		t.Fatalf("ParseObjectValue: %v, but ParseObject accepted %q", err, raw)
 	}

@@ -25,15 +25,15 @@ type objectMember struct {
 }
 
 // ParseObject canonicalises raw, which must be a JSON object, and returns it as an
-// [Object]. Containers may nest at most maxDepth deep, the object itself counting as
-// one; maxDepth <= 0 or above [MaxDepth] means MaxDepth.
+// [Object], within lim (see [Limits]; the zero value bounds only the depth, by
+// [MaxDepth]).
 //
 // The whole document is checked first, so a malformed document returns the same
 // [*Error] that [Canonicalize] would; a well-formed document whose value is not an
 // object returns an error matching [ErrNotObject].
-func ParseObject(raw []byte, maxDepth int) (*Object, error) {
+func ParseObject(raw []byte, lim Limits) (*Object, error) {
 	o := new(Object)
-	if err := o.Parse(raw, maxDepth); err != nil {
+	if err := o.Parse(raw, lim); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -42,8 +42,8 @@ func ParseObject(raw []byte, maxDepth int) (*Object, error) {
 // Parse is [ParseObject] into o: it replaces o's contents with the canonical form of
 // raw, reusing o's storage, so that a caller can keep a pool of Objects. o must not
 // be in use elsewhere meanwhile. On error o is left empty (Len 0, Bytes nil).
-func (o *Object) Parse(raw []byte, maxDepth int) error {
-	_, err := o.parse(raw, maxDepth, false)
+func (o *Object) Parse(raw []byte, lim Limits) error {
+	_, err := o.parse(raw, lim, false)
 	return err
 }
 
@@ -53,9 +53,9 @@ func (o *Object) Parse(raw []byte, maxDepth int) error {
 // as the document spells them, not in NFC, and each number's text as written. It is
 // what a JSON Schema validator reads. Where ParseObject fails, it returns the same
 // error and a nil map.
-func ParseObjectValue(raw []byte, maxDepth int) (*Object, map[string]any, error) {
+func ParseObjectValue(raw []byte, lim Limits) (*Object, map[string]any, error) {
 	o := new(Object)
-	v, err := o.parse(raw, maxDepth, true)
+	v, err := o.parse(raw, lim, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,12 +63,9 @@ func ParseObjectValue(raw []byte, maxDepth int) (*Object, map[string]any, error)
 }
 
 // parse is Parse, building the decoded object too when decode is set.
-func (o *Object) parse(raw []byte, maxDepth int, decode bool) (map[string]any, error) {
+func (o *Object) parse(raw []byte, lim Limits, decode bool) (map[string]any, error) {
 	o.data, o.size, o.members = o.data[:0], 0, o.members[:0]
-	if maxDepth <= 0 || maxDepth > MaxDepth {
-		maxDepth = MaxDepth
-	}
-	e := getEncoder(raw, maxDepth)
+	e := getEncoder(raw, lim)
 	defer putEncoder(e)
 	e.keepTop = true
 	e.decode = decode
