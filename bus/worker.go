@@ -101,7 +101,7 @@ type WorkerConfig struct {
 	// MaxMessageBytes) and MaxValues, and a delivered call waits, kept in
 	// progress, until its weight fits. A call heavier than the whole budget runs
 	// alone. Default DefaultMaxInFlightMemory. Small calls never wait: 64 calls
-	// of 4 KiB weigh about 16 MiB.
+	// of 4 KiB weigh about 19 MiB.
 	MaxInFlightMemory int64
 	// MaxValues is the most values a call's arguments may hold (the
 	// dispatcher's idemkey.Limits), for CallMemory; default

@@ -261,6 +261,13 @@ func badInputs() []badInput {
 		reject("arguments nested 20000 deep", "too_deep", sArgs(`{"flight":"XX1","note":`+nest(20000)+`}`)),
 		reject("binary arguments nested 20000 deep", "too_deep", b(args(`{"flight":"XX1","note":`+nest(20000)+`}`))),
 
+		// What the arguments may expand to (the executor's defaults: 1,000
+		// members an object, 10,000 elements an array, 20,000 values).
+		reject("an object of 1,001 members", "too_many_values", sArgs(`{"flight":"XX1","note":{`+members(1001)+`}}`)),
+		reject("an array of 10,001 elements", "too_many_values", sArgs(`{"flight":"XX1","note":[`+strings.Repeat("0,", 10000)+`0]}`)),
+		reject("20,001 values", "too_many_values", sArgs(`{"flight":"XX1","note":[`+strings.Repeat("[0,0,0,0,0,0,0,0,0],", 2000)+`0]}`)),
+		reject("binary: an object of 1,001 members", "too_many_values", b(args(`{"flight":"XX1","note":{`+members(1001)+`}}`))),
+
 		// Sizes.
 		reject("over the executor's maximum message size", "too_large", sArgs(`{"flight":"XX1","note":"`+huge+`"}`)),
 		{name: "over the server's max_payload", noAnswer: "the server refuses the message", send: sendOversize},
@@ -280,6 +287,15 @@ func badInputs() []badInput {
 			},
 			effects: 1},
 	}
+}
+
+// members returns n members "m0":0,"m1":1,… of an object, without its braces.
+func members(n int) string {
+	ms := make([]string, n)
+	for i := range ms {
+		ms[i] = fmt.Sprintf(`"m%d":%d`, i, i)
+	}
+	return strings.Join(ms, ",")
 }
 
 // goodCall returns a setup that makes a good call of book with arguments a and
