@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -94,8 +93,8 @@ type Console struct {
 	stopped chan struct{}  // closed when Start's context ends: event streams end
 }
 
-//go:embed assets
-var assets embed.FS
+//go:embed assets/templates/*.html
+var templates embed.FS
 
 // New returns a console, or ErrNoToken without Config.Token, or an error when
 // Operator or Watcher is missing.
@@ -119,7 +118,7 @@ func New(cfg Config) (*Console, error) {
 		"short": shortKey,
 		"age":   formatAge,
 		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
-	}).ParseFS(assets, "assets/*.html")
+	}).ParseFS(templates, "assets/templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
@@ -159,14 +158,13 @@ const (
 )
 
 // Handler serves the console: the page at /, the feed's event stream at
-// /events, the resolve action at /resolve, sign-in at /login and the static
-// assets at /static/. Everything but /login and /static/ needs the session
-// cookie sign-in sets, or "Authorization: Bearer <token>". State-changing
-// requests from other origins are refused.
+// /events, the resolve action at /resolve, sign-in at /login and the page's
+// stylesheet and script at /static/. Everything but /login and /static/ needs
+// the session cookie sign-in sets, or "Authorization: Bearer <token>".
+// State-changing requests from other origins are refused.
 func (c *Console) Handler() http.Handler {
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(assets, "assets")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /static/{name}", static)
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 	mux.HandleFunc("POST /logout", c.logout)

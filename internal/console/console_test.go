@@ -100,10 +100,11 @@ func (f *fakeWatcher) send(t *testing.T, a events.Answer) {
 var key1 = strings.Repeat("ab", 32)
 
 type fixture struct {
-	op  *fakeOperator
-	w   *fakeWatcher
-	c   *console.Console
-	srv *httptest.Server
+	op      *fakeOperator
+	w       *fakeWatcher
+	c       *console.Console
+	handler http.Handler // c.Handler(), for requests from chosen remote addresses
+	srv     *httptest.Server
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -122,13 +123,25 @@ func newFixture(t *testing.T) *fixture {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler())
+	h := c.Handler()
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
 		c.Wait()
 	})
-	return &fixture{op: op, w: w, c: c, srv: srv}
+	return &fixture{op: op, w: w, c: c, handler: h, srv: srv}
+}
+
+// home is the remote address of requests sent with send.
+const home = "192.0.2.10:40000"
+
+// send serves r as if it came from remote, and returns the response.
+func (f *fixture) send(remote string, r *http.Request) *http.Response {
+	r.RemoteAddr = remote
+	rec := httptest.NewRecorder()
+	f.handler.ServeHTTP(rec, r)
+	return rec.Result()
 }
 
 // browser returns a client that keeps cookies and does not follow redirects.

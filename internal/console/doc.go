@@ -14,6 +14,7 @@
 // signs in once with it and holds an HttpOnly, SameSite=Strict session cookie
 // derived from it; scripts may send it as a bearer token instead. State
 // changes are POSTs that cross-origin requests cannot make, and the pages
-// forbid inline script and framing. Serve it on a loopback or private address,
-// or behind a TLS proxy.
+// forbid inline script and framing; only their stylesheet and script are
+// served as files. Serve it on a loopback or private address, or behind a TLS
+// proxy.
 package console
