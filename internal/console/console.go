@@ -2,11 +2,9 @@ package console
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,9 +49,12 @@ var (
 
 // Defaults for [Config].
 const (
-	DefaultHistory  = 200
-	DefaultSince    = time.Hour
-	DefaultOperator = "console"
+	DefaultHistory         = 200
+	DefaultSince           = time.Hour
+	DefaultOperator        = "console"
+	DefaultSessionIdle     = 30 * time.Minute
+	DefaultSessionLifetime = 12 * time.Hour
+	DefaultMaxSessions     = 1000
 )
 
 // ErrNoToken is returned by [New] without a token: the console is never open.
@@ -74,8 +75,18 @@ type Config struct {
 	// Since is how far back the feed starts when the console starts; default
 	// DefaultSince.
 	Since time.Duration
-	// Logger receives a line per resolution and per failure; default
-	// slog.Default().
+	// SessionIdle ends a signed-in browser's session after this long without
+	// a request; default DefaultSessionIdle. An open live feed is not a
+	// request: it ends with its session.
+	SessionIdle time.Duration
+	// SessionLifetime ends a session this long after its sign-in, however
+	// busy; default DefaultSessionLifetime.
+	SessionLifetime time.Duration
+	// MaxSessions is how many sessions the console keeps at once: a sign-in
+	// beyond it ends the oldest; default DefaultMaxSessions.
+	MaxSessions int
+	// Logger receives a line per sign-in, sign-out, resolution and failure;
+	// default slog.Default().
 	Logger *slog.Logger
 }
 
@@ -84,13 +95,14 @@ type Config struct {
 // actions that resolve them. Create it with [New], start its feed with
 // [Console.Start] and serve [Console.Handler].
 type Console struct {
-	cfg     Config
-	log     *slog.Logger
-	hub     *hub
-	session string // the cookie value a signed-in browser holds
-	pages   *template.Template
-	wg      sync.WaitGroup // the feed's goroutines
-	stopped chan struct{}  // closed when Start's context ends: event streams end
+	cfg      Config
+	log      *slog.Logger
+	hub      *hub
+	sessions *sessions
+	now      func() time.Time // the clock sessions read; tests set it
+	pages    *template.Template
+	wg       sync.WaitGroup // the feed's goroutines
+	stopped  chan struct{}  // closed when Start's context ends: event streams end
 }
 
 //go:embed assets/templates/*.html
@@ -111,6 +123,15 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Since <= 0 {
 		cfg.Since = DefaultSince
 	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.SessionLifetime <= 0 {
+		cfg.SessionLifetime = DefaultSessionLifetime
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -122,11 +143,10 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
 	}
-	mac := hmac.New(sha256.New, []byte(cfg.Token))
-	mac.Write([]byte("toolexec console session"))
 	return &Console{
 		cfg: cfg, log: cfg.Logger, hub: newHub(cfg.History), pages: pages,
-		session: hex.EncodeToString(mac.Sum(nil)), stopped: make(chan struct{}),
+		sessions: newSessions(cfg.SessionIdle, cfg.SessionLifetime, cfg.MaxSessions),
+		now:      time.Now, stopped: make(chan struct{}),
 	}, nil
 }
 
@@ -151,17 +171,15 @@ func (c *Console) Start(ctx context.Context) error {
 // Wait returns once the feed has stopped (after Start's ctx ended).
 func (c *Console) Wait() { c.wg.Wait() }
 
-// Cookie names.
-const (
-	sessionCookie  = "toolexec_console"
-	operatorCookie = "toolexec_console_operator"
-)
+// sessionCookie holds a signed-in browser's session id.
+const sessionCookie = "toolexec_console"
 
 // Handler serves the console: the page at /, the feed's event stream at
-// /events, the resolve action at /resolve, sign-in at /login and the page's
-// stylesheet and script at /static/. Everything but /login and /static/ needs
-// the session cookie sign-in sets, or "Authorization: Bearer <token>".
-// State-changing requests from other origins are refused.
+// /events, the resolve action at /resolve, sign-in at /login, sign-out at
+// /logout and the page's stylesheet and script at /static/. Everything but
+// those last three needs the session cookie sign-in sets, or
+// "Authorization: Bearer <token>". State-changing requests from other
+// origins are refused.
 func (c *Console) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /static/{name}", static)
@@ -191,16 +209,35 @@ func equal(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-// authorized lets through requests with the session cookie or the bearer
-// token; it sends browsers to sign in and answers 401 to others.
+// caller is who an authorized request comes from.
+type caller struct {
+	session  string // the session id; "" for a bearer token
+	operator string // the name the audit events carry
+}
+
+type callerKey struct{}
+
+// callerOf returns who an authorized request comes from.
+func callerOf(r *http.Request) caller {
+	if who, ok := r.Context().Value(callerKey{}).(caller); ok {
+		return who
+	}
+	return caller{operator: DefaultOperator}
+}
+
+// authorized lets through requests with a live session's cookie or the
+// bearer token; it sends browsers to sign in and answers 401 to others.
 func (c *Console) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ck, err := r.Cookie(sessionCookie); err == nil && equal(ck.Value, c.session) {
-			h.ServeHTTP(w, r)
-			return
+		now := c.now()
+		if ck, err := r.Cookie(sessionCookie); err == nil {
+			if name, ok := c.sessions.use(ck.Value, now); ok {
+				h.ServeHTTP(w, withCaller(r, caller{session: ck.Value, operator: name}))
+				return
+			}
 		}
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(tok, c.cfg.Token) {
-			h.ServeHTTP(w, r)
+			h.ServeHTTP(w, withCaller(r, caller{operator: DefaultOperator}))
 			return
 		}
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
@@ -211,53 +248,66 @@ func (c *Console) authorized(h http.Handler) http.Handler {
 	})
 }
 
-func (c *Console) render(w http.ResponseWriter, name string, data any) {
+func withCaller(r *http.Request, who caller) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, who))
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	if err := c.pages.ExecuteTemplate(w, name, data); err != nil {
 		c.log.Error("console: rendering a page", "page", name, "error", err)
 	}
 }
 
+// loginData is what login.html shows.
+type loginData struct {
+	Failed bool // the last token was wrong
+}
+
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, "login.html", map[string]any{"Failed": r.URL.Query().Has("failed")})
+	c.render(w, http.StatusOK, "login.html", loginData{Failed: r.URL.Query().Has("failed")})
 }
 
 var operatorRE = regexp.MustCompile(`^[\p{L}\p{N} ._@-]{1,64}$`)
 
-// login checks the token and sets the session cookie, and the operator name
-// the audit events will carry.
+// login checks the token and starts a session: its id
+// goes into the cookie, the operator's name (else DefaultOperator) stays with
+// the session for the audit events. A session the browser held before ends.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil || !equal(r.PostForm.Get("token"), c.cfg.Token) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	if !equal(r.PostForm.Get("token"), c.cfg.Token) {
 		c.log.Warn("console: a sign-in with a wrong token was refused", "remote", r.RemoteAddr)
 		http.Redirect(w, r, "/login?failed", http.StatusSeeOther)
 		return
 	}
-	secure := r.TLS != nil
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.session, Path: "/", HttpOnly: true,
-		Secure: secure, SameSite: http.SameSiteStrictMode})
-	if name := strings.TrimSpace(r.PostForm.Get("operator")); operatorRE.MatchString(name) {
-		http.SetCookie(w, &http.Cookie{Name: operatorCookie, Value: url.QueryEscape(name), Path: "/", HttpOnly: true,
-			Secure: secure, SameSite: http.SameSiteStrictMode})
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		c.sessions.end(ck.Value)
 	}
+	name := strings.TrimSpace(r.PostForm.Get("operator"))
+	if !operatorRE.MatchString(name) {
+		name = DefaultOperator
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.sessions.create(name, c.now()), Path: "/",
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	c.log.Info("console: signed in", "operator", name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// logout ends the browser's session, so that its cookie opens nothing any
+// more, wherever a copy of it is, and drops the cookie.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
-	for _, name := range []string{sessionCookie, operatorCookie} {
-		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1})
-	}
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
-}
-
-// operatorName is who resolves, for the audit event: the name given at
-// sign-in, else DefaultOperator.
-func operatorName(r *http.Request) string {
-	if ck, err := r.Cookie(operatorCookie); err == nil {
-		if name, err := url.QueryUnescape(ck.Value); err == nil && operatorRE.MatchString(name) {
-			return name
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		if name, ok := c.sessions.end(ck.Value); ok {
+			c.log.Info("console: signed out", "operator", name, "remote", r.RemoteAddr)
 		}
 	}
-	return DefaultOperator
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
 var keyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -287,7 +337,7 @@ type pageData struct {
 // indeterminate records.
 func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := pageData{Operator: operatorName(r), Focus: q.Get("key")}
+	d := pageData{Operator: callerOf(r).operator, Focus: q.Get("key")}
 	items := c.hub.since(0)
 	seen := map[string]bool{}
 	for i := len(items) - 1; i >= 0; i-- {
@@ -318,7 +368,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	c.render(w, "page.html", d)
+	c.render(w, http.StatusOK, "page.html", d)
 }
 
 // flash is the message a resolution left in the query: what was done, or why
@@ -360,7 +410,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	}
 	f := r.PostForm
 	req := admin.ResolveRequest{
-		Tenant: f.Get("tenant"), Key: f.Get("key"), Action: events.Action(f.Get("action")), Operator: operatorName(r),
+		Tenant: f.Get("tenant"), Key: f.Get("key"), Action: events.Action(f.Get("action")), Operator: callerOf(r).operator,
 	}
 	if req.Action == events.ActionComplete {
 		req.Outcome = f.Get("outcome")
@@ -396,8 +446,11 @@ const heartbeat = 20 * time.Second
 
 // stream serves the feed as Server-Sent Events: the kept items after
 // ?after= (or the Last-Event-ID a reconnecting browser sends), then each new
-// one, until the client goes away.
+// one, until the client goes away or, for a browser, its session ends (signed
+// out or expired: the stream ends at the next item or keep-alive).
 func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
+	who := callerOf(r)
+	live := func() bool { return who.session == "" || c.sessions.alive(who.session, c.now()) }
 	rc := http.NewResponseController(w)
 	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
 	if id, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
@@ -409,6 +462,9 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	send := func(it Item) bool {
+		if !live() {
+			return false
+		}
 		b, _ := json.Marshal(it)
 		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", it.ID, b); err != nil {
 			return false
@@ -429,9 +485,12 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 		select {
 		case it, ok := <-ch:
 			if !ok || !send(it) {
-				return // dropped as too slow: the browser reconnects and catches up
+				return // dropped as too slow (the browser reconnects and catches up), or signed out
 			}
 		case <-tick.C:
+			if !live() {
+				return
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}

@@ -99,15 +99,36 @@ func (f *fakeWatcher) send(t *testing.T, a events.Answer) {
 
 var key1 = strings.Repeat("ab", 32)
 
+// fakeClock is the console's clock in tests: it moves when told to.
+type fakeClock struct {
+	mu sync.Mutex // protects t
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 type fixture struct {
 	op      *fakeOperator
 	w       *fakeWatcher
 	c       *console.Console
+	clock   *fakeClock
 	handler http.Handler // c.Handler(), for requests from chosen remote addresses
 	srv     *httptest.Server
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts a console on a fake clock, its Config changed by edits,
+// behind a test server.
+func newFixture(t *testing.T, edits ...func(*console.Config)) *fixture {
 	t.Helper()
 	updated := time.Now().Add(-3*time.Minute - 12*time.Second)
 	op := &fakeOperator{records: []*admin.RecordInfo{{
@@ -115,10 +136,16 @@ func newFixture(t *testing.T) *fixture {
 		Tool: "book", RunID: "run_1", CallID: "call_9", UpdatedAt: &updated,
 	}}}
 	w := &fakeWatcher{}
-	c, err := console.New(console.Config{Token: token, Operator: op, Watcher: w, Logger: quiet})
+	cfg := console.Config{Token: token, Operator: op, Watcher: w, Logger: quiet}
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	c, err := console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	clock := &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	c.SetClock(clock.now)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -130,7 +157,7 @@ func newFixture(t *testing.T) *fixture {
 		cancel()
 		c.Wait()
 	})
-	return &fixture{op: op, w: w, c: c, handler: h, srv: srv}
+	return &fixture{op: op, w: w, c: c, clock: clock, handler: h, srv: srv}
 }
 
 // home is the remote address of requests sent with send.

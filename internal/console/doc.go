@@ -10,10 +10,18 @@
 // subjects), so each is checked the same way and publishes the same resolved
 // audit event, naming the operator who signed in.
 //
-// The console is protected by a token ([Config.Token], required): a browser
-// signs in once with it and holds an HttpOnly, SameSite=Strict session cookie
-// derived from it; scripts may send it as a bearer token instead. State
-// changes are POSTs that cross-origin requests cannot make, and the pages
+// The console is protected by a token ([Config.Token], required). A browser
+// signs in with it once and gets a session: a random 256-bit id, the only
+// thing its cookie holds (HttpOnly, SameSite=Strict, Secure over TLS), kept
+// in the console's memory with the operator's name, so that the resolved
+// events name whoever signed in. A session ends when its browser signs out —
+// a copy of the cookie opens nothing after that — after [Config.SessionIdle]
+// without a request, [Config.SessionLifetime] after sign-in, or when
+// [Config.MaxSessions] newer ones push it out; a restart ends them all. An
+// open live feed ends with its session. Scripts may send the token as a
+// bearer token instead of signing in.
+//
+// State changes are POSTs that cross-origin requests cannot make, and the pages
 // forbid inline script and framing; only their stylesheet and script are
 // served as files. Serve it on a loopback or private address, or behind a TLS
 // proxy.

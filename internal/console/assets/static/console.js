@@ -9,7 +9,12 @@
   var keep = 200;
   var src = new EventSource('/events?after=' + encodeURIComponent(feed.getAttribute('data-last') || '0'));
   src.onopen = function () { status.textContent = 'live'; status.className = 'status live'; };
-  src.onerror = function () { status.textContent = 'reconnecting…'; status.className = 'status down'; };
+  src.onerror = function () {
+    // A refused reconnection (the session ended) closes the source for good.
+    var closed = src.readyState === EventSource.CLOSED;
+    status.textContent = closed ? 'stopped: reload to sign in again' : 'reconnecting…';
+    status.className = 'status down';
+  };
   src.onmessage = function (m) {
     var it;
     try { it = JSON.parse(m.data); } catch (e) { return; }
