@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -99,7 +100,8 @@ type Console struct {
 	log      *slog.Logger
 	hub      *hub
 	sessions *sessions
-	now      func() time.Time // the clock sessions read; tests set it
+	gate     *throttle        // of token checks
+	now      func() time.Time // the clock sessions and the throttle read; tests set it
 	pages    *template.Template
 	wg       sync.WaitGroup // the feed's goroutines
 	stopped  chan struct{}  // closed when Start's context ends: event streams end
@@ -146,6 +148,7 @@ func New(cfg Config) (*Console, error) {
 	return &Console{
 		cfg: cfg, log: cfg.Logger, hub: newHub(cfg.History), pages: pages,
 		sessions: newSessions(cfg.SessionIdle, cfg.SessionLifetime, cfg.MaxSessions),
+		gate:     newThrottle(defaultLimits, cfg.Logger),
 		now:      time.Now, stopped: make(chan struct{}),
 	}, nil
 }
@@ -178,8 +181,10 @@ const sessionCookie = "toolexec_console"
 // /events, the resolve action at /resolve, sign-in at /login, sign-out at
 // /logout and the page's stylesheet and script at /static/. Everything but
 // those last three needs the session cookie sign-in sets, or
-// "Authorization: Bearer <token>". State-changing requests from other
-// origins are refused.
+// "Authorization: Bearer <token>". Wrong tokens, signing in or bearer, are
+// throttled by remote address and all together; a refused one is answered
+// 429 with Retry-After. State-changing requests from other origins are
+// refused.
 func (c *Console) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /static/{name}", static)
@@ -226,7 +231,8 @@ func callerOf(r *http.Request) caller {
 }
 
 // authorized lets through requests with a live session's cookie or the
-// bearer token; it sends browsers to sign in and answers 401 to others.
+// bearer token; it sends browsers to sign in and answers 401 to others, or
+// 429 to an address whose wrong bearer tokens have it locked out.
 func (c *Console) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := c.now()
@@ -236,9 +242,17 @@ func (c *Console) authorized(h http.Handler) http.Handler {
 				return
 			}
 		}
-		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(tok, c.cfg.Token) {
-			h.ServeHTTP(w, withCaller(r, caller{operator: DefaultOperator}))
-			return
+		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			right, retry := c.gate.check(r.RemoteAddr, now, func() bool { return equal(tok, c.cfg.Token) })
+			if right {
+				h.ServeHTTP(w, withCaller(r, caller{operator: DefaultOperator}))
+				return
+			}
+			if retry > 0 {
+				setRetryAfter(w, retry)
+				http.Error(w, "too many wrong tokens: try again later", http.StatusTooManyRequests)
+				return
+			}
 		}
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -252,6 +266,13 @@ func withCaller(r *http.Request, who caller) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), callerKey{}, who))
 }
 
+// setRetryAfter tells a refused client how many seconds to wait (at least 1).
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(d)))
+}
+
+func retrySeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
+
 func (c *Console) render(w http.ResponseWriter, status int, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
@@ -263,6 +284,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 // loginData is what login.html shows.
 type loginData struct {
 	Failed bool // the last token was wrong
+	Wait   int  // seconds before a token from this address is checked again
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -271,7 +293,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 
 var operatorRE = regexp.MustCompile(`^[\p{L}\p{N} ._@-]{1,64}$`)
 
-// login checks the token and starts a session: its id
+// login checks the token, through the throttle, and starts a session: its id
 // goes into the cookie, the operator's name (else DefaultOperator) stays with
 // the session for the audit events. A session the browser held before ends.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
@@ -279,8 +301,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	if !equal(r.PostForm.Get("token"), c.cfg.Token) {
-		c.log.Warn("console: a sign-in with a wrong token was refused", "remote", r.RemoteAddr)
+	now := c.now()
+	right, retry := c.gate.check(r.RemoteAddr, now, func() bool { return equal(r.PostForm.Get("token"), c.cfg.Token) })
+	switch {
+	case retry > 0:
+		setRetryAfter(w, retry)
+		c.render(w, http.StatusTooManyRequests, "login.html", loginData{Wait: retrySeconds(retry)})
+		return
+	case !right:
 		http.Redirect(w, r, "/login?failed", http.StatusSeeOther)
 		return
 	}
@@ -291,7 +319,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if !operatorRE.MatchString(name) {
 		name = DefaultOperator
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.sessions.create(name, c.now()), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.sessions.create(name, now), Path: "/",
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console: signed in", "operator", name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)

@@ -21,8 +21,21 @@
 // open live feed ends with its session. Scripts may send the token as a
 // bearer token instead of signing in.
 //
-// State changes are POSTs that cross-origin requests cannot make, and the pages
-// forbid inline script and framing; only their stylesheet and script are
-// served as files. Serve it on a loopback or private address, or behind a TLS
-// proxy.
+// Wrong tokens, at sign-in or as bearer tokens, are throttled. Each remote
+// address (the connection's, never a forwarded header; an IPv6 /64 counts as
+// one) may send five; after that it is locked out for 2 s, doubling with each
+// further wrong token up to 15 min, and while it is locked out no token it
+// sends is checked, the right one included: it is answered 429 with
+// Retry-After. A right token, or an hour without a wrong one, clears the
+// address. All addresses together may send about five wrong tokens a second
+// (in bursts of 25); beyond that no token is checked until the budget
+// refills, so that many addresses cannot guess much faster than one. An
+// address's first wrong token and each lock-out are logged at WARN, not every
+// refusal. Behind a proxy every browser shares the proxy's address, and its
+// lock-outs.
+//
+// State changes are POSTs that cross-origin requests cannot make, and the
+// pages forbid inline script and framing. Only the pages' stylesheet and
+// script are served under /static/. Serve the console on a loopback or
+// private address, or behind a TLS proxy.
 package console
