@@ -9,6 +9,7 @@
 //	toolexec.call.<tenant>.<tool>                                  calls ([CallSubject])
 //	toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>       answers ([EventSubject], [AnswerSubject])
 //	toolexec.event.<tenant>.*.<tool>.<run_id>.<call_id>            one call's answer ([AnswerFilter])
+//	toolexec.history.<tenant>                                      a tenant's stored events, on request ([HistorySubject])
 //
 // Calls are kept by the work-queue stream [CallStream], answers and audit events
 // by the limits stream [EventStream]. An answer is published with Nats-Msg-Id

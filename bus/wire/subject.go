@@ -24,6 +24,13 @@ const (
 	// EventSubjects is the subject filter of [EventStream]: every answer and audit
 	// event.
 	EventSubjects = EventPrefix + ">"
+
+	// HistoryPrefix starts the subject of a tenant's history requests
+	// ([HistorySubject]).
+	HistoryPrefix = "toolexec.history."
+	// HistorySubjects matches every tenant's history subject: what the executors
+	// serve.
+	HistorySubjects = HistoryPrefix + "*"
 )
 
 // Placeholder stands in, in an event subject, for a tool, run id or call id that a
@@ -46,6 +53,11 @@ func TenantCallSubjects(tenant string) string { return CallPrefix + tenant + ".>
 // TenantEventSubjects returns "toolexec.event.<tenant>.>": every answer to tenant's
 // calls, the subjects a tenant's credentials may subscribe to.
 func TenantEventSubjects(tenant string) string { return EventPrefix + tenant + ".>" }
+
+// HistorySubject returns "toolexec.history.<tenant>", where a client asks the
+// executors for tenant's stored events (package bus answers it). Like
+// [CallSubject], it does not check its argument.
+func HistorySubject(tenant string) string { return HistoryPrefix + tenant }
 
 // KindSubjects returns "toolexec.event.*.<kind>.>": every event of kind across
 // tenants, what an auditor subscribes to.

@@ -24,6 +24,8 @@ func TestSubjects(t *testing.T) {
 		{"auditor deduplicated", wire.KindSubjects(events.KindDeduplicated), "toolexec.event.*.deduplicated.>"},
 		{"call stream filter", wire.CallSubjects, "toolexec.call.>"},
 		{"event stream filter", wire.EventSubjects, "toolexec.event.>"},
+		{"history", wire.HistorySubject("acme"), "toolexec.history.acme"},
+		{"history served", wire.HistorySubjects, "toolexec.history.*"},
 		{"call stream", wire.CallStream, "TOOLEXEC_CALLS"},
 		{"event stream", wire.EventStream, "TOOLEXEC_EVENTS"},
 	}
