@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/retry"
 )
 
 // DefaultCallSource is the CloudEvents source of calls whose Source is empty.
@@ -35,7 +37,28 @@ type ClientConfig struct {
 	// as its own (the call was not stored, and whoever published the id first
 	// owns its answer). Default: look for the answer.
 	OnDuplicate func(call events.Call) error
+	// History says how Attach, Watch and Call read the events stored in
+	// TOOLEXEC_EVENTS; default HistoryAuto (see HistoryPath).
+	History HistoryPath
 }
+
+// HistoryPath is how a [Client] reads stored events.
+type HistoryPath int
+
+const (
+	// HistoryAuto reads through JetStream, and through the history service from
+	// the first time the JetStream API answers that the connection's account has
+	// none (no responders, JetStream not enabled for the account): a client in
+	// the executors' account, such as the console's, keeps JetStream's ordered
+	// consumers; a tenant in an account of its own, which imports no JetStream
+	// API, uses the service without being told to.
+	HistoryAuto HistoryPath = iota
+	// HistoryViaJetStream reads through ordered consumers on TOOLEXEC_EVENTS only.
+	HistoryViaJetStream
+	// HistoryViaService reads through the executors' history service
+	// (toolexec.history.<tenant>, see HistoryService) only.
+	HistoryViaService
+)
 
 // Client publishes calls and reads their answers, for programs and the emitter.
 // (The admin requests have a client of their own: package admin.) It is safe
@@ -46,13 +69,19 @@ type Client struct {
 	cfg  ClientConfig
 	log  *slog.Logger
 	mode wire.Mode
+	// noJetStream is set, with HistoryAuto, once the JetStream API said the
+	// account has none: stored events are read through the history service.
+	noJetStream atomic.Bool
 }
 
 // NewClient returns a client on js. It returns an error matching
-// ErrInvalidConfig if js is nil.
+// ErrInvalidConfig if js is nil or cfg.History is not a HistoryPath.
 func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if js == nil {
 		return nil, invalidConfig("client: a JetStream context is required")
+	}
+	if cfg.History < HistoryAuto || cfg.History > HistoryViaService {
+		return nil, invalidConfig("client: History %d is not a HistoryPath", cfg.History)
 	}
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
@@ -134,7 +163,7 @@ func setPublishHeaders(msg *nats.Msg, msgID, stream string) {
 // Call publishes call and waits for its answer. It subscribes to the call's
 // answer subject before publishing, so the answer cannot slip past; if the
 // PubAck says the call had been published before, it also looks for an answer
-// already stored in TOOLEXEC_EVENTS.
+// already stored in TOOLEXEC_EVENTS (as Attach reads it: see HistoryPath).
 //
 // Every answer is returned with a nil error, rejected, failed and indeterminate
 // ones included (dispatch.AnswerError turns one into an error). Errors: the
@@ -170,8 +199,10 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 		defer cancel()
 		stored = make(chan lookupResult, 1)
 		go func() {
-			a, err := c.attach(actx, filter, call.CallID)
-			stored <- lookupResult{a, err}
+			a, found, err := c.lookup(actx, call.Tenant, filter, call.CallID)
+			if found || err != nil {
+				stored <- lookupResult{a, err}
+			}
 		}()
 	}
 	return c.await(ctx, call.CallID, ch, stored)
@@ -180,6 +211,20 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 type lookupResult struct {
 	a   events.Answer
 	err error
+}
+
+// lookup finds the answer stored under filter for Call, whose subscription
+// hears it live: through JetStream it waits until the answer is stored; through
+// the history service it asks once, and found is false when nothing is stored
+// yet.
+func (c *Client) lookup(ctx context.Context, tenant, filter, callID string) (a events.Answer, found bool, err error) {
+	if !c.viaService() {
+		a, err := c.attach(ctx, filter, callID)
+		if err == nil || !c.fallBack(err) {
+			return a, err == nil, err
+		}
+	}
+	return c.storedAnswer(ctx, tenant, filter)
 }
 
 // await returns the first answer from ch or from stored.
@@ -206,19 +251,31 @@ const attachInactive = 30 * time.Second
 // another: from TOOLEXEC_EVENTS if it is stored, else the moment it is stored.
 // It is how a caller that subscribes late, or restarts, finds its answer.
 //
-// It reads through an ordered consumer filtered on the call's answer subject,
-// which the server creates on $JS.API.CONSUMER.CREATE.TOOLEXEC_EVENTS.<name>.<filter>,
-// so a tenant's permissions can allow exactly its own event subjects there
-// (direct gets by subject cannot be scoped by tenant). Errors: one matching
-// events.ErrInvalidToken for a malformed token, ErrBadAnswer, a JetStream
-// error, or ctx's error wrapped when ctx ends first.
+// Through JetStream (see HistoryPath) it reads an ordered consumer filtered on
+// the call's answer subject, which the server creates on
+// $JS.API.CONSUMER.CREATE.TOOLEXEC_EVENTS.<name>.<filter>, so that one
+// account's permissions can allow a tenant exactly its own event subjects
+// there (direct gets by subject cannot be scoped by tenant). Through the
+// history service it subscribes to the answer subject, then asks the service
+// once for the stored answer, and returns whichever comes first.
+//
+// Errors: one matching events.ErrInvalidToken for a malformed token,
+// ErrBadAnswer, a JetStream error, ErrNoHistoryService or a *HistoryError from
+// the service, or ctx's error wrapped when ctx ends first.
 func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string) (events.Answer, error) {
 	for _, f := range []struct{ name, v string }{{"tenant", tenant}, {"tool", tool}, {"runid", runID}, {"callid", callID}} {
 		if err := events.CheckToken(f.name, f.v); err != nil {
 			return events.Answer{}, err
 		}
 	}
-	return c.attach(ctx, wire.AnswerFilter(tenant, tool, runID, callID), callID)
+	filter := wire.AnswerFilter(tenant, tool, runID, callID)
+	if !c.viaService() {
+		a, err := c.attach(ctx, filter, callID)
+		if err == nil || !c.fallBack(err) {
+			return a, err
+		}
+	}
+	return c.attachService(ctx, tenant, filter, callID)
 }
 
 // attach waits for the first event stored under filter, oldest first.
@@ -281,40 +338,82 @@ func decodeAnswer(h nats.Header, data []byte) (events.Answer, error) {
 }
 
 // WatchOption adjusts where Watch starts reading.
-type WatchOption func(*jetstream.OrderedConsumerConfig)
+type WatchOption func(*watchStart)
+
+// watchStart is where Watch starts: with the events stored from now on (the
+// zero value), every stored event, or those stored since a time.
+type watchStart struct {
+	all   bool
+	since time.Time
+}
 
 // WatchFromStart makes Watch deliver every stored event that matches, then new
 // ones.
 func WatchFromStart() WatchOption {
-	return func(c *jetstream.OrderedConsumerConfig) { c.DeliverPolicy = jetstream.DeliverAllPolicy }
+	return func(w *watchStart) { *w = watchStart{all: true} }
 }
 
 // WatchSince makes Watch deliver stored events from time t on, then new ones.
 func WatchSince(t time.Time) WatchOption {
-	return func(c *jetstream.OrderedConsumerConfig) {
-		c.DeliverPolicy = jetstream.DeliverByStartTimePolicy
-		c.OptStartTime = &t
-	}
+	return func(w *watchStart) { *w = watchStart{since: t} }
 }
+
+// history reports whether w asks for stored events.
+func (w watchStart) history() bool { return w.all || !w.since.IsZero() }
 
 // Watch delivers the answers and audit events of TOOLEXEC_EVENTS whose subject
 // matches filter — "toolexec.event.*.indeterminate.>" for an auditor, or ""
-// for every event — in stream order, with no gaps, starting with events
-// published after Watch returns (see WatchFromStart and WatchSince). It reads
-// through an ordered consumer, so a slow reader loses nothing. The channel is
-// closed when ctx ends. Events that are not well-formed answers are logged and
-// skipped. It returns ErrBadFilter for a filter outside toolexec.event.>, and
+// for every event — starting with events published after Watch returns (see
+// WatchFromStart and WatchSince). The channel is closed when ctx ends. Events
+// that are not well-formed answers are logged and skipped. It returns
+// ErrBadFilter for a filter outside toolexec.event.> or not a well-formed
+// subject filter.
+//
+// Through JetStream (see HistoryPath) it reads an ordered consumer: events come
+// in stream order with no gaps, and a slow reader loses nothing. It returns
 // JetStream's error when the consumer cannot be created.
+//
+// Through the history service the filter must name one tenant
+// (toolexec.event.<tenant>.…; ErrBadFilter otherwise), and Watch subscribes to
+// it, pages through the stored events from the start asked for, in stream
+// order, and then delivers what the subscription heard, in the order it heard
+// it, leaving out the events already delivered (by their CloudEvents id, among
+// the last WatchDedupeWindow delivered). That live part is a plain
+// subscription, and it can lose what an ordered consumer would not: events
+// published while the connection is down or reconnecting, and events dropped
+// when the reader falls more than WatchPendingBytes behind (logged, and
+// reported to the connection's asynchronous error handler as a slow
+// consumer). It returns ErrNoHistoryService or a *HistoryError when the first
+// page cannot be had.
 func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan events.Answer, error) {
 	if filter == "" {
 		filter = wire.EventSubjects
 	}
-	if !strings.HasPrefix(filter, wire.EventPrefix) || len(filter) == len(wire.EventPrefix) {
+	if !strings.HasPrefix(filter, wire.EventPrefix) || len(filter) == len(wire.EventPrefix) || filterFault(filter) != "" {
 		return nil, fmt.Errorf("%w: %q", ErrBadFilter, filter)
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
+	var start watchStart
 	for _, o := range opts {
-		o(&cfg)
+		o(&start)
+	}
+	if !c.viaService() {
+		ch, err := c.watchJetStream(ctx, filter, start)
+		if err == nil || !c.fallBack(err) {
+			return ch, err
+		}
+	}
+	return c.watchService(ctx, filter, start)
+}
+
+// watchJetStream is Watch through an ordered consumer.
+func (c *Client) watchJetStream(ctx context.Context, filter string, start watchStart) (<-chan events.Answer, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
+	switch {
+	case start.all:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	case !start.since.IsZero():
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &start.since
 	}
 	cons, err := c.js.OrderedConsumer(ctx, wire.EventStream, cfg)
 	if err != nil {
@@ -339,11 +438,9 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
 					return
 				}
-				pause = min(max(2*pause, 50*time.Millisecond), 5*time.Second)
+				pause = nextPause(pause)
 				c.log.Warn("watching events", "filter", filter, "error", err, "retry_in", pause)
-				select {
-				case <-time.After(pause):
-				case <-ctx.Done():
+				if !retry.Pause(ctx, pause) {
 					return
 				}
 				continue
@@ -362,4 +459,10 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 		}
 	}()
 	return out, nil
+}
+
+// nextPause returns the pause before retrying after pause: 50ms at first,
+// doubling up to five seconds.
+func nextPause(pause time.Duration) time.Duration {
+	return min(max(2*pause, 50*time.Millisecond), 5*time.Second)
 }

@@ -10,6 +10,9 @@
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
 //     calls and reads answers (Call, Publish, Attach, Watch). A [WorkerObserver]
 //     hears what a worker does, for metrics.
+//   - [HistoryService] answers the tenants' requests for their stored events
+//     on toolexec.history.<tenant>, for clients that have no JetStream (see
+//     below); [Client.History] asks it for one page.
 //   - Package wire (bus/wire) is what travels: the subjects, the CloudEvents of
 //     calls and answers in structured and binary mode, and their schema checks.
 //   - Package embedded (bus/embedded) runs a NATS server with JetStream inside
@@ -42,6 +45,34 @@
 // redelivers it after the ack wait, and the next worker finds the idempotency
 // record and answers from it (an Effectful call whose holder's lease ran out is
 // answered indeterminate, holder_lost; an Idempotent one is taken over and run).
+//
+// # Tenants without JetStream
+//
+// Where tenants are isolated by NATS accounts, the executors, both streams and
+// the KV bucket live in the executors' account, which exports to each tenant
+// account the service toolexec.call.<tenant>.> (its calls in, and their
+// PubAcks back), the stream toolexec.event.<tenant>.> (its answers, live) and
+// the service toolexec.history.<tenant>, each with account_token_position 3 so
+// that the server puts the importing account's name in the tenant's place. A
+// tenant has no JetStream API: Call and Publish work as before, but Attach and
+// Watch cannot create consumers on TOOLEXEC_EVENTS. Every executor therefore
+// runs a [HistoryService] (a queue group on toolexec.history.*), which reads
+// the stream for the tenant named by the subject, and for no other: a request
+// is a [HistoryRequest] (a filter within toolexec.event.<tenant>., a start, a
+// limit) answered by a [HistoryResponse] (a page of stored events with their
+// sequences, subjects, headers and payloads) or a [HistoryError] whose code
+// is bad_request, forbidden or unavailable.
+//
+// A Client reads stored events through JetStream or through that service as
+// ClientConfig.History says. By default (HistoryAuto) it tries JetStream and
+// turns to the service for good the first time the JetStream API answers that
+// the account has none, so that a client in the executors' account (the
+// console's) keeps its ordered consumers and a tenant needs no setting. Through
+// the service, Attach subscribes to the answer subject, then asks for the
+// stored answer once; Watch subscribes to its filter, pages through the
+// history, then delivers what it heard live, leaving out what it already
+// delivered. Its live part is a plain subscription and can lose what an
+// ordered consumer would not (see Client.Watch).
 //
 // # Durability
 //

@@ -20,8 +20,15 @@ var (
 	ErrBadAnswer = errors.New("bus: malformed answer")
 
 	// ErrBadFilter is returned by Client.Watch for a filter that is not an event
-	// subject.
+	// subject, or, when Watch reads through the history service, one that does
+	// not name a single tenant.
 	ErrBadFilter = errors.New("bus: filter is not a toolexec event subject")
+
+	// ErrNoHistoryService is returned by Client methods that read stored events
+	// through the history service when nothing answers the tenant's history
+	// subject: no executor serves it, or (across accounts) the connection's
+	// account does not import that tenant's.
+	ErrNoHistoryService = errors.New("bus: no executor answers history requests")
 )
 
 func invalidConfig(format string, args ...any) error {

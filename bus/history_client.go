@@ -1,0 +1,340 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/retry"
+)
+
+// Bounds of a Watch through the history service.
+const (
+	// WatchPendingMsgs and WatchPendingBytes bound what the live subscription
+	// holds while the reader is behind (paging through the history, or slow to
+	// take from the channel); beyond either, events are dropped.
+	WatchPendingMsgs  = 1 << 20
+	WatchPendingBytes = 256 << 20
+	// WatchDedupeWindow is how many of the last events delivered a Watch
+	// remembers (by CloudEvents id), to leave out those it hears again.
+	WatchDedupeWindow = 4096
+)
+
+// History asks the executors for a page of tenant's events stored in
+// TOOLEXEC_EVENTS (see HistoryRequest), on toolexec.history.<tenant>,
+// whatever the client's HistoryPath. It waits at most DefaultHistoryTimeout
+// when ctx has no deadline. Errors: one matching events.ErrInvalidToken for a
+// malformed tenant, ErrNoHistoryService, the *HistoryError of the reply, the
+// request's error (ctx's wrapped), or an error for a reply that is not the
+// JSON expected.
+func (c *Client) History(ctx context.Context, tenant string, req HistoryRequest) (*HistoryResponse, error) {
+	if err := events.CheckToken("tenant", tenant); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("bus: history request: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultHistoryTimeout)
+		defer cancel()
+	}
+	subject := wire.HistorySubject(tenant)
+	m, err := c.nc.RequestWithContext(ctx, subject, data)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return nil, fmt.Errorf("%w on %s", ErrNoHistoryService, subject)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: history request on %s: %w", subject, err)
+	}
+	var resp HistoryResponse
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("bus: history reply on %s is not the JSON expected: %w", subject, err)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return &resp, nil
+}
+
+// noJetStream reports whether err says that the connection's account has no
+// JetStream API to ask: nobody answers it, or JetStream is not enabled for the
+// account (or at all).
+func noJetStream(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+}
+
+// viaService reports whether stored events are read through the history
+// service.
+func (c *Client) viaService() bool {
+	switch c.cfg.History {
+	case HistoryViaService:
+		return true
+	case HistoryViaJetStream:
+		return false
+	}
+	return c.noJetStream.Load()
+}
+
+// fallBack reports whether a read through JetStream that failed with err is to
+// be made through the history service instead: with HistoryAuto, when err says
+// the account has no JetStream; the client then uses the service from now on.
+func (c *Client) fallBack(err error) bool {
+	if c.cfg.History != HistoryAuto || !noJetStream(err) {
+		return false
+	}
+	if !c.noJetStream.Swap(true) {
+		c.log.Info("no JetStream for this connection's account: reading stored events through the history service", "error", err)
+	}
+	return true
+}
+
+// storedAnswer asks the history service once for the answer stored under
+// filter (one call's answer subject); found is false when none is stored.
+func (c *Client) storedAnswer(ctx context.Context, tenant, filter string) (a events.Answer, found bool, err error) {
+	resp, err := c.History(ctx, tenant, HistoryRequest{Filter: filter, Limit: 1})
+	if err != nil {
+		return events.Answer{}, false, err
+	}
+	if len(resp.Events) == 0 {
+		return events.Answer{}, false, nil
+	}
+	ev := resp.Events[0]
+	if ev.Omitted {
+		return events.Answer{}, false, fmt.Errorf("%w: %s (sequence %d) is larger than a history reply may be",
+			ErrBadAnswer, ev.Subject, ev.Seq)
+	}
+	a, err = decodeAnswer(ev.Header, ev.Data)
+	return a, err == nil, err
+}
+
+// attachService is Attach through the history service: subscribed to the
+// answer subject first, it asks for the stored answer, then waits for a live
+// one.
+func (c *Client) attachService(ctx context.Context, tenant, filter, callID string) (events.Answer, error) {
+	ch := make(chan *nats.Msg, 4)
+	sub, err := c.nc.ChanSubscribe(filter, ch)
+	if err != nil {
+		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
+	}
+	defer sub.Unsubscribe()
+	a, found, err := c.storedAnswer(ctx, tenant, filter)
+	switch {
+	case found:
+		return a, nil
+	case err == nil:
+		return c.await(ctx, callID, ch, nil)
+	}
+	select {
+	case m := <-ch: // heard live while the request failed
+		return decodeAnswer(m.Header, m.Data)
+	default:
+	}
+	if cerr := contextEnded(ctx); cerr != nil {
+		return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
+	}
+	return events.Answer{}, err
+}
+
+// watchService is Watch through the history service.
+func (c *Client) watchService(ctx context.Context, filter string, start watchStart) (<-chan events.Answer, error) {
+	tenant, ok := filterTenant(filter)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q: the history service answers for one tenant: toolexec.event.<tenant>.…", ErrBadFilter, filter)
+	}
+	if _, herr := scopeFilter(tenant, filter); herr != nil {
+		return nil, fmt.Errorf("%w: %s", ErrBadFilter, herr.Message)
+	}
+	live := make(chan *nats.Msg, 64)
+	sub, err := c.nc.Subscribe(filter, func(m *nats.Msg) {
+		// Blocking here leaves the next events in the subscription's pending
+		// list, bounded by its pending limits.
+		select {
+		case live <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+	}
+	page, err := c.watchStart(ctx, sub, tenant, filter, start)
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	w := &serviceWatch{c: c, ctx: ctx, filter: filter, tenant: tenant,
+		out: make(chan events.Answer, 64), seen: newIDWindow(WatchDedupeWindow)}
+	go func() {
+		defer close(w.out)
+		defer sub.Unsubscribe()
+		if page != nil && !w.replay(page) {
+			return
+		}
+		w.follow(sub, live)
+	}()
+	return w.out, nil
+}
+
+// watchStart readies a Watch's subscription (pending limits, and a flush so
+// that the server has it before Watch returns) and returns the first page of
+// history that start asks for, nil when it asks for none.
+func (c *Client) watchStart(ctx context.Context, sub *nats.Subscription, tenant, filter string, start watchStart) (*HistoryResponse, error) {
+	if err := sub.SetPendingLimits(WatchPendingMsgs, WatchPendingBytes); err != nil {
+		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+	}
+	fctx := ctx
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, DefaultHistoryTimeout)
+		defer cancel()
+	}
+	if err := c.nc.FlushWithContext(fctx); err != nil {
+		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+	}
+	if !start.history() {
+		return nil, nil
+	}
+	page, err := c.History(ctx, tenant, HistoryRequest{Filter: filter, Since: start.since})
+	if err != nil {
+		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+	}
+	return page, nil
+}
+
+// serviceWatch is one Watch through the history service, once started.
+type serviceWatch struct {
+	c      *Client
+	ctx    context.Context
+	filter string
+	tenant string
+	out    chan events.Answer
+	seen   *idWindow
+}
+
+// replay delivers page and the pages after it, until the history is caught up
+// with the stream's last sequence when the first page was read: everything
+// stored later the subscription heard. It reports false if ctx ended.
+func (w *serviceWatch) replay(page *HistoryResponse) bool {
+	until := page.LastSeq
+	for {
+		var last uint64
+		for _, ev := range page.Events {
+			last = ev.Seq
+			if ev.Omitted {
+				w.c.log.Warn("skipping an event larger than a history reply may be", "subject", ev.Subject, "seq", ev.Seq)
+				continue
+			}
+			if !w.deliver(ev.Subject, ev.Header, ev.Data) {
+				return false
+			}
+		}
+		if !page.More || len(page.Events) == 0 || last >= until {
+			return true
+		}
+		if page = w.nextPage(last); page == nil {
+			return false
+		}
+	}
+}
+
+// nextPage asks for the page after sequence last until it has it, pausing
+// longer after each failure; nil when ctx ends first.
+func (w *serviceWatch) nextPage(last uint64) *HistoryResponse {
+	var pause time.Duration
+	for {
+		page, err := w.c.History(w.ctx, w.tenant, HistoryRequest{Filter: w.filter, AfterSeq: last})
+		if err == nil {
+			return page
+		}
+		if w.ctx.Err() != nil {
+			return nil
+		}
+		pause = nextPause(pause)
+		w.c.log.Warn("watching events: history request failed", "filter", w.filter, "error", err, "retry_in", pause)
+		if !retry.Pause(w.ctx, pause) {
+			return nil
+		}
+	}
+}
+
+// follow delivers what the subscription hears until ctx ends, logging the
+// events it dropped.
+func (w *serviceWatch) follow(sub *nats.Subscription, live <-chan *nats.Msg) {
+	dropped := 0
+	for {
+		select {
+		case m := <-live:
+			if n, err := sub.Dropped(); err == nil && n > dropped {
+				w.c.log.Warn("watching events: the subscription dropped events while the reader was behind",
+					"filter", w.filter, "dropped", n-dropped)
+				dropped = n
+			}
+			if !w.deliver(m.Subject, m.Header, m.Data) {
+				return
+			}
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver sends the event in h and data on, unless it was delivered before;
+// one that is not a toolexec answer is logged and skipped. It reports false if
+// ctx ended.
+func (w *serviceWatch) deliver(subject string, h nats.Header, data []byte) bool {
+	e, err := wire.Decode(h, data)
+	var a events.Answer
+	if err == nil {
+		a, err = wire.AnswerFromEvent(e)
+	}
+	if err != nil {
+		w.c.log.Warn("skipping an event that is not a toolexec answer", "subject", subject, "error", err)
+		return true
+	}
+	if !w.seen.add(e.ID()) {
+		return true
+	}
+	select {
+	case w.out <- a:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+// idWindow remembers the last ids added to it, up to a bound.
+type idWindow struct {
+	ids  map[string]struct{}
+	ring []string // the ids, oldest at next once full
+	next int
+}
+
+func newIDWindow(n int) *idWindow {
+	return &idWindow{ids: make(map[string]struct{}, n), ring: make([]string, 0, n)}
+}
+
+// add remembers id, forgetting the oldest id if the window is full, and
+// reports whether id was new to it.
+func (w *idWindow) add(id string) bool {
+	if _, ok := w.ids[id]; ok {
+		return false
+	}
+	if len(w.ring) < cap(w.ring) {
+		w.ring = append(w.ring, id)
+	} else {
+		delete(w.ids, w.ring[w.next])
+		w.ring[w.next] = id
+		w.next = (w.next + 1) % len(w.ring)
+	}
+	w.ids[id] = struct{}{}
+	return true
+}

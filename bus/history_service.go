@@ -1,0 +1,302 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/events"
+)
+
+// Defaults of [HistoryConfig].
+const (
+	// DefaultHistoryQueue is the queue group the executors' history responders
+	// share, so that one executor answers each request.
+	DefaultHistoryQueue = "toolexec-history"
+	// DefaultHistoryConcurrency is how many history requests one responder
+	// answers at once.
+	DefaultHistoryConcurrency = 4
+	// DefaultHistoryTimeout bounds the work for one history request, and a
+	// Client's history request whose context has no deadline.
+	DefaultHistoryTimeout = 10 * time.Second
+)
+
+// historyReserve is what a page leaves free of the connection's maximum
+// payload, for the reply's own members.
+const historyReserve = 4 << 10
+
+// HistoryConfig configures a [HistoryService]. The zero value is usable.
+type HistoryConfig struct {
+	// Queue is the queue group shared by the executors' responders; default
+	// DefaultHistoryQueue.
+	Queue string
+	// Concurrency bounds the requests answered at once; default
+	// DefaultHistoryConcurrency. Further requests wait in the subscription.
+	Concurrency int
+	// Timeout bounds the work for one request; default DefaultHistoryTimeout.
+	Timeout time.Duration
+	// Logger receives requests that could not be answered; default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// HistoryService answers history requests ([HistoryRequest]) from
+// TOOLEXEC_EVENTS, for clients that cannot read the stream themselves: tenants
+// in accounts of their own, which import the service toolexec.history.<tenant>
+// and no JetStream API. It serves toolexec.history.* and takes the tenant from
+// the subject's third token, which the server binds to the importing account
+// (an export with account_token_position: 3), so that a tenant is answered
+// about its own events only, whatever its request says. Every executor may
+// run one: they share a queue group.
+type HistoryService struct {
+	js       jetstream.JetStream
+	nc       *nats.Conn
+	cfg      HistoryConfig
+	log      *slog.Logger
+	api      string // the JetStream API prefix, "$JS.API." by default
+	maxBytes int    // what one page's events may add up to in JSON
+	sub      *nats.Subscription
+	sem      chan struct{} // one slot per request being answered
+
+	mu       sync.Mutex     // protects closed, and wg's Add against Close's Wait
+	closed   bool           // set by Close: requests still arriving are answered unavailable
+	inFlight sync.WaitGroup // requests being answered
+}
+
+// ServeHistory subscribes to toolexec.history.* on js's connection and answers
+// history requests until Close. It returns an error matching ErrInvalidConfig
+// if js is nil, and the subscription's error if the connection refuses it.
+func ServeHistory(js jetstream.JetStream, cfg HistoryConfig) (*HistoryService, error) {
+	if js == nil {
+		return nil, invalidConfig("history: a JetStream context is required")
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = DefaultHistoryQueue
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultHistoryConcurrency
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultHistoryTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	nc := js.Conn()
+	s := &HistoryService{
+		js: js, nc: nc, cfg: cfg, log: cfg.Logger, api: apiPrefix(js),
+		maxBytes: max(int(nc.MaxPayload())-historyReserve, historyReserve),
+		sem:      make(chan struct{}, cfg.Concurrency),
+	}
+	sub, err := nc.QueueSubscribe(wire.HistorySubjects, cfg.Queue, s.handle)
+	if err != nil {
+		return nil, fmt.Errorf("bus: subscribing to %s: %w", wire.HistorySubjects, err)
+	}
+	s.sub = sub
+	if err := nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("bus: subscribing to %s: %w", wire.HistorySubjects, err)
+	}
+	return s, nil
+}
+
+// apiPrefix returns the subject prefix of js's JetStream API requests.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return jetstream.DefaultAPIPrefix
+}
+
+// Close stops answering: requests being answered finish, those still waiting
+// in the subscription are answered unavailable, new ones go to other
+// executors. It returns once the subscription is gone (or after the request
+// timeout, if the server does not confirm) and no request is being answered.
+func (s *HistoryService) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	gone := s.sub.StatusChanged(nats.SubscriptionClosed)
+	err := s.sub.Drain()
+	if err == nil {
+		t := time.NewTimer(s.cfg.Timeout)
+		select {
+		case <-gone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
+		err = nil
+	}
+	s.inFlight.Wait()
+	return err
+}
+
+// handle answers one request on its own goroutine, once a slot is free.
+func (s *HistoryService) handle(m *nats.Msg) {
+	if m.Reply == "" {
+		s.log.Warn("history request without a reply subject: not answered", "subject", m.Subject)
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.respond(m, HistoryResponse{Error: historyError(HistoryUnavailable, "this executor is stopping")})
+		return
+	}
+	s.inFlight.Add(1)
+	s.mu.Unlock()
+	s.sem <- struct{}{}
+	go func() {
+		defer func() {
+			<-s.sem
+			s.inFlight.Done()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+		defer cancel()
+		s.respond(m, s.answer(ctx, m.Subject, m.Data))
+	}()
+}
+
+func (s *HistoryService) respond(m *nats.Msg, resp HistoryResponse) {
+	data, err := json.Marshal(resp)
+	if err != nil {
+		data = []byte(`{"events":[],"more":false,"last_seq":0,"error":{"code":"unavailable","message":"encoding the reply failed"}}`)
+	}
+	if err := m.Respond(data); err != nil {
+		s.log.Warn("history reply failed", "subject", m.Subject, "error", err)
+	}
+}
+
+// answer reads what a request on subject asks for.
+func (s *HistoryService) answer(ctx context.Context, subject string, data []byte) HistoryResponse {
+	tenant, _ := strings.CutPrefix(subject, wire.HistoryPrefix)
+	if err := events.CheckToken("tenant", tenant); err != nil {
+		return HistoryResponse{Error: historyError(HistoryBadRequest, "subject %q: %v", subject, err)}
+	}
+	req, herr := parseHistoryRequest(data)
+	if herr != nil {
+		return HistoryResponse{Error: herr}
+	}
+	filter, herr := scopeFilter(tenant, req.Filter)
+	if herr != nil {
+		return HistoryResponse{Error: herr}
+	}
+	resp, err := s.read(ctx, filter, req)
+	if err != nil {
+		s.log.Warn("history request: reading the events stream failed", "tenant", tenant, "error", err)
+		return HistoryResponse{Error: historyError(HistoryUnavailable, "reading %s: %v", wire.EventStream, err)}
+	}
+	return resp
+}
+
+// read returns the page req asks for of the events under filter: from its
+// start, in stream order, until req.Limit events, the byte budget or the end
+// of the stream.
+func (s *HistoryService) read(ctx context.Context, filter string, req HistoryRequest) (HistoryResponse, error) {
+	stream, err := s.js.Stream(ctx, wire.EventStream)
+	if err != nil {
+		return HistoryResponse{}, err
+	}
+	resp := HistoryResponse{Events: []HistoryEvent{}, LastSeq: stream.CachedInfo().State.LastSeq}
+	seq := req.AfterSeq + 1
+	if !req.Since.IsZero() {
+		var found bool
+		if seq, found, err = s.seqSince(ctx, filter, req.Since); err != nil || !found {
+			return resp, err
+		}
+	}
+	if seq == 0 { // AfterSeq was the largest sequence there is
+		return resp, nil
+	}
+	size := 0
+	for {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return resp, nil
+		}
+		if err != nil {
+			return HistoryResponse{}, err
+		}
+		if len(resp.Events) == req.Limit {
+			resp.More = true
+			return resp, nil
+		}
+		ev := HistoryEvent{Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Header: m.Header, Data: m.Data}
+		n, err := jsonSize(ev)
+		if err != nil {
+			return HistoryResponse{}, err
+		}
+		if size+n > s.maxBytes {
+			if len(resp.Events) > 0 {
+				resp.More = true
+				return resp, nil
+			}
+			ev.Header, ev.Data, ev.Omitted = nil, nil, true
+			s.log.Warn("history: an event is larger than a reply may be; sent without its headers and data",
+				"subject", m.Subject, "seq", m.Sequence)
+		}
+		resp.Events = append(resp.Events, ev)
+		size += n + 1
+		seq = m.Sequence + 1
+	}
+}
+
+// jsonSize returns how many bytes ev takes in a reply.
+func jsonSize(ev HistoryEvent) (int, error) {
+	b, err := json.Marshal(ev)
+	return len(b), err
+}
+
+// seqSince returns the sequence of the first event under filter stored at or
+// after t, through the stream's message-get API with start_time (which
+// jetstream.Stream.GetMsg does not offer); found is false when there is none.
+func (s *HistoryService) seqSince(ctx context.Context, filter string, t time.Time) (seq uint64, found bool, err error) {
+	req, err := json.Marshal(struct {
+		StartTime time.Time `json:"start_time"`
+		NextFor   string    `json:"next_by_subj"`
+	}{t, filter})
+	if err != nil {
+		return 0, false, err
+	}
+	m, err := s.nc.RequestWithContext(ctx, s.api+"STREAM.MSG.GET."+wire.EventStream, req)
+	if err != nil {
+		return 0, false, err
+	}
+	var resp struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Seq  uint64    `json:"seq"`
+			Time time.Time `json:"time"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return 0, false, fmt.Errorf("message-get reply: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return 0, false, nil
+	case resp.Error != nil:
+		return 0, false, resp.Error
+	case resp.Message == nil:
+		return 0, false, errors.New("message-get reply without a message")
+	case resp.Message.Time.Before(t):
+		// A server older than 2.11 ignores start_time and answers from the start.
+		return 0, false, errors.New("the server ignored start_time: reading since a time needs nats-server 2.11 or later")
+	}
+	return resp.Message.Seq, true, nil
+}
