@@ -209,7 +209,16 @@ func sentKey(call events.Call) string { return call.Tenant + "/" + call.CallID }
 
 // Attach waits for the answer to a call published earlier, by this client or
 // another (after a restart, or a *NoAnswerError): from the events stream if it
-// is stored, else the moment it is. Its results and errors are Call's.
+// is stored, else the moment it is. Its results and errors are Call's, and one
+// matching ErrNoHistoryService when the client's account has no JetStream and
+// no executor answers the tenant's history requests.
+//
+// A client whose NATS account has JetStream reads the stream through an
+// ordered consumer. A tenant in an account of its own, which imports its
+// subjects from the executors' account and no JetStream API, asks the
+// executors' history service (toolexec.history.<tenant>) instead: the client
+// turns to it by itself the first time JetStream answers that the account has
+// none.
 func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string) (*Result, error) {
 	a, err := c.bc.Attach(ctx, tenant, tool, runID, callID)
 	if err != nil {
@@ -233,6 +242,13 @@ func WatchSince(t time.Time) WatchOption { return bus.WatchSince(t) }
 // tenant, "toolexec.event.*.indeterminate.>" for an auditor, "" for every
 // event. By default it starts with events stored after it returns. The channel
 // is closed when ctx ends.
+//
+// That holds where the client's account has JetStream. A tenant without it
+// (see Attach) watches through the executors' history service: its filter
+// must name its tenant ("toolexec.event.acme.>"), the stored events come in
+// order, and then the live ones as a plain subscription hears them, which
+// misses those published while the connection is down and drops some if the
+// reader falls far behind (bus.Client.Watch says how far).
 func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan Answer, error) {
 	return c.bc.Watch(ctx, filter, opts...)
 }

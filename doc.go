@@ -11,14 +11,19 @@
 //
 //   - [Client] calls tools: [Client.Call] publishes a call and waits for its
 //     answer, [Client.Attach] finds the answer to an earlier call, and
-//     [Client.Watch] follows the answers and audit events. A call that ran, or
+//     [Client.Watch] follows the answers and audit events. Attach and Watch read
+//     the events stream through JetStream, or, for a tenant whose NATS account
+//     has none, through the executors' history service
+//     (toolexec.history.<tenant>), which answers each tenant about its own
+//     events only. A call that ran, or
 //     that was answered from an earlier call's record, returns a [Result]; the
 //     others return an error to branch on with errors.As:
 //     [*IndeterminateOutcomeError], [*FailedError], [*RejectedError],
 //     [*CallIDTakenError] or [*NoAnswerError].
 //   - [Executor] serves tools: it takes calls from the stream all executors
 //     share, claims each key in a store (the JetStream KV bucket by default),
-//     runs the tool and publishes the answer.
+//     runs the tool and publishes the answer. It also serves the admin and the
+//     history subjects.
 //
 // Importing it does not link a NATS server. To run one inside the process,
 // see package bus/embedded. The machinery lives below: tool (declaring tools),

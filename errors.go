@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 )
 
@@ -34,6 +35,11 @@ var (
 	// ErrInvalidOption is returned for an option a constructor or call cannot
 	// work with; the message names it.
 	ErrInvalidOption = errors.New("toolexec: invalid option")
+	// ErrNoHistoryService is matched by the error of Attach, Watch, and Call of a
+	// call id published before, when the client's account has no JetStream and
+	// nothing answers the tenant's history requests (toolexec.history.<tenant>):
+	// no executor runs, or the account does not import that tenant's history.
+	ErrNoHistoryService = bus.ErrNoHistoryService
 )
 
 // CallIDTakenError says a call was not published because its call id had

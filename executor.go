@@ -100,8 +100,11 @@ type Observer interface {
 
 // Executor runs the calls published for its tools: it takes them from the
 // calls stream through the consumer all executors share, claims each call's
-// key in its store, runs the tool and publishes the answer. Start as many as
-// you like, in as many processes.
+// key in its store, runs the tool and publishes the answer. It also answers
+// the admin requests (unless DisableAdmin) and the tenants' history requests
+// on toolexec.history.<tenant> (bus.HistoryService), through which a tenant
+// without JetStream access attaches to its answers and watches its events.
+// Start as many as you like, in as many processes.
 type Executor struct {
 	log        *slog.Logger
 	store      kvstore.Store
@@ -109,11 +112,13 @@ type Executor struct {
 	dispatcher *dispatch.Dispatcher
 	worker     *bus.Worker
 	admin      *admin.Service
+	history    *bus.HistoryService
 	drain      time.Duration
 }
 
 // NewExecutor creates or updates the streams (and the default store's bucket)
-// on nc and returns an executor ready to Run. It returns an error matching
+// on nc, starts serving the admin and history subjects, and returns an
+// executor ready to Run. It returns an error matching
 // ErrInvalidOption for a nil connection or no tools, and the error of any step
 // that fails (a tool declared twice, JetStream not enabled, the store not
 // reachable).
@@ -185,6 +190,9 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 			return nil, fmt.Errorf("toolexec: serving the admin subjects: %w", err)
 		}
 	}
+	if e.history, err = bus.ServeHistory(js, bus.HistoryConfig{Logger: log}); err != nil {
+		return nil, fmt.Errorf("toolexec: serving the history subjects: %w", err)
+	}
 	ok = true
 	return e, nil
 }
@@ -227,11 +235,14 @@ func (e *Executor) Run(ctx context.Context) error {
 	return <-done
 }
 
-// Close stops serving the admin subjects and closes the store NewExecutor
-// opened. Call it after Run returns.
+// Close stops serving the admin and history subjects and closes the store
+// NewExecutor opened. Call it after Run returns.
 func (e *Executor) Close() {
 	if e.admin != nil {
 		_ = e.admin.Close()
+	}
+	if e.history != nil {
+		_ = e.history.Close()
 	}
 	if e.ownStore {
 		_ = e.store.Close()
