@@ -56,8 +56,8 @@ func newBareEnv(t *testing.T, streams bool) *env {
 }
 
 // newEnv starts a server with the streams and an executor: a worker, its
-// dispatcher over a memory store, and the admin responder, serving the demo
-// airline's tools.
+// dispatcher over a memory store, and the admin and history responders,
+// serving the demo airline's tools.
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := newBareEnv(t, true)
@@ -86,6 +86,11 @@ func (e *env) startExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = adm.Close() })
+	hist, err := bus.ServeHistory(js, bus.HistoryConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hist.Close() })
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{Logger: quiet, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -43,6 +44,11 @@ answer kinds (completed, deduplicated, indeterminate, failed, rejected) and reso
 
 By default only events published from now on are shown; --from-start shows every
 stored event first, --since DURATION those of the last DURATION.
+
+A tenant whose NATS account has no JetStream (its own account, importing its
+subjects from the executors') reads the stored events through the executors'
+history service, without being told to; it must then give --tenant, its own.
+Events published while its connection is down are not shown.
 
 Exit status: 0 when interrupted, 2 for bad input, 1 for anything else.`,
 		Example: `  emitter watch
@@ -134,6 +140,10 @@ func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
 	defer s.Close()
 	ctx := cmd.Context()
 	ch, err := s.client.Watch(ctx, filter, opts...)
+	if errors.Is(err, bus.ErrBadFilter) && o.tenant == "" {
+		// Only through the history service, which answers for one tenant.
+		return badInput(fmt.Errorf("%w\n(this account reads events through the executors' history service: give --tenant)", err))
+	}
 	if err != nil {
 		return noStreamHint(err)
 	}

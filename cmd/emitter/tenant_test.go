@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+)
+
+// newAccountsEnv starts a server with the tenants' account layout
+// (natstest.StartAccounts: tenants acme and globex, without JetStream) and
+// the streams in the executors' account, but no executor.
+func newAccountsEnv(t *testing.T) *env {
+	t.Helper()
+	srv := natstest.StartAccounts(t, tenant, "globex")
+	nc := natstest.Connect(t, srv) // the executors' account
+	js := natstest.JetStream(t, nc)
+	if err := bus.EnsureStreams(ctxT(t), js, bus.StreamsConfig{}); err != nil {
+		t.Fatalf("EnsureStreams: %v", err)
+	}
+	return &env{srv: srv, url: srv.ClientURL(), nc: nc, js: js}
+}
+
+// TestTenantAccountAttachWatch runs the emitter as a tenant whose account has
+// no JetStream: its call times out, attach finds the answer and watch shows
+// its events, through the history service and with no flag saying so; watch
+// without --tenant is refused with a hint, and another tenant cannot attach to
+// its call.
+func TestTenantAccountAttachWatch(t *testing.T) {
+	t.Parallel()
+	e := newAccountsEnv(t)
+	as := func(user string, args ...string) []string {
+		return append([]string{"--user", user, "--password", user}, args...)
+	}
+	r := e.emit(t, "", as(tenant, "call", "--tenant", tenant, "--run", "run_t", "--call-id", "call_t", "--tool", "lookup_fare",
+		"--args", fareArgs, "--timeout", "300ms")...)
+	mustExit(t, r, exitFailure)
+
+	e.startExecutor(t)
+	attach := as(tenant, "--json", "attach", "--tenant", tenant, "--tool", "lookup_fare", "--run", "run_t", "--call-id", "call_t")
+	r = e.emit(t, "", attach...)
+	mustExit(t, r, exitOK)
+	if a := parseAnswer(t, r.stdout); a.Kind != events.KindCompleted || *a.Outcome != "GBP 612.40" {
+		t.Fatalf("attach --json: %+v", a)
+	}
+
+	w := e.emitBackground(t, as(tenant, "--json", "watch", "--tenant", tenant, "--from-start")...)
+	w.waitLines(t, 1)
+	r = e.emit(t, "", as(tenant, "call", "--tenant", tenant, "--run", "run_t", "--call-id", "call_live", "--tool", "lookup_fare", "--args", fareArgs)...)
+	mustExit(t, r, exitOK)
+	lines := w.waitLines(t, 2)
+	if code := w.stop(t); code != exitOK {
+		t.Fatalf("watch exit %d (stderr %q)", code, w.stderr.String())
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], `"call_id":"call_t"`) || !strings.Contains(lines[1], `"call_id":"call_live"`) {
+		t.Fatalf("watch printed:\n%s", strings.Join(lines, "\n"))
+	}
+
+	r = e.emit(t, "", as(tenant, "watch", "--from-start")...)
+	mustExit(t, r, exitUsage)
+	if !strings.Contains(r.stderr, "give --tenant") {
+		t.Errorf("watch without --tenant: stderr %q, want the hint", r.stderr)
+	}
+
+	attach[1] = "globex"
+	attach[3] = "globex"
+	r = e.emit(t, "", attach...)
+	mustExit(t, r, exitFailure)
+	if r.stdout != "" || !strings.Contains(r.stderr, bus.ErrNoHistoryService.Error()) {
+		t.Errorf("globex attaching to acme's call: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
