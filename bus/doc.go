@@ -4,7 +4,9 @@
 // # Pieces
 //
 //   - [Connect] dials NATS with the choices of the nats CLI (URL, credentials,
-//     nkey, user and password, token, TLS) and reconnects for ever.
+//     nkey, user and password, token, TLS) and reconnects for ever;
+//     [ConnectWait] also waits for a first connection while no server can be
+//     reached ([Unreachable]).
 //   - [EnsureStreams] creates TOOLEXEC_CALLS (work queue) and TOOLEXEC_EVENTS
 //     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
