@@ -19,6 +19,7 @@ type config struct {
 	// NATS: a URL means an existing server; none means the embedded one.
 	natsURL, natsCreds, natsNKey, natsUser, natsPassword, natsToken string
 	tlsCert, tlsKey, tlsCA                                          string
+	natsWait                                                        time.Duration
 	natsHost                                                        string
 	natsPort                                                        int
 	dataDir                                                         string
@@ -65,6 +66,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS over TLS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "client key (PEM) for NATS over TLS")
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "certificate authorities (PEM) to trust for NATS over TLS")
+	fs.DurationVar(&c.natsWait, "nats-wait", 0, "with --nats-url: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files fail at once")
 	fs.StringVar(&c.natsHost, "nats-host", "127.0.0.1", "embedded server: address to listen on")
 	fs.IntVar(&c.natsPort, "nats-port", 4222, "embedded server: client port (-1 picks a free one)")
 	fs.StringVar(&c.dataDir, "data-dir", ".toolexec", "embedded server: where JetStream keeps its data (in <dir>/nats)")
@@ -133,6 +135,9 @@ func (c *config) check() error {
 	}
 	if c.toolsFile == "" && !c.demo {
 		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or both"))
+	}
+	if c.natsWait < 0 {
+		errs = append(errs, fmt.Errorf("--nats-wait %v: must not be negative (0 waits until stopped)", c.natsWait))
 	}
 	if c.concurrency < 1 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be at least 1", c.concurrency))

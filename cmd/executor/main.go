@@ -52,6 +52,8 @@ toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>.
 With no --nats-url (nor TOOLEXEC_NATS_URL or NATS_URL) it starts an embedded NATS
 server with JetStream on --nats-host:--nats-port, keeping its data under --data-dir.
 Every flag can be set with a TOOLEXEC_* variable: --nats-url is TOOLEXEC_NATS_URL.
+A server given by URL that cannot be reached yet is waited for (--nats-wait
+bounds the wait).
 
 Operations: --metrics-addr serves Prometheus /metrics, /healthz and /readyz;
 traces go out when the standard OTEL_* variables ask for them (for example

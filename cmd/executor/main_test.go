@@ -81,6 +81,7 @@ func TestCheck(t *testing.T) {
 		{"zero concurrency", func(c *config) { c.concurrency = 0 }, "concurrency"},
 		{"zero postgres batch", func(c *config) { c.store.PostgresMaxBatch = 0 }, "--postgres-max-batch"},
 		{"log format", func(c *config) { c.logFormat = "xml" }, "log-format"},
+		{"negative nats wait", func(c *config) { c.natsWait = -time.Second }, "--nats-wait"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,50 +152,71 @@ func startExecutor(t *testing.T, args ...string) (string, func() error) {
 // setLog (default os.Stderr).
 func startExecutorWith(t *testing.T, setLog func(*io.Writer), args ...string) (string, func() error) {
 	t.Helper()
+	l := launchExecutor(t, setLog, args...)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(l.out.String(), "ready") {
+		select {
+		case <-l.done:
+			t.Fatalf("executor exited before it was ready: %v\n%s", l.err, l.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("executor not ready after 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	line := l.out.String()
+	i := strings.Index(line, "nats=")
+	url := strings.Fields(line[i+len("nats="):])[0]
+	return url, l.stop
+}
+
+// launched is an executor command running in-process.
+type launched struct {
+	out    *syncBuffer // its standard output
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the command has returned
+	err    error         // what it returned, once done is closed
+}
+
+// launchExecutor starts the executor command with args (plus an embedded server
+// on a free port, unless args give --nats-url) and returns at once; the test's
+// end stops it.
+func launchExecutor(t *testing.T, setLog func(*io.Writer), args ...string) *launched {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := newCommand()
-	out := &syncBuffer{}
-	cmd.SetOut(out)
+	l := &launched{out: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
+	cmd.SetOut(l.out)
 	var logOut io.Writer = os.Stderr
 	if setLog != nil {
 		setLog(&logOut)
 	}
 	cmd.SetErr(logOut)
 	cmd.SetArgs(append([]string{"--data-dir", t.TempDir(), "--nats-port", "-1", "--log-level", "warn"}, args...))
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "ready") {
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("executor exited before it was ready: %v\n%s", err, out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("executor not ready after 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	go func() {
+		defer close(l.done)
+		l.err = cmd.ExecuteContext(ctx)
+	}()
+	t.Cleanup(func() { _ = l.stop() })
+	return l
+}
+
+// result returns what the command returned, or an error if it has not
+// returned within timeout.
+func (l *launched) result(timeout time.Duration) error {
+	select {
+	case <-l.done:
+		return l.err
+	case <-time.After(timeout):
+		return fmt.Errorf("executor still running after %v", timeout)
 	}
-	line := out.String()
-	i := strings.Index(line, "nats=")
-	url := strings.Fields(line[i+len("nats="):])[0]
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(45 * time.Second):
-				runErr = errors.New("executor did not stop within 45s")
-			}
-		})
-		return runErr
-	}
-	t.Cleanup(func() { _ = stop() })
-	return url, stop
+}
+
+// stop shuts the executor down gracefully and returns what it returned.
+func (l *launched) stop() error {
+	l.cancel()
+	return l.result(45 * time.Second)
 }
 
 func client(t *testing.T, url string) *bus.Client {

@@ -164,7 +164,7 @@ func TestReadiness(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := natstest.Connect(t, srv)
 	store := memstore.New(memstore.Config{})
-	h := httptest.NewServer(opsHandler(nc, store, prometheus.NewRegistry()))
+	h := httptest.NewServer(opsHandler(runningWith(nc, store), prometheus.NewRegistry()))
 	defer h.Close()
 
 	if code, body := httpGet(t, h.URL+"/readyz"); code != http.StatusOK || body != "ready\n" {
@@ -177,7 +177,7 @@ func TestReadiness(t *testing.T) {
 
 	store2 := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store2.Close() })
-	h2 := httptest.NewServer(opsHandler(nc, store2, prometheus.NewRegistry()))
+	h2 := httptest.NewServer(opsHandler(runningWith(nc, store2), prometheus.NewRegistry()))
 	defer h2.Close()
 	natstest.Shutdown(srv)
 	deadline := time.Now().Add(10 * time.Second)

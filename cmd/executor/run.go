@@ -26,7 +26,6 @@ import (
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/tracing"
-	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
@@ -73,10 +72,26 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		return err
 	}
 
-	nc, natsURL, stopServer, err := connectNATS(cfg, log, logOut)
+	// The ops endpoint comes first, so that /readyz can say what the executor
+	// waits for.
+	ready := &readiness{}
+	if cfg.metricsAddr != "" {
+		stop, err := serveHTTP("--metrics-addr", cfg.metricsAddr, opsHandler(ready, reg), log)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stop)
+	}
+
+	nc, natsURL, stopServer, err := connectNATS(ctx, cfg, ready, log, logOut)
+	if errors.Is(err, errStopped) {
+		log.Info("stopped before NATS could be reached")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	ready.connected(nc)
 	closers = append(closers, stopServer, nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -120,13 +135,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		return err
 	}
 	closers = append(closers, ex.Close)
-	if cfg.metricsAddr != "" {
-		stop, err := serveHTTP("--metrics-addr", cfg.metricsAddr, opsHandler(nc, store, reg), log)
-		if err != nil {
-			return err
-		}
-		closers = append(closers, stop)
-	}
+	ready.running(store)
 	if cfg.consoleAddr != "" {
 		stop, err := startConsole(cfg, js, ex.Admin(), log)
 		if err != nil {
@@ -190,19 +199,20 @@ func loadTools(cfg config) (*tool.Registry, error) {
 	return tool.NewRegistry(all...)
 }
 
-// connectNATS dials the configured server, or starts the embedded one and
-// connects to it. It returns the connection, the URL for clients, and a function
-// that stops the embedded server (a no-op otherwise).
-func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, string, func(), error) {
+// connectNATS connects to the configured server, waiting for it while it
+// cannot be reached (see waitForNATS), or starts the embedded one and connects
+// to it. It returns the connection, the URL for clients, and a function that
+// stops the embedded server (a no-op otherwise).
+func connectNATS(ctx context.Context, cfg config, ready *readiness, log *slog.Logger, logOut io.Writer) (*nats.Conn, string, func(), error) {
 	cc := bus.ConnectConfig{
 		URL: cfg.natsURL, CredsFile: cfg.natsCreds, NKeyFile: cfg.natsNKey, User: cfg.natsUser,
 		Password: cfg.natsPassword, Token: cfg.natsToken, TLSCert: cfg.tlsCert, TLSKey: cfg.tlsKey,
 		TLSCA: cfg.tlsCA, Name: "toolexec-executor", Logger: log,
 	}
 	if !cfg.embedded() {
-		nc, err := bus.Connect(cc)
+		nc, err := waitForNATS(ctx, cfg, cc, ready, log)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("connecting to NATS at %s: %w", cfg.natsURL, err)
+			return nil, "", nil, err
 		}
 		return nc, cfg.natsURL, func() {}, nil
 	}
@@ -231,35 +241,17 @@ func connectNATS(cfg config, log *slog.Logger, logOut io.Writer) (*nats.Conn, st
 	return nc, url, func() { s.Shutdown(); s.WaitForShutdown() }, nil
 }
 
-// healthDigest is a key no call can have: reading it proves the store answers.
-const healthDigest = "0000000000000000000000000000000000000000000000000000000000000000"
-
-// natsStatus is what readiness asks of the NATS connection.
-type natsStatus interface {
-	IsConnected() bool
-	Status() nats.Status
-}
-
 // opsHandler serves /metrics (what g gathers), /healthz (the process is up)
-// and /readyz (NATS is connected and the store answers; 503 naming what is
-// not, otherwise).
-func opsHandler(nc natsStatus, store kvstore.Store, g prometheus.Gatherer) http.Handler {
+// and /readyz (the executor runs, NATS is connected and the store answers; 503
+// naming what is not, otherwise).
+func opsHandler(ready *readiness, g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(g))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		var problems []string
-		if !nc.IsConnected() {
-			problems = append(problems, "nats: "+nc.Status().String())
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := store.Get(ctx, "_health", healthDigest); err != nil && !errors.Is(err, kvstore.ErrNotFound) {
-			problems = append(problems, "store: "+err.Error())
-		}
-		if len(problems) > 0 {
+		if problems := ready.problems(r.Context()); len(problems) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, strings.Join(problems, "\n")+"\n")
 			return
