@@ -41,9 +41,11 @@ func (c *Client) List(ctx context.Context, req ListRequest) (*ListResponse, erro
 
 // Forget asks an executor to erase every record of tenant and purge its calls
 // and events from both streams, and returns how many records were erased (-1 if
-// the store cannot tell). Errors: ErrNoResponder when no executor answers, an
-// *Error (matching kvstore.ErrInvalid, kvstore.ErrUnavailable, ...), or the
-// request's error.
+// the store cannot tell). Errors: ErrNoResponder when no executor answers (or
+// the connection's account does not import the admin subjects), an *Error
+// (matching kvstore.ErrInvalid, kvstore.ErrUnavailable, ErrForbidden when the
+// executors accept requests from another account only, ...), or the request's
+// error.
 func (c *Client) Forget(ctx context.Context, tenant string) (int64, error) {
 	var resp ForgetResponse
 	if err := c.request(ctx, ForgetSubject, ForgetRequest{Tenant: tenant}, &resp); err != nil {

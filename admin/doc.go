@@ -23,6 +23,25 @@
 // stands for with errors.Is (kvstore.ErrNotFound, kvstore.ErrNotIndeterminate,
 // ...), so that callers branch the same way whether the store was local or
 // behind a request. Records are shown as [RecordInfo], never with the call's
-// arguments (no record holds them). Deployments grant publish on the admin
-// subjects to the admin account only; see deploy/tenants.conf.
+// arguments (no record holds them).
+//
+// # Who may ask
+//
+// Two fences, the second for when the first is set up wrong:
+//
+//   - The server's: in deploy/accounts.conf the executors' account exports the
+//     admin subjects to the admin account alone, so no tenant account can
+//     publish on them, nor point a reply or a JetStream delivery at them (no
+//     tenant reaches the executors' JetStream API).
+//   - The service's: with [Config.Account] set, a request is served only if the
+//     server's Nats-Request-Info header, which it writes where a request
+//     crosses an import, names that account; otherwise it is answered
+//     [CodeForbidden] and logged at WARN (one line a minute at most, with the
+//     number refused meanwhile). Every request is parsed strictly: a member its
+//     type lacks, or data after its JSON value, makes it [CodeInvalid], so an
+//     event delivered to an admin subject is never read as a request.
+//
+// The executors' own account is trusted: a request published inside it carries
+// whatever header its publisher wrote. Nothing but the executors belongs there;
+// they hold the stores and the streams anyway.
 package admin

@@ -21,10 +21,15 @@ var (
 	// the Service's) when the resolution was applied but its resolved event could
 	// not be stored.
 	ErrAuditNotPublished = errors.New("admin: resolution applied but its audit event was not published")
+
+	// ErrForbidden is matched by the error of a request the executors refused
+	// without acting on it, because it did not come from the admin account (see
+	// Config.Account).
+	ErrForbidden = errors.New("admin: request not from the admin account")
 )
 
 // Codes of an [Error], each matching a kvstore error (or ErrAuditNotPublished,
-// or errors.ErrUnsupported) with errors.Is.
+// ErrForbidden, or errors.ErrUnsupported) with errors.Is.
 const (
 	CodeInvalid          = "invalid"           // kvstore.ErrInvalid
 	CodeNotFound         = "not_found"         // kvstore.ErrNotFound
@@ -33,6 +38,7 @@ const (
 	CodeUnavailable      = "unavailable"       // kvstore.ErrUnavailable
 	CodeAuditFailed      = "audit_failed"      // ErrAuditNotPublished
 	CodeUnsupported      = "unsupported"       // errors.ErrUnsupported
+	CodeForbidden        = "forbidden"         // ErrForbidden
 	CodeInternal         = "internal"
 )
 
@@ -47,7 +53,7 @@ type Error struct {
 // Error returns the message with its code.
 func (e *Error) Error() string { return fmt.Sprintf("admin: %s: %s", e.Code, e.Message) }
 
-// Is matches the kvstore error (or ErrAuditNotPublished, or
+// Is matches the kvstore error (or ErrAuditNotPublished, ErrForbidden, or
 // errors.ErrUnsupported) that e's code stands for, so that callers branch on
 // errors.Is(err, kvstore.ErrNotFound) whether the store was local or behind an
 // admin request.
@@ -67,6 +73,8 @@ func (e *Error) Is(target error) bool {
 		return target == ErrAuditNotPublished
 	case CodeUnsupported:
 		return target == errors.ErrUnsupported
+	case CodeForbidden:
+		return target == ErrForbidden
 	}
 	return false
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
-// Admin subjects. Requests and replies are JSON; deployments grant publish on
-// them to admin credentials only (permissions are the server's job).
+// Admin subjects. Requests and replies are JSON, each request exactly its type's
+// members. Deployments let only the admin account reach them (an export to that
+// account alone), and Config.Account makes the executors check it.
 const (
 	// ForgetSubject takes a ForgetRequest: erase a tenant.
 	ForgetSubject = "toolexec.admin.forget"

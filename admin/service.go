@@ -1,12 +1,15 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -44,16 +47,29 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives one line per request; default slog.Default().
 	Logger *slog.Logger
+	// Account, when set, is the one NATS account admin requests are accepted
+	// from. nats-server names the account a request comes from in its
+	// Nats-Request-Info header where the request crosses a service import, and
+	// writes that header itself, replacing any the client sent. A request without
+	// it (one published inside the executors' own account) or naming another
+	// account is answered with CodeForbidden and never acted on. Set it to the
+	// admin account of an account layout: ADMIN in deploy/accounts.conf; with
+	// operator (JWT) accounts, the account's public key, which is its name to the
+	// server. Empty, the default, accepts every request that reaches the admin
+	// subjects, as a server with one account needs (the embedded one). The
+	// Service's methods called in process (the console's) are not checked.
+	Account string
 }
 
 // Service answers admin requests from a kvstore.Store. Every executor may run
 // one: they share a queue group, so each request is answered once.
 type Service struct {
-	js    jetstream.JetStream
-	store kvstore.Store
-	cfg   Config
-	log   *slog.Logger
-	subs  []*nats.Subscription
+	js      jetstream.JetStream
+	store   kvstore.Store
+	cfg     Config
+	log     *slog.Logger
+	subs    []*nats.Subscription
+	refused refusals
 }
 
 // Serve subscribes to the admin subjects on js's connection and answers
@@ -75,17 +91,7 @@ func Serve(js jetstream.JetStream, store kvstore.Store, cfg Config) (*Service, e
 		ResolveSubject: a.resolve,
 		ListSubject:    a.list,
 	} {
-		sub, err := nc.QueueSubscribe(subject, a.cfg.Queue, func(m *nats.Msg) {
-			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
-			defer cancel()
-			reply, err := json.Marshal(h(ctx, m.Data))
-			if err != nil {
-				reply = []byte(`{"error":{"code":"internal","message":"encoding the reply failed"}}`)
-			}
-			if err := m.Respond(reply); err != nil {
-				a.log.Warn("admin reply failed", "subject", m.Subject, "error", err)
-			}
-		})
+		sub, err := nc.QueueSubscribe(subject, a.cfg.Queue, a.handler(h))
 		if err != nil {
 			a.Close()
 			return nil, fmt.Errorf("admin: subscribing to %s: %w", subject, err)
@@ -97,6 +103,103 @@ func Serve(js jetstream.JetStream, store kvstore.Store, cfg Config) (*Service, e
 		return nil, fmt.Errorf("admin: %w", err)
 	}
 	return a, nil
+}
+
+// handler answers each request on a subject with h's reply, once the request
+// has passed the account check.
+func (a *Service) handler(h func(context.Context, []byte) any) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		var resp any
+		if e := a.checkAccount(m); e != nil {
+			resp = refusal{Error: e}
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Timeout)
+			defer cancel()
+			resp = h(ctx, m.Data)
+		}
+		reply, err := json.Marshal(resp)
+		if err != nil {
+			reply = []byte(`{"error":{"code":"internal","message":"encoding the reply failed"}}`)
+		}
+		if err := m.Respond(reply); err != nil {
+			a.log.Warn("admin reply failed", "subject", m.Subject, "error", err)
+		}
+	}
+}
+
+// refusal is the reply to a request refused before it was read. Every response
+// type has the same error member, so each client reads it as its own.
+type refusal struct {
+	Error *Error `json:"error"`
+}
+
+// requestInfoHeader is the header nats-server writes on a request that crosses
+// a service import, naming the account it came from (member "acc").
+const requestInfoHeader = "Nats-Request-Info"
+
+// requestAccount returns the account h's Nats-Request-Info header names, or ""
+// when there is no such header or it names none.
+func requestAccount(h nats.Header) string {
+	v := h.Get(requestInfoHeader)
+	if v == "" {
+		return ""
+	}
+	var info struct {
+		Account string `json:"acc"`
+	}
+	if err := json.Unmarshal([]byte(v), &info); err != nil {
+		return ""
+	}
+	return info.Account
+}
+
+// checkAccount refuses m unless it comes from the configured admin account (or
+// none is configured), logging the refusal (see refusals).
+func (a *Service) checkAccount(m *nats.Msg) *Error {
+	if a.cfg.Account == "" {
+		return nil
+	}
+	from := requestAccount(m.Header)
+	if from == a.cfg.Account {
+		return nil
+	}
+	a.refused.log(a.log, time.Now(), m.Subject, from, a.cfg.Account)
+	if from == "" {
+		return &Error{Code: CodeForbidden, Message: "the request does not say which account it comes from; admin requests are accepted from the admin account only"}
+	}
+	return &Error{Code: CodeForbidden, Message: fmt.Sprintf("admin requests are accepted from the admin account only, not from %q", from)}
+}
+
+// refusalLogEvery is the least time between two log lines about refused
+// requests: a sender that keeps trying gets one line a minute, not one per
+// request.
+const refusalLogEvery = time.Minute
+
+// refusals logs refused requests at WARN without flooding the log: the first
+// at once, then at most one line per refusalLogEvery, with the number refused
+// since the previous line.
+type refusals struct {
+	mu     sync.Mutex // protects last and unsaid
+	last   time.Time  // when the last line was written
+	unsaid int        // refusals since then not written
+}
+
+// log records one refusal at now, and writes a line if one is due.
+func (r *refusals) log(log *slog.Logger, now time.Time, subject, from, want string) {
+	r.mu.Lock()
+	if !r.last.IsZero() && now.Sub(r.last) < refusalLogEvery {
+		r.unsaid++
+		r.mu.Unlock()
+		return
+	}
+	unsaid := r.unsaid
+	r.last, r.unsaid = now, 0
+	r.mu.Unlock()
+	if from == "" {
+		from = "(none)"
+	}
+	log.Warn("admin: request refused: not from the admin account", "subject", subject, "account", from,
+		"admin_account", want, "refused_unlogged", unsaid)
 }
 
 // errNoJetStream is why a Service made by New without a JetStream context
@@ -166,9 +269,18 @@ func replyErr(err error) *Error {
 	return &Error{Code: code, Message: err.Error()}
 }
 
+// decodeRequest reads one JSON request into v, strictly: a member v does not
+// have, or anything after the request's value, makes it a bad request. So a
+// message that is not an admin request (a CloudEvent, which has a tenant member
+// too) is refused rather than read for the members it shares with one.
 func decodeRequest(data []byte, v any) *Error {
-	if err := json.Unmarshal(data, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return badRequest("the request is not the JSON expected: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("the request is not the JSON expected: data after its value")
 	}
 	return nil
 }

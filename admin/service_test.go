@@ -174,6 +174,7 @@ func TestErrorIs(t *testing.T) {
 		{admin.CodeTooLarge, kvstore.ErrTooLarge},
 		{admin.CodeUnavailable, kvstore.ErrUnavailable},
 		{admin.CodeAuditFailed, admin.ErrAuditNotPublished},
+		{admin.CodeForbidden, admin.ErrForbidden},
 	}
 	for _, tt := range tests {
 		err := error(&admin.Error{Code: tt.code, Message: "m"})
