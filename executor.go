@@ -82,6 +82,11 @@ type ExecutorConfig struct {
 	// DisableAdmin leaves the admin subjects (forget, inspect, list, resolve)
 	// unserved by this executor. By default every executor serves them.
 	DisableAdmin bool
+	// AdminAccount, when set, is the one NATS account whose admin requests this
+	// executor serves (admin.Config.Account): ADMIN with deploy/accounts.conf.
+	// Default: every request that reaches the admin subjects, as on a server
+	// with one account.
+	AdminAccount string
 
 	// Logger receives one line per notable event, never arguments; default
 	// slog.Default().
@@ -186,7 +191,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 		return nil, err
 	}
 	if !cfg.DisableAdmin {
-		if e.admin, err = admin.Serve(js, e.store, admin.Config{Logger: log}); err != nil {
+		if e.admin, err = admin.Serve(js, e.store, admin.Config{Logger: log, Account: cfg.AdminAccount}); err != nil {
 			return nil, fmt.Errorf("toolexec: serving the admin subjects: %w", err)
 		}
 	}

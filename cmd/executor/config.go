@@ -43,6 +43,7 @@ type config struct {
 	metricsAddr  string // /metrics, /healthz and /readyz
 	consoleAddr  string
 	consoleToken string
+	adminAccount string
 	logFormat    string
 	logLevel     string
 	drain        time.Duration
@@ -92,6 +93,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
 	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")
 	fs.StringVar(&c.consoleToken, "console-token", "", "the token operators sign in to the console with (prefer TOOLEXEC_CONSOLE_TOKEN: flags show in ps)")
+	fs.StringVar(&c.adminAccount, "admin-account", "", "serve admin requests only from this NATS account, as the server names it where a request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if alias, ok := flagAliases[name]; ok {
 			name = alias
@@ -158,6 +160,9 @@ func (c *config) check() error {
 	}
 	if c.consoleAddr != "" && c.consoleToken == "" {
 		errs = append(errs, errors.New("--console-addr needs a token: set TOOLEXEC_CONSOLE_TOKEN (or --console-token)"))
+	}
+	if c.adminAccount != "" && c.embedded() {
+		errs = append(errs, errors.New("--admin-account needs --nats-url: the embedded server has one account, so no admin request would come from another and all would be refused"))
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.logFormat))

@@ -58,7 +58,11 @@ bounds the wait).
 Operations: --metrics-addr serves Prometheus /metrics, /healthz and /readyz;
 traces go out when the standard OTEL_* variables ask for them (for example
 OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318); --console-addr serves the
-operators' web console, signed in to with TOOLEXEC_CONSOLE_TOKEN.`,
+operators' web console, signed in to with TOOLEXEC_CONSOLE_TOKEN.
+
+Tenants: on a server with an account per tenant (deploy/accounts.conf), give
+--admin-account ADMIN so that admin requests (forget, inspect, list, resolve)
+are served only when the server says they come from the admin account.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,

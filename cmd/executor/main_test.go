@@ -82,6 +82,7 @@ func TestCheck(t *testing.T) {
 		{"zero postgres batch", func(c *config) { c.store.PostgresMaxBatch = 0 }, "--postgres-max-batch"},
 		{"log format", func(c *config) { c.logFormat = "xml" }, "log-format"},
 		{"negative nats wait", func(c *config) { c.natsWait = -time.Second }, "--nats-wait"},
+		{"admin account on the embedded server", func(c *config) { c.adminAccount = "ADMIN" }, "--admin-account needs --nats-url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +96,10 @@ func TestCheck(t *testing.T) {
 	c := base()
 	if err := c.check(); err != nil {
 		t.Fatalf("defaults with --demo: %v", err)
+	}
+	c.natsURL, c.adminAccount = "nats://127.0.0.1:4222", "ADMIN"
+	if err := c.check(); err != nil {
+		t.Fatalf("--admin-account with --nats-url: %v", err)
 	}
 }
 

@@ -125,7 +125,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		Concurrency: cfg.concurrency, Lease: cfg.lease, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
 		MaxOutcomeBytes: cfg.maxOutcome, Limits: cfg.limits, MaxInFlightMemory: int64(cfg.inflightMiB) << 20,
 		BinaryAnswers: cfg.binaryAnswers, DrainTimeout: cfg.drain,
-		Logger: log, Observer: m,
+		AdminAccount: cfg.adminAccount, Logger: log, Observer: m,
 	}
 	if traces.Enabled() {
 		ecfg.TracerProvider = traces // without one the dispatcher spends nothing on spans
