@@ -1,10 +1,12 @@
 // Package deploy holds the shipped NATS configurations to their word: the
 // files themselves live in the repository's deploy/ folder (nats.conf, one
-// server without authentication; tenants.conf, one user per tenant, an
-// executor identity and an admin, fenced by publish and subscribe permissions).
+// server without authentication; accounts.conf, an account per tenant, one for
+// the executors and one for the admin, joined by exports and imports).
 //
-// It has no Go API. Its tests load deploy/tenants.conf exactly as shipped into
-// an embedded server and check each permission it promises, by running the bus
-// Client and Worker and the admin client against it; see tenants.conf's
-// comments for what each identity may do and why.
+// It has no Go API. Its tests load deploy/accounts.conf exactly as shipped into
+// an embedded server, run three executors, the tenants and the admin against
+// it, and try every attack found on the single-account file it replaced: each
+// attack is played against that old file too (testdata/tenants.conf, kept for
+// this only), where it must land, and against accounts.conf, where it must not.
+// See accounts.conf's comments for what each account may do and why.
 package deploy
