@@ -14,7 +14,9 @@ import (
 type (
 	// AdminClient sends the admin requests — List, Inspect, Resolve, Forget —
 	// to the executors. Connect it with admin credentials: the admin subjects
-	// are for operators, never for tenants.
+	// are for operators, never for tenants (deploy/accounts.conf exports them
+	// to its ADMIN account only, and executors started with --admin-account
+	// refuse requests from anywhere else with admin.ErrForbidden).
 	AdminClient = admin.Client
 	// ResolveRequest settles one indeterminate key; see AdminClient.Resolve.
 	ResolveRequest = admin.ResolveRequest

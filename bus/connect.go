@@ -41,10 +41,11 @@ type ConnectConfig struct {
 	// DefaultClientName.
 	Name string
 	// InboxPrefix replaces _INBOX as the start of the connection's reply
-	// subjects, as nats --inbox-prefix does. A tenant's credentials may subscribe
-	// only to inboxes of its own (see deploy/tenants.conf: _INBOX_<tenant>), so that
-	// no tenant reads the replies and JetStream deliveries meant for another.
-	// It must be a plain subject: no wildcards, no empty tokens.
+	// subjects, as nats --inbox-prefix does, for credentials that may subscribe
+	// to replies under a prefix of their own only. Tenants of
+	// deploy/accounts.conf need none: each account's _INBOX is its own, and no
+	// other account's replies reach it. It must be a plain subject: no
+	// wildcards, no empty tokens.
 	InboxPrefix string
 	// InProcess, when set, connects to that embedded server in-process (see
 	// package bus/embedded, Config.InProcess); URL is then ignored.

@@ -44,7 +44,7 @@ func (g *globalOptions) register(root *cobra.Command) {
 	f.StringVar(&g.tlsCert, "tlscert", "", "TLS client certificate (PEM file)")
 	f.StringVar(&g.tlsKey, "tlskey", "", "TLS client key (PEM file)")
 	f.StringVar(&g.tlsCA, "tlsca", "", "TLS certificate authorities to trust (PEM file)")
-	f.StringVar(&g.inboxPrefix, "inbox-prefix", "", "prefix of reply subjects instead of _INBOX (a tenant's credentials may allow only its own, e.g. _INBOX_acme)")
+	f.StringVar(&g.inboxPrefix, "inbox-prefix", "", "prefix of reply subjects instead of _INBOX, for credentials allowed to subscribe under a prefix of their own only (the tenants of deploy/accounts.conf need none)")
 	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for an answer or a reply; 0 waits for ever")
 	f.BoolVar(&g.json, "json", false, "print JSON for programs instead of text for people")
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // TestInboxPrefix checks --inbox-prefix: the replies of a call (its PubAck)
-// arrive under the prefix given, which is what a tenant's credentials in
-// deploy/tenants.conf require, and a prefix with wildcards is bad input.
+// arrive under the prefix given, which is what credentials allowed to
+// subscribe under a prefix of their own only require, and a prefix with
+// wildcards is bad input.
 func TestInboxPrefix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
