@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -268,13 +269,16 @@ func TestTenantCallsItsOwnTools(t *testing.T) {
 // TestTenantReachesNoJetStream: every JetStream API request a tenant can name,
 // and the bucket's and the acknowledgements' subjects, are answered "JetStream
 // not enabled for account" or reach no one; none is ever acted on. The client
-// methods that read the events stream through consumers (Attach, Watch) fail
-// at once with JetStream's error.
+// methods that read stored events (Attach, Watch) find JetStream refused and
+// read through the history service instead: the tenant's own events only.
 func TestTenantReachesNoJetStream(t *testing.T) {
 	e := newEnv(t, accountsLayout)
 	acme, globex := e.as(t, "acme"), e.as(t, "globex")
 	b := e.book(t, acme, globex)
 	spy := e.view.subscribe(t, admin.Subjects)
+	// The callers heard their answers as they were published; the stream may
+	// store them a moment later.
+	eventually(waitLong, func() bool { return e.lastSeq(t, wire.EventStream) >= 2 })
 	before := e.lastSeq(t, wire.EventStream)
 
 	push := `{"stream_name":"TOOLEXEC_EVENTS","config":{"name":"x1","deliver_subject":"toolexec.admin.forget","deliver_group":"toolexec-admin","filter_subject":"toolexec.event.acme.>","deliver_policy":"all","ack_policy":"none"}}`
@@ -327,12 +331,21 @@ func TestTenantReachesNoJetStream(t *testing.T) {
 	}
 
 	ctx := ctxT(t, waitLong)
-	if _, err := acme.client.Attach(ctx, "acme", "book", "run-1", "a-book-1"); !errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-		t.Errorf("acme: Attach = %v, want JetStream not enabled for account", err)
+	if a, err := acme.client.Attach(ctx, "acme", "book", "run-1", "a-book-1"); err != nil || a.Key != b.acme.Key {
+		t.Errorf("acme: Attach = %+v, %v; want its booking's answer, through the history service", a, err)
 	}
-	if _, err := acme.client.Watch(ctx, wire.TenantEventSubjects("acme"), bus.WatchFromStart()); !errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-		t.Errorf("acme: Watch = %v, want JetStream not enabled for account", err)
+	if _, err := acme.client.Attach(ctx, "globex", "book", "run-1", "g-book-1"); err == nil {
+		t.Error("acme: Attach to globex's call found an answer")
 	}
+	wctx, stop := context.WithCancel(ctx)
+	ch, err := acme.client.Watch(wctx, wire.TenantEventSubjects("acme"), bus.WatchFromStart())
+	if err != nil {
+		t.Fatalf("acme: Watch: %v", err)
+	}
+	if a := <-ch; a.Tenant != "acme" || a.Key != b.acme.Key {
+		t.Errorf("acme: Watch from the start delivered %+v first, want its booking's answer", a)
+	}
+	stop()
 
 	// Nothing was acted on: the streams, their consumers and the bucket are as
 	// the executors left them, and nothing reached the admin subjects.
