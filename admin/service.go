@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/accountcheck"
 	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -57,7 +57,9 @@ type Config struct {
 	// operator (JWT) accounts, the account's public key, which is its name to the
 	// server. Empty, the default, accepts every request that reaches the admin
 	// subjects, as a server with one account needs (the embedded one). The
-	// Service's methods called in process (the console's) are not checked.
+	// Service's methods called in process (the console's) are not checked. The
+	// executors' history service checks requests on toolexec.admin.history the
+	// same way (bus.HistoryConfig.AdminAccount, set from the same flag).
 	Account string
 }
 
@@ -69,7 +71,7 @@ type Service struct {
 	cfg     Config
 	log     *slog.Logger
 	subs    []*nats.Subscription
-	refused refusals
+	account *accountcheck.Checker // admits requests from cfg.Account
 }
 
 // Serve subscribes to the admin subjects on js's connection and answers
@@ -133,73 +135,13 @@ type refusal struct {
 	Error *Error `json:"error"`
 }
 
-// requestInfoHeader is the header nats-server writes on a request that crosses
-// a service import, naming the account it came from (member "acc").
-const requestInfoHeader = "Nats-Request-Info"
-
-// requestAccount returns the account h's Nats-Request-Info header names, or ""
-// when there is no such header or it names none.
-func requestAccount(h nats.Header) string {
-	v := h.Get(requestInfoHeader)
-	if v == "" {
-		return ""
-	}
-	var info struct {
-		Account string `json:"acc"`
-	}
-	if err := json.Unmarshal([]byte(v), &info); err != nil {
-		return ""
-	}
-	return info.Account
-}
-
 // checkAccount refuses m unless it comes from the configured admin account (or
-// none is configured), logging the refusal (see refusals).
+// none is configured), as accountcheck.Checker.Check says.
 func (a *Service) checkAccount(m *nats.Msg) *Error {
-	if a.cfg.Account == "" {
-		return nil
+	if err := a.account.Check(m.Subject, m.Header); err != nil {
+		return &Error{Code: CodeForbidden, Message: "admin requests: " + err.Error()}
 	}
-	from := requestAccount(m.Header)
-	if from == a.cfg.Account {
-		return nil
-	}
-	a.refused.log(a.log, time.Now(), m.Subject, from, a.cfg.Account)
-	if from == "" {
-		return &Error{Code: CodeForbidden, Message: "the request does not say which account it comes from; admin requests are accepted from the admin account only"}
-	}
-	return &Error{Code: CodeForbidden, Message: fmt.Sprintf("admin requests are accepted from the admin account only, not from %q", from)}
-}
-
-// refusalLogEvery is the least time between two log lines about refused
-// requests: a sender that keeps trying gets one line a minute, not one per
-// request.
-const refusalLogEvery = time.Minute
-
-// refusals logs refused requests at WARN without flooding the log: the first
-// at once, then at most one line per refusalLogEvery, with the number refused
-// since the previous line.
-type refusals struct {
-	mu     sync.Mutex // protects last and unsaid
-	last   time.Time  // when the last line was written
-	unsaid int        // refusals since then not written
-}
-
-// log records one refusal at now, and writes a line if one is due.
-func (r *refusals) log(log *slog.Logger, now time.Time, subject, from, want string) {
-	r.mu.Lock()
-	if !r.last.IsZero() && now.Sub(r.last) < refusalLogEvery {
-		r.unsaid++
-		r.mu.Unlock()
-		return
-	}
-	unsaid := r.unsaid
-	r.last, r.unsaid = now, 0
-	r.mu.Unlock()
-	if from == "" {
-		from = "(none)"
-	}
-	log.Warn("admin: request refused: not from the admin account", "subject", subject, "account", from,
-		"admin_account", want, "refused_unlogged", unsaid)
+	return nil
 }
 
 // errNoJetStream is why a Service made by New without a JetStream context
@@ -229,7 +171,8 @@ func New(js jetstream.JetStream, store kvstore.Store, cfg Config) (*Service, err
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{js: js, store: store, cfg: cfg, log: cfg.Logger}, nil
+	return &Service{js: js, store: store, cfg: cfg, log: cfg.Logger,
+		account: accountcheck.New(cfg.Account, "admin", cfg.Logger)}, nil
 }
 
 // Close stops answering: requests being answered finish, new ones go to other

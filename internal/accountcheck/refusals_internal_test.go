@@ -1,4 +1,4 @@
-package admin
+package accountcheck
 
 import (
 	"log/slog"
@@ -10,8 +10,8 @@ import (
 )
 
 // TestRefusalsLogSparingly: the first refusal is logged at once, the ones that
-// follow within refusalLogEvery are counted, and the next line says how many
-// went unlogged.
+// follow within LogEvery are counted, and the next line says how many went
+// unlogged.
 func TestRefusalsLogSparingly(t *testing.T) {
 	var buf testenv.LogBuffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
@@ -24,21 +24,21 @@ func TestRefusalsLogSparingly(t *testing.T) {
 	}{
 		{0, "", 1},
 		{time.Second, "acme", 1},
-		{refusalLogEvery - time.Second, "", 1},
-		{refusalLogEvery, "acme", 2},
-		{refusalLogEvery + time.Second, "acme", 2},
-		{3 * refusalLogEvery, "globex", 3},
+		{LogEvery - time.Second, "", 1},
+		{LogEvery, "acme", 2},
+		{LogEvery + time.Second, "acme", 2},
+		{3 * LogEvery, "globex", 3},
 	}
 	for i, s := range steps {
-		r.log(log, t0.Add(s.at), "toolexec.admin.forget", s.from, "ADMIN")
+		r.log(log, t0.Add(s.at), "admin", "toolexec.admin.forget", s.from, "ADMIN")
 		if n := strings.Count(buf.String(), "\n"); n != s.lines {
 			t.Fatalf("after refusal %d: %d lines, want %d:\n%s", i, n, s.lines, buf.String())
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	for i, want := range []string{"account=(none) admin_account=ADMIN refused_unlogged=0", "account=acme admin_account=ADMIN refused_unlogged=2", "account=globex admin_account=ADMIN refused_unlogged=1"} {
-		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], "level=WARN") {
-			t.Errorf("line %d %q, want WARN with %q", i, lines[i], want)
+		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], "level=WARN") || !strings.Contains(lines[i], `msg="admin: request refused`) {
+			t.Errorf("line %d %q, want WARN from admin with %q", i, lines[i], want)
 		}
 	}
 }
