@@ -218,7 +218,9 @@ func sentKey(call events.Call) string { return call.Tenant + "/" + call.CallID }
 // subjects from the executors' account and no JetStream API, asks the
 // executors' history service (toolexec.history.<tenant>) instead: the client
 // turns to it by itself the first time JetStream answers that the account has
-// none.
+// none. The operators' account, which imports no tenant's history subject,
+// is answered on toolexec.admin.history when nothing answers the tenant's
+// (bus.HistoryViaService says the rule).
 func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string) (*Result, error) {
 	a, err := c.bc.Attach(ctx, tenant, tool, runID, callID)
 	if err != nil {
@@ -243,9 +245,11 @@ func WatchSince(t time.Time) WatchOption { return bus.WatchSince(t) }
 // event. By default it starts with events stored after it returns. The channel
 // is closed when ctx ends.
 //
-// That holds where the client's account has JetStream. A tenant without it
-// (see Attach) watches through the executors' history service: its filter
-// must name its tenant ("toolexec.event.acme.>"), the stored events come in
+// That holds where the client's account has JetStream. A client without it
+// (see Attach) watches through the executors' history service: a tenant's
+// filter must name its tenant ("toolexec.event.acme.>"), while a filter with
+// a wildcard in the tenant's place is read through toolexec.admin.history,
+// which serves the operators' account only; the stored events come in
 // order, and then the live ones as a plain subscription hears them, which
 // misses those published while the connection is down and drops some if the
 // reader falls far behind (bus.Client.Watch says how far).

@@ -15,7 +15,8 @@
 //     the events stream through JetStream, or, for a tenant whose NATS account
 //     has none, through the executors' history service
 //     (toolexec.history.<tenant>), which answers each tenant about its own
-//     events only. A call that ran, or
+//     events only, or, for the operators' account, toolexec.admin.history,
+//     which answers about every tenant's. A call that ran, or
 //     that was answered from an earlier call's record, returns a [Result]; the
 //     others return an error to branch on with errors.As:
 //     [*IndeterminateOutcomeError], [*FailedError], [*RejectedError],

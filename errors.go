@@ -37,8 +37,10 @@ var (
 	ErrInvalidOption = errors.New("toolexec: invalid option")
 	// ErrNoHistoryService is matched by the error of Attach, Watch, and Call of a
 	// call id published before, when the client's account has no JetStream and
-	// nothing answers the tenant's history requests (toolexec.history.<tenant>):
-	// no executor runs, or the account does not import that tenant's history.
+	// nothing answers its history requests (toolexec.history.<tenant>, then the
+	// operators' toolexec.admin.history): no executor runs, or the account
+	// imports neither (a tenant reading another tenant's, or every tenant's,
+	// history).
 	ErrNoHistoryService = bus.ErrNoHistoryService
 )
 

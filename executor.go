@@ -80,12 +80,15 @@ type ExecutorConfig struct {
 	// from their records); default DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// DisableAdmin leaves the admin subjects (forget, inspect, list, resolve)
-	// unserved by this executor. By default every executor serves them.
+	// unserved by this executor. By default every executor serves them. The
+	// operators' history, toolexec.admin.history, is the history service's and
+	// is served either way.
 	DisableAdmin bool
 	// AdminAccount, when set, is the one NATS account whose admin requests this
-	// executor serves (admin.Config.Account): ADMIN with deploy/accounts.conf.
-	// Default: every request that reaches the admin subjects, as on a server
-	// with one account.
+	// executor serves (admin.Config.Account), the operators' history on
+	// toolexec.admin.history included (bus.HistoryConfig.AdminAccount): ADMIN
+	// with deploy/accounts.conf. Default: every request that reaches the admin
+	// subjects, as on a server with one account.
 	AdminAccount string
 
 	// Logger receives one line per notable event, never arguments; default
@@ -106,9 +109,10 @@ type Observer interface {
 // Executor runs the calls published for its tools: it takes them from the
 // calls stream through the consumer all executors share, claims each call's
 // key in its store, runs the tool and publishes the answer. It also answers
-// the admin requests (unless DisableAdmin) and the tenants' history requests
-// on toolexec.history.<tenant> (bus.HistoryService), through which a tenant
-// without JetStream access attaches to its answers and watches its events.
+// the admin requests (unless DisableAdmin) and the history requests
+// (bus.HistoryService): the tenants' on toolexec.history.<tenant>, and the
+// operators' on toolexec.admin.history, through which a client without
+// JetStream access attaches to answers and watches events.
 // Start as many as you like, in as many processes.
 type Executor struct {
 	log        *slog.Logger
@@ -195,7 +199,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 			return nil, fmt.Errorf("toolexec: serving the admin subjects: %w", err)
 		}
 	}
-	if e.history, err = bus.ServeHistory(js, bus.HistoryConfig{Logger: log}); err != nil {
+	if e.history, err = bus.ServeHistory(js, bus.HistoryConfig{Logger: log, AdminAccount: cfg.AdminAccount}); err != nil {
 		return nil, fmt.Errorf("toolexec: serving the history subjects: %w", err)
 	}
 	ok = true

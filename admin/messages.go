@@ -20,7 +20,10 @@ const (
 	// ListSubject takes a ListRequest: a tenant's records in one state
 	// (indeterminate unless asked otherwise).
 	ListSubject = "toolexec.admin.list"
-	// Subjects matches every admin subject.
+	// Subjects matches every admin subject, wire.AdminHistorySubject too (the
+	// operators' history, which the executors' bus.HistoryService answers, with
+	// the same account check). Responders subscribe to their own subjects, never
+	// to this wildcard, so that each request reaches the service it names.
 	Subjects = "toolexec.admin.>"
 )
 

@@ -55,8 +55,20 @@ const (
 	HistoryAuto HistoryPath = iota
 	// HistoryViaJetStream reads through ordered consumers on TOOLEXEC_EVENTS only.
 	HistoryViaJetStream
-	// HistoryViaService reads through the executors' history service
-	// (toolexec.history.<tenant>, see HistoryService) only.
+	// HistoryViaService reads through the executors' history service (see
+	// HistoryService) only. Which subject a read asks on depends on the events
+	// it wants, since each account reaches its own:
+	//
+	//   - a filter naming one tenant (toolexec.event.acme.>, and every Attach):
+	//     that tenant's toolexec.history.<tenant>, which a tenant's account
+	//     imports; when nothing answers there, the operators'
+	//     toolexec.admin.history with the same filter, which the admin account
+	//     imports instead (it imports no tenant's history subject). So an
+	//     operator's Attach to a tenant's call costs one request more, refused
+	//     at once by the server, than a tenant's.
+	//   - a filter with a wildcard in the tenant's place
+	//     (toolexec.event.*.indeterminate.>, or "", every event):
+	//     toolexec.admin.history only, served to the admin account only.
 	HistoryViaService
 )
 
@@ -257,7 +269,8 @@ const attachInactive = 30 * time.Second
 // account's permissions can allow a tenant exactly its own event subjects
 // there (direct gets by subject cannot be scoped by tenant). Through the
 // history service it subscribes to the answer subject, then asks the service
-// once for the stored answer, and returns whichever comes first.
+// once for the stored answer (on the tenant's subject, or the operators': see
+// HistoryViaService), and returns whichever comes first.
 //
 // Errors: one matching events.ErrInvalidToken for a malformed token,
 // ErrBadAnswer, a JetStream error, ErrNoHistoryService or a *HistoryError from
@@ -373,9 +386,9 @@ func (w watchStart) history() bool { return w.all || !w.since.IsZero() }
 // in stream order with no gaps, and a slow reader loses nothing. It returns
 // JetStream's error when the consumer cannot be created.
 //
-// Through the history service the filter must name one tenant
-// (toolexec.event.<tenant>.…; ErrBadFilter otherwise), and Watch subscribes to
-// it, pages through the stored events from the start asked for, in stream
+// Through the history service (on the subject HistoryViaService says: a
+// tenant's own, or, for every tenant's events, the operators'
+// toolexec.admin.history) Watch subscribes to the filter, pages through the stored events from the start asked for, in stream
 // order, and then delivers what the subscription heard, in the order it heard
 // it, leaving out the events already delivered (by their CloudEvents id, among
 // the last WatchDedupeWindow delivered). That live part is a plain
@@ -384,7 +397,10 @@ func (w watchStart) history() bool { return w.all || !w.since.IsZero() }
 // when the reader falls more than WatchPendingBytes behind (logged, and
 // reported to the connection's asynchronous error handler as a slow
 // consumer). It returns ErrNoHistoryService or a *HistoryError when the first
-// page cannot be had.
+// page cannot be had: a tenant's watch of another tenant, or of every tenant,
+// finds no history service (its account imports neither subject), and a
+// request on toolexec.admin.history from an account other than the admin
+// account is HistoryForbidden.
 func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan events.Answer, error) {
 	if filter == "" {
 		filter = wire.EventSubjects

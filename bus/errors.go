@@ -20,14 +20,15 @@ var (
 	ErrBadAnswer = errors.New("bus: malformed answer")
 
 	// ErrBadFilter is returned by Client.Watch for a filter that is not an event
-	// subject, or, when Watch reads through the history service, one that does
-	// not name a single tenant.
+	// subject, or, when Watch reads through the history service, one whose
+	// tenant token is neither a valid tenant nor a wildcard.
 	ErrBadFilter = errors.New("bus: filter is not a toolexec event subject")
 
 	// ErrNoHistoryService is returned by Client methods that read stored events
-	// through the history service when nothing answers the tenant's history
-	// subject: no executor serves it, or (across accounts) the connection's
-	// account does not import that tenant's.
+	// through the history service when nothing answers the history subject they
+	// ask on (the tenant's toolexec.history.<tenant>, then the operators'
+	// toolexec.admin.history; see HistoryViaService): no executor serves it, or
+	// (across accounts) the connection's account does not import it.
 	ErrNoHistoryService = errors.New("bus: no executor answers history requests")
 )
 

@@ -31,7 +31,9 @@ const (
 	// token that is not valid).
 	HistoryBadRequest = "bad_request"
 	// HistoryForbidden: the filter reaches outside the tenant's own events,
-	// toolexec.event.<tenant>.>.
+	// toolexec.event.<tenant>.> (outside toolexec.event.> on
+	// toolexec.admin.history), or a request on toolexec.admin.history did not
+	// come from the admin account (see HistoryConfig.AdminAccount).
 	HistoryForbidden = "forbidden"
 	// HistoryUnavailable: the events stream could not be read; asking again
 	// later may work.
@@ -40,16 +42,20 @@ const (
 
 // HistoryRequest asks the executors, on toolexec.history.<tenant>
 // ([wire.HistorySubject]), for a page of the tenant's events stored in
-// TOOLEXEC_EVENTS. It travels as JSON and is read strictly: an unknown member,
-// a member given twice or anything after the object is refused.
+// TOOLEXEC_EVENTS; or, on toolexec.admin.history
+// ([wire.AdminHistorySubject]), the operators' subject, for a page of any
+// tenant's. It travels as JSON and is read strictly: an unknown member, a
+// member given twice or anything after the object is refused.
 //
 // Where the page starts: after stream sequence AfterSeq, or at the first event
 // stored at or after Since, or (neither set) at the first event stored. At most
 // one of the two may be set.
 type HistoryRequest struct {
 	// Filter selects the events: a subject filter within
-	// toolexec.event.<tenant>., whose wildcards stand as whole tokens. Empty
-	// means every event of the tenant.
+	// toolexec.event.<tenant>. (on toolexec.admin.history, within
+	// toolexec.event., any tenant or a wildcard in the tenant's place), whose
+	// wildcards stand as whole tokens. Empty means every event of the tenant
+	// (of every tenant, on toolexec.admin.history).
 	Filter string `json:"filter,omitzero"`
 	// AfterSeq starts the page after this stream sequence: the Seq of the last
 	// event of the page before, to read on.
@@ -138,28 +144,36 @@ func parseHistoryRequest(data []byte) (HistoryRequest, *HistoryError) {
 // toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>.
 const eventSubjectTokens = 7
 
-// scopeFilter returns the filter a history request of tenant reads: filter
-// itself, or every event of tenant when filter is empty. A filter that is not a
+// scopeFilter returns the filter a history request reads: filter itself, or
+// every event of its scope when filter is empty. The scope is tenant's events,
+// toolexec.event.<tenant>.>, or every tenant's, toolexec.event.>, when tenant
+// is "" (the operators', on toolexec.admin.history). A filter that is not a
 // well-formed subject (an empty token, a wildcard inside a token, '>' before
 // the end, a literal token that no event subject holds, more tokens than an
-// event subject) is a bad request; one outside toolexec.event.<tenant>. (a
-// wildcard or another name in the tenant's place, another prefix) is
-// forbidden.
+// event subject) is a bad request; one outside the scope (a wildcard or
+// another name in a tenant's place, another prefix) is forbidden.
 func scopeFilter(tenant, filter string) (string, *HistoryError) {
 	if filter == "" {
+		if tenant == "" {
+			return wire.EventSubjects, nil
+		}
 		return wire.TenantEventSubjects(tenant), nil
 	}
 	if fault := filterFault(filter); fault != "" {
 		return "", historyError(HistoryBadRequest, "filter %q %s", filter, fault)
 	}
 	tokens := strings.Split(filter, ".")
-	if len(tokens) < 3 || tokens[0] != "toolexec" || tokens[1] != "event" || tokens[2] != tenant {
-		return "", historyError(HistoryForbidden, "filter %q is not within %s", filter, wire.EventPrefix+tenant+".")
+	if len(tokens) < 3 || tokens[0] != "toolexec" || tokens[1] != "event" || (tenant != "" && tokens[2] != tenant) {
+		scope := wire.EventPrefix
+		if tenant != "" {
+			scope += tenant + "."
+		}
+		return "", historyError(HistoryForbidden, "filter %q is not within %s", filter, scope)
 	}
-	if len(tokens) == 3 || len(tokens) > eventSubjectTokens {
+	if (len(tokens) == 3 && tokens[2] != ">") || len(tokens) > eventSubjectTokens {
 		return "", historyError(HistoryBadRequest, "filter %q cannot match an event subject (%d tokens)", filter, eventSubjectTokens)
 	}
-	for _, tok := range tokens[3:] {
+	for _, tok := range tokens[2:] {
 		if tok != "*" && tok != ">" && !events.ValidToken(tok) {
 			return "", historyError(HistoryBadRequest, "filter %q has a token no event subject holds: %q", filter, tok)
 		}
@@ -187,14 +201,18 @@ func filterFault(filter string) string {
 	return ""
 }
 
-// filterTenant returns the tenant an event filter names, for a request on that
-// tenant's history subject; ok is false when the filter is outside
-// toolexec.event. or its tenant token is a wildcard or not valid.
+// filterTenant returns the tenant an event filter names, or "" when its
+// tenant token is a wildcard (every tenant's events, which only the operators'
+// history subject serves); ok is false when the filter is outside
+// toolexec.event. or its tenant token is not valid.
 func filterTenant(filter string) (tenant string, ok bool) {
 	rest, found := strings.CutPrefix(filter, wire.EventPrefix)
 	if !found {
 		return "", false
 	}
 	tenant, _, _ = strings.Cut(rest, ".")
+	if tenant == "*" || tenant == ">" {
+		return "", true
+	}
 	return tenant, events.ValidToken(tenant)
 }

@@ -38,6 +38,25 @@ func (c *Client) History(ctx context.Context, tenant string, req HistoryRequest)
 	if err := events.CheckToken("tenant", tenant); err != nil {
 		return nil, err
 	}
+	return c.historyOn(ctx, wire.HistorySubject(tenant), req)
+}
+
+// AdminHistory asks the executors for a page of any tenant's events stored in
+// TOOLEXEC_EVENTS, on toolexec.admin.history: the operators' history, where
+// req.Filter may be any filter within toolexec.event. (empty: every event).
+// The executors serve it to the admin account only (HistoryConfig.AdminAccount;
+// with deploy/accounts.conf no other account even reaches the subject). It
+// waits at most DefaultHistoryTimeout when ctx has no deadline. Errors:
+// ErrNoHistoryService (no executor answers, or the connection's account does
+// not import the subject), the *HistoryError of the reply (HistoryForbidden
+// when the request did not come from the admin account), the request's error
+// (ctx's wrapped), or an error for a reply that is not the JSON expected.
+func (c *Client) AdminHistory(ctx context.Context, req HistoryRequest) (*HistoryResponse, error) {
+	return c.historyOn(ctx, wire.AdminHistorySubject, req)
+}
+
+// historyOn sends req on subject, a history subject, and reads the reply.
+func (c *Client) historyOn(ctx context.Context, subject string, req HistoryRequest) (*HistoryResponse, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("bus: history request: %w", err)
@@ -47,7 +66,6 @@ func (c *Client) History(ctx context.Context, tenant string, req HistoryRequest)
 		ctx, cancel = context.WithTimeout(ctx, DefaultHistoryTimeout)
 		defer cancel()
 	}
-	subject := wire.HistorySubject(tenant)
 	m, err := c.nc.RequestWithContext(ctx, subject, data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, fmt.Errorf("%w on %s", ErrNoHistoryService, subject)
@@ -63,6 +81,29 @@ func (c *Client) History(ctx context.Context, tenant string, req HistoryRequest)
 		return nil, resp.Error
 	}
 	return &resp, nil
+}
+
+// historyPage asks the history service for the page req describes, on the
+// subject the client's account can reach for tenant (see HistoryViaService):
+// with tenant "" (a filter with a wildcard in the tenant's place), the
+// operators' toolexec.admin.history; otherwise the tenant's own
+// toolexec.history.<tenant>, and, if nothing answers there, the operators'
+// subject with the same request, which an admin account reaches (it imports
+// no tenant's history subject) and a tenant's does not. When neither answers
+// the error matches ErrNoHistoryService.
+func (c *Client) historyPage(ctx context.Context, tenant string, req HistoryRequest) (*HistoryResponse, error) {
+	if tenant == "" {
+		return c.AdminHistory(ctx, req)
+	}
+	resp, err := c.History(ctx, tenant, req)
+	if !errors.Is(err, ErrNoHistoryService) {
+		return resp, err
+	}
+	resp, aerr := c.AdminHistory(ctx, req)
+	if errors.Is(aerr, ErrNoHistoryService) {
+		return nil, fmt.Errorf("%w on %s or %s", ErrNoHistoryService, wire.HistorySubject(tenant), wire.AdminHistorySubject)
+	}
+	return resp, aerr
 }
 
 // noJetStream reports whether err says that the connection's account has no
@@ -101,7 +142,7 @@ func (c *Client) fallBack(err error) bool {
 // storedAnswer asks the history service once for the answer stored under
 // filter (one call's answer subject); found is false when none is stored.
 func (c *Client) storedAnswer(ctx context.Context, tenant, filter string) (a events.Answer, found bool, err error) {
-	resp, err := c.History(ctx, tenant, HistoryRequest{Filter: filter, Limit: 1})
+	resp, err := c.historyPage(ctx, tenant, HistoryRequest{Filter: filter, Limit: 1})
 	if err != nil {
 		return events.Answer{}, false, err
 	}
@@ -149,7 +190,7 @@ func (c *Client) attachService(ctx context.Context, tenant, filter, callID strin
 func (c *Client) watchService(ctx context.Context, filter string, start watchStart) (<-chan events.Answer, error) {
 	tenant, ok := filterTenant(filter)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q: the history service answers for one tenant: toolexec.event.<tenant>.…", ErrBadFilter, filter)
+		return nil, fmt.Errorf("%w: %q: its tenant token is not valid", ErrBadFilter, filter)
 	}
 	if _, herr := scopeFilter(tenant, filter); herr != nil {
 		return nil, fmt.Errorf("%w: %s", ErrBadFilter, herr.Message)
@@ -203,7 +244,7 @@ func (c *Client) watchStart(ctx context.Context, sub *nats.Subscription, tenant,
 	if !start.history() {
 		return nil, nil
 	}
-	page, err := c.History(ctx, tenant, HistoryRequest{Filter: filter, Since: start.since})
+	page, err := c.historyPage(ctx, tenant, HistoryRequest{Filter: filter, Since: start.since})
 	if err != nil {
 		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
 	}
@@ -215,7 +256,7 @@ type serviceWatch struct {
 	c      *Client
 	ctx    context.Context
 	filter string
-	tenant string
+	tenant string // "" for every tenant's events: see historyPage
 	out    chan events.Answer
 	seen   *idWindow
 }
@@ -251,7 +292,7 @@ func (w *serviceWatch) replay(page *HistoryResponse) bool {
 func (w *serviceWatch) nextPage(last uint64) *HistoryResponse {
 	var pause time.Duration
 	for {
-		page, err := w.c.History(w.ctx, w.tenant, HistoryRequest{Filter: w.filter, AfterSeq: last})
+		page, err := w.c.historyPage(w.ctx, w.tenant, HistoryRequest{Filter: w.filter, AfterSeq: last})
 		if err == nil {
 			return page
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/accountcheck"
 )
 
 // Defaults of [HistoryConfig].
@@ -47,34 +48,53 @@ type HistoryConfig struct {
 	// Logger receives requests that could not be answered; default
 	// slog.Default().
 	Logger *slog.Logger
+	// AdminAccount, when set, is the one NATS account whose requests on
+	// toolexec.admin.history (the operators' history of every tenant) are
+	// served, by the Nats-Request-Info header nats-server writes where a request
+	// crosses a service import: the rule, and the value, of
+	// admin.Config.Account (ADMIN in deploy/accounts.conf). A request without the
+	// header or naming another account is answered HistoryForbidden. Empty, the
+	// default, serves every request that reaches the subject, as a server with
+	// one account needs (the embedded one). Requests on toolexec.history.<tenant>
+	// are not checked: the subject names the tenant they may read.
+	AdminAccount string
 }
 
 // HistoryService answers history requests ([HistoryRequest]) from
-// TOOLEXEC_EVENTS, for clients that cannot read the stream themselves: tenants
-// in accounts of their own, which import the service toolexec.history.<tenant>
-// and no JetStream API. It serves toolexec.history.* and takes the tenant from
-// the subject's third token, which the server binds to the importing account
-// (an export with account_token_position: 3), so that a tenant is answered
-// about its own events only, whatever its request says. Every executor may
-// run one: they share a queue group.
+// TOOLEXEC_EVENTS, for clients that cannot read the stream themselves.
+//
+//   - Tenants in accounts of their own, which import the service
+//     toolexec.history.<tenant> and no JetStream API: it serves
+//     toolexec.history.* and takes the tenant from the subject's third token,
+//     which the server binds to the importing account (an export with
+//     account_token_position: 3), so that a tenant is answered about its own
+//     events only, whatever its request says.
+//   - The operators, whose account imports the admin subjects
+//     (toolexec.admin.>) and no JetStream API: it serves
+//     toolexec.admin.history, where a filter may reach any tenant's events, to
+//     the admin account only (HistoryConfig.AdminAccount).
+//
+// Every executor may run one: they share a queue group.
 type HistoryService struct {
 	js       jetstream.JetStream
 	nc       *nats.Conn
 	cfg      HistoryConfig
 	log      *slog.Logger
-	api      string // the JetStream API prefix, "$JS.API." by default
-	maxBytes int    // what one page's events may add up to in JSON
-	sub      *nats.Subscription
-	sem      chan struct{} // one slot per request being answered
+	api      string                // the JetStream API prefix, "$JS.API." by default
+	maxBytes int                   // what one page's events may add up to in JSON
+	account  *accountcheck.Checker // admits requests on toolexec.admin.history
+	subs     []*nats.Subscription  // toolexec.history.* and toolexec.admin.history
+	sem      chan struct{}         // one slot per request being answered
 
 	mu       sync.Mutex     // protects closed, and wg's Add against Close's Wait
 	closed   bool           // set by Close: requests still arriving are answered unavailable
 	inFlight sync.WaitGroup // requests being answered
 }
 
-// ServeHistory subscribes to toolexec.history.* on js's connection and answers
-// history requests until Close. It returns an error matching ErrInvalidConfig
-// if js is nil, and the subscription's error if the connection refuses it.
+// ServeHistory subscribes to toolexec.history.* and toolexec.admin.history on
+// js's connection and answers history requests until Close. It returns an
+// error matching ErrInvalidConfig if js is nil, and a subscription's error if
+// the connection refuses it.
 func ServeHistory(js jetstream.JetStream, cfg HistoryConfig) (*HistoryService, error) {
 	if js == nil {
 		return nil, invalidConfig("history: a JetStream context is required")
@@ -96,17 +116,29 @@ func ServeHistory(js jetstream.JetStream, cfg HistoryConfig) (*HistoryService, e
 		js: js, nc: nc, cfg: cfg, log: cfg.Logger, api: apiPrefix(js),
 		maxBytes: max(int(nc.MaxPayload())-historyReserve, historyReserve),
 		sem:      make(chan struct{}, cfg.Concurrency),
+		account:  accountcheck.New(cfg.AdminAccount, "history", cfg.Logger),
 	}
-	sub, err := nc.QueueSubscribe(wire.HistorySubjects, cfg.Queue, s.handle)
-	if err != nil {
-		return nil, fmt.Errorf("bus: subscribing to %s: %w", wire.HistorySubjects, err)
+	for _, subject := range []string{wire.HistorySubjects, wire.AdminHistorySubject} {
+		sub, err := nc.QueueSubscribe(subject, cfg.Queue, s.handle)
+		if err != nil {
+			s.unsubscribe()
+			return nil, fmt.Errorf("bus: subscribing to %s: %w", subject, err)
+		}
+		s.subs = append(s.subs, sub)
 	}
-	s.sub = sub
 	if err := nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("bus: subscribing to %s: %w", wire.HistorySubjects, err)
+		s.unsubscribe()
+		return nil, fmt.Errorf("bus: subscribing to the history subjects: %w", err)
 	}
 	return s, nil
+}
+
+// unsubscribe drops the subscriptions made so far, for a ServeHistory that
+// fails.
+func (s *HistoryService) unsubscribe() {
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
 }
 
 // apiPrefix returns the subject prefix of js's JetStream API requests.
@@ -122,28 +154,38 @@ func apiPrefix(js jetstream.JetStream) string {
 }
 
 // Close stops answering: requests being answered finish, those still waiting
-// in the subscription are answered unavailable, new ones go to other
-// executors. It returns once the subscription is gone (or after the request
+// in the subscriptions are answered unavailable, new ones go to other
+// executors. It returns once the subscriptions are gone (or after the request
 // timeout, if the server does not confirm) and no request is being answered.
 func (s *HistoryService) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	gone := s.sub.StatusChanged(nats.SubscriptionClosed)
-	err := s.sub.Drain()
-	if err == nil {
-		t := time.NewTimer(s.cfg.Timeout)
-		select {
-		case <-gone:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
-		err = nil
+	var errs []error
+	for _, sub := range s.subs {
+		errs = append(errs, s.drain(sub))
 	}
 	s.inFlight.Wait()
-	return err
+	return errors.Join(errs...)
+}
+
+// drain drains sub and waits until it is gone, or for the request timeout.
+func (s *HistoryService) drain(sub *nats.Subscription) error {
+	gone := sub.StatusChanged(nats.SubscriptionClosed)
+	err := sub.Drain()
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(s.cfg.Timeout)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-t.C:
+	}
+	return nil
 }
 
 // handle answers one request on its own goroutine, once a slot is free.
@@ -168,7 +210,7 @@ func (s *HistoryService) handle(m *nats.Msg) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 		defer cancel()
-		s.respond(m, s.answer(ctx, m.Subject, m.Data))
+		s.respond(m, s.answer(ctx, m))
 	}()
 }
 
@@ -182,13 +224,13 @@ func (s *HistoryService) respond(m *nats.Msg, resp HistoryResponse) {
 	}
 }
 
-// answer reads what a request on subject asks for.
-func (s *HistoryService) answer(ctx context.Context, subject string, data []byte) HistoryResponse {
-	tenant, _ := strings.CutPrefix(subject, wire.HistoryPrefix)
-	if err := events.CheckToken("tenant", tenant); err != nil {
-		return HistoryResponse{Error: historyError(HistoryBadRequest, "subject %q: %v", subject, err)}
+// answer reads what the request m asks for.
+func (s *HistoryService) answer(ctx context.Context, m *nats.Msg) HistoryResponse {
+	tenant, herr := s.scope(m)
+	if herr != nil {
+		return HistoryResponse{Error: herr}
 	}
-	req, herr := parseHistoryRequest(data)
+	req, herr := parseHistoryRequest(m.Data)
 	if herr != nil {
 		return HistoryResponse{Error: herr}
 	}
@@ -198,10 +240,27 @@ func (s *HistoryService) answer(ctx context.Context, subject string, data []byte
 	}
 	resp, err := s.read(ctx, filter, req)
 	if err != nil {
-		s.log.Warn("history request: reading the events stream failed", "tenant", tenant, "error", err)
+		s.log.Warn("history request: reading the events stream failed", "subject", m.Subject, "error", err)
 		return HistoryResponse{Error: historyError(HistoryUnavailable, "reading %s: %v", wire.EventStream, err)}
 	}
 	return resp
+}
+
+// scope returns whose events the request m may read: the tenant its subject
+// toolexec.history.<tenant> names, or "" (every tenant's) for a request on
+// toolexec.admin.history that passes the admin account check.
+func (s *HistoryService) scope(m *nats.Msg) (tenant string, herr *HistoryError) {
+	if m.Subject == wire.AdminHistorySubject {
+		if err := s.account.Check(m.Subject, m.Header); err != nil {
+			return "", historyError(HistoryForbidden, "%v", err)
+		}
+		return "", nil
+	}
+	tenant, _ = strings.CutPrefix(m.Subject, wire.HistoryPrefix)
+	if err := events.CheckToken("tenant", tenant); err != nil {
+		return "", historyError(HistoryBadRequest, "subject %q: %v", m.Subject, err)
+	}
+	return tenant, nil
 }
 
 // read returns the page req asks for of the events under filter: from its

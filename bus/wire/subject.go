@@ -31,6 +31,11 @@ const (
 	// HistorySubjects matches every tenant's history subject: what the executors
 	// serve.
 	HistorySubjects = HistoryPrefix + "*"
+	// AdminHistorySubject is where the operators ask the executors for any
+	// tenant's stored events (package bus answers it, to the admin account
+	// only). It lies within the admin subjects, toolexec.admin.>, which a
+	// deployment exports to the admin account alone.
+	AdminHistorySubject = "toolexec.admin.history"
 )
 
 // Placeholder stands in, in an event subject, for a tool, run id or call id that a

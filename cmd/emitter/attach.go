@@ -23,7 +23,8 @@ from the TOOLEXEC_EVENTS stream if it is stored there, else the moment it is, wa
 up to --timeout. It is how a caller that timed out, or restarted, finds its answer.
 Answers are kept as long as the events stream keeps them (7 days by default). A
 tenant whose NATS account has no JetStream asks the executors' history service
-(toolexec.history.<tenant>) instead, without being told to.
+(toolexec.history.<tenant>) instead, without being told to; the operators'
+account, which reaches no tenant's history subject, asks toolexec.admin.history.
 
 The answer is printed as 'emitter call' prints it, with the same exit status:
   0  completed, or TOOL_DEDUPLICATED

@@ -72,3 +72,33 @@ func TestTenantAccountAttachWatch(t *testing.T) {
 		t.Errorf("globex attaching to acme's call: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 }
+
+// TestAdminAccountAttachWatch runs the emitter as the operators (account
+// ADMIN: every tenant's events imported, no JetStream, no tenant's history
+// subject): attach to a tenant's call and watch every tenant's completed
+// answers from the start both read through toolexec.admin.history, with no
+// flag saying so.
+func TestAdminAccountAttachWatch(t *testing.T) {
+	t.Parallel()
+	e := newAccountsEnv(t)
+	e.startExecutor(t)
+	r := e.emit(t, "", "--user", tenant, "--password", tenant, "call", "--tenant", tenant, "--run", "run_a", "--call-id", "call_a",
+		"--tool", "lookup_fare", "--args", fareArgs)
+	mustExit(t, r, exitOK)
+
+	admin := []string{"--user", "admin", "--password", "admin", "--json"}
+	r = e.emit(t, "", append(admin, "attach", "--tenant", tenant, "--tool", "lookup_fare", "--run", "run_a", "--call-id", "call_a")...)
+	mustExit(t, r, exitOK)
+	if a := parseAnswer(t, r.stdout); a.Kind != events.KindCompleted || a.Tenant != tenant || *a.Outcome != "GBP 612.40" {
+		t.Fatalf("admin's attach --json: %+v", a)
+	}
+
+	w := e.emitBackground(t, append(admin, "watch", "--kind", "completed", "--from-start")...)
+	lines := w.waitLines(t, 1)
+	if code := w.stop(t); code != exitOK {
+		t.Fatalf("watch exit %d (stderr %q)", code, w.stderr.String())
+	}
+	if !strings.Contains(lines[0], `"call_id":"call_a"`) || !strings.Contains(lines[0], `"tenant":"`+tenant+`"`) {
+		t.Fatalf("admin's watch printed:\n%s", strings.Join(lines, "\n"))
+	}
+}

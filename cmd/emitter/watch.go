@@ -48,7 +48,9 @@ stored event first, --since DURATION those of the last DURATION.
 A tenant whose NATS account has no JetStream (its own account, importing its
 subjects from the executors') reads the stored events through the executors'
 history service, without being told to; it must then give --tenant, its own.
-Events published while its connection is down are not shown.
+The operators' account (ADMIN in deploy/accounts.conf), which has no JetStream
+either, reads every tenant's through the executors' toolexec.admin.history.
+Events published while the connection is down are not shown.
 
 Exit status: 0 when interrupted, 2 for bad input, 1 for anything else.`,
 		Example: `  emitter watch
@@ -140,9 +142,10 @@ func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
 	defer s.Close()
 	ctx := cmd.Context()
 	ch, err := s.client.Watch(ctx, filter, opts...)
-	if errors.Is(err, bus.ErrBadFilter) && o.tenant == "" {
-		// Only through the history service, which answers for one tenant.
-		return badInput(fmt.Errorf("%w\n(this account reads events through the executors' history service: give --tenant)", err))
+	if errors.Is(err, bus.ErrNoHistoryService) && o.tenant == "" {
+		// Every tenant's history is the operators' (toolexec.admin.history),
+		// which a tenant's account does not reach.
+		return badInput(fmt.Errorf("%w\n(this account reads events through the executors' history service, and only the operators' account reads every tenant's: give --tenant)", err))
 	}
 	if err != nil {
 		return noStreamHint(err)

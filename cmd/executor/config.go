@@ -93,7 +93,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
 	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")
 	fs.StringVar(&c.consoleToken, "console-token", "", "the token operators sign in to the console with (prefer TOOLEXEC_CONSOLE_TOKEN: flags show in ps)")
-	fs.StringVar(&c.adminAccount, "admin-account", "", "serve admin requests only from this NATS account, as the server names it where a request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
+	fs.StringVar(&c.adminAccount, "admin-account", "", "serve admin requests (toolexec.admin.>, the operators' history included) only from this NATS account, as the server names it where a request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if alias, ok := flagAliases[name]; ok {
 			name = alias

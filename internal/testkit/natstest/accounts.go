@@ -12,14 +12,18 @@ import (
 )
 
 // ExecutorAccount is the account of the executors in a server started by
-// [StartAccounts].
-const ExecutorAccount = "TOOLEXEC"
+// [StartAccounts], and AdminAccount the operators'.
+const (
+	ExecutorAccount = "TOOLEXEC"
+	AdminAccount    = "ADMIN"
+)
 
 // accountsConf is the configuration StartAccounts writes: the executors'
 // account exports the calls service, the answers stream and the history
 // service with the tenant token bound to the importing account
 // (account_token_position 3); each tenant account imports its own and has no
-// JetStream.
+// JetStream; ADMIN imports the admin subjects and every tenant's events, as in
+// deploy/accounts.conf.
 const accountsConf = `
 listen: "127.0.0.1:-1"
 server_name: natstest_accounts
@@ -33,6 +37,15 @@ accounts {
       { service: "toolexec.call.*.>", account_token_position: 3 }
       { stream: "toolexec.event.*.>", account_token_position: 3 }
       { service: "toolexec.history.*", account_token_position: 3 }
+      { service: "toolexec.admin.>", accounts: [ADMIN] }
+      { stream: "toolexec.event.*.*.*.*.*", accounts: [ADMIN] }
+    ]
+  }
+  ADMIN {
+    users: [ { user: admin, password: admin } ]
+    imports: [
+      { service: { account: TOOLEXEC, subject: "toolexec.admin.>" } }
+      { stream: { account: TOOLEXEC, subject: "toolexec.event.*.*.*.*.*" } }
     ]
   }
 %s}
@@ -55,7 +68,10 @@ const tenantConf = `  %[1]s {
 // account of its own name (user and password the name) that imports only its
 // calls (service toolexec.call.<tenant>.>), its answers (stream
 // toolexec.event.<tenant>.>) and its history (service
-// toolexec.history.<tenant>), and has no JetStream. The configuration is
+// toolexec.history.<tenant>), and has no JetStream; and the operators, account
+// [AdminAccount] (user and password "admin"), importing the admin subjects
+// (service toolexec.admin.>) and every tenant's events (stream
+// toolexec.event.*.*.*.*.*), without JetStream either. The configuration is
 // written to a file and loaded as a deployment's would be; the server stores
 // its data under t.TempDir() and is shut down when the test ends.
 func StartAccounts(t testing.TB, tenants ...string) *server.Server {
