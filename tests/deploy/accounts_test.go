@@ -794,3 +794,84 @@ func TestCallIDTakenAcrossTenants(t *testing.T) {
 	globex.noErrors(t)
 	e.noErrors(t)
 }
+
+// TestAdminReadsEveryTenantsHistory: the operators' account has no JetStream
+// and imports no tenant's history subject, yet its client watches every
+// tenant's completed answers with history (from the start, and since an hour
+// ago, as `emitter watch --since 1h` asks) and attaches to globex's stored
+// answer by its ids, through toolexec.admin.history, which the executors
+// (--admin-account ADMIN) serve to ADMIN only. acme reaches no
+// toolexec.admin.history, with a forged Nats-Request-Info or without.
+func TestAdminReadsEveryTenantsHistory(t *testing.T) {
+	e := newEnv(t, accountsLayout)
+	acme, globex, ops := e.as(t, "acme"), e.as(t, "globex"), e.as(t, "admin")
+	b := e.book(t, acme, globex)
+	const completedAll = "toolexec.event.*.completed.>"
+	// The callers heard their answers as they were published; the stream may
+	// store them a moment later.
+	if !eventually(waitLong, func() bool { return e.stored(t, wire.EventStream, completedAll) == 2 }) {
+		t.Fatal("the two bookings' answers were not stored")
+	}
+
+	for name, start := range map[string]bus.WatchOption{
+		"from the start": bus.WatchFromStart(),
+		"since 1h":       bus.WatchSince(time.Now().Add(-time.Hour)),
+	} {
+		t.Run("watch "+name, func(t *testing.T) {
+			ctx, stop := context.WithCancel(ctxT(t, waitLong))
+			defer stop()
+			ch, err := ops.client.Watch(ctx, completedAll, start)
+			if err != nil {
+				t.Fatalf("admin: Watch: %v", err)
+			}
+			for _, want := range []events.Answer{b.acme, b.globex} {
+				if a := next(t, "admin's watch", ch); a.Tenant != want.Tenant || a.Key != want.Key || a.Outcome != want.Outcome {
+					t.Errorf("admin's watch delivered %s's %s %q, want %s's %s %q", a.Tenant, a.CallID, a.Outcome, want.Tenant, want.CallID, want.Outcome)
+				}
+			}
+		})
+	}
+
+	t.Run("attach to globex's answer", func(t *testing.T) {
+		a, err := ops.client.Attach(ctxT(t, waitLong), "globex", "book", "run-1", b.globex.CallID)
+		if err != nil || a.Tenant != "globex" || a.Key != b.globex.Key || a.Outcome != b.globex.Outcome {
+			t.Errorf("admin: Attach to globex's booking = %+v, %v; want its stored answer", a, err)
+		}
+	})
+
+	t.Run("acme reaches no operators' history", func(t *testing.T) {
+		ctx := ctxT(t, waitLong)
+		if _, err := acme.client.AdminHistory(ctx, bus.HistoryRequest{Filter: completedAll}); !errors.Is(err, bus.ErrNoHistoryService) {
+			t.Errorf("acme: AdminHistory = %v, want ErrNoHistoryService", err)
+		}
+		if _, err := acme.client.Watch(ctx, completedAll, bus.WatchFromStart()); !errors.Is(err, bus.ErrNoHistoryService) {
+			t.Errorf("acme: Watch of every tenant = %v, want ErrNoHistoryService", err)
+		}
+		if _, err := acme.client.Attach(ctx, "globex", "book", "run-1", b.globex.CallID); !errors.Is(err, bus.ErrNoHistoryService) {
+			t.Errorf("acme: Attach to globex's booking = %v, want ErrNoHistoryService", err)
+		}
+		for _, info := range []string{"", `{"acc":"ADMIN"}`} {
+			m := nats.NewMsg(wire.AdminHistorySubject)
+			m.Data = []byte(`{"filter":"toolexec.event.globex.>"}`)
+			if info != "" {
+				m.Header.Set("Nats-Request-Info", info)
+			}
+			if _, err := acme.nc.RequestMsg(m, waitLong); !errors.Is(err, nats.ErrNoResponders) {
+				t.Errorf("acme: a request on %s with header %q: %v, want no responders", wire.AdminHistorySubject, info, err)
+			}
+		}
+	})
+
+	// Inside TOOLEXEC a request crosses no import and carries no header: the
+	// executors refuse it, as they refuse admin requests from there.
+	_, err := e.view.client.AdminHistory(ctxT(t, waitLong), bus.HistoryRequest{})
+	var he *bus.HistoryError
+	if !errors.As(err, &he) || he.Code != bus.HistoryForbidden {
+		t.Errorf("executor: AdminHistory without the header = %v, want %s", err, bus.HistoryForbidden)
+	}
+
+	for _, c := range []*conn{acme, globex, ops} {
+		c.noErrors(t)
+	}
+	e.noErrors(t)
+}
