@@ -15,5 +15,9 @@
 //     hole are closed (their streams can no longer be trusted), so the client
 //     reconnects.
 //
+// A fourth, [Proxy.Delay], slows the link instead of breaking it: what the
+// target sends reaches the client late, in order, as over a far network or
+// from a server whose answers lag behind its work.
+//
 // It is a test helper: simple, not fast.
 package tcpproxy

@@ -46,8 +46,9 @@ type Proxy struct {
 	target string
 	wg     sync.WaitGroup // the accept loop and every pump
 
-	mu       sync.Mutex // protects mode, conns, closed and accepted
+	mu       sync.Mutex // protects mode, delay, conns, closed and accepted
 	mode     Mode
+	delay    time.Duration // how long the target's bytes are held (Delay)
 	conns    map[*pair]struct{}
 	closed   bool
 	accepted int
@@ -148,6 +149,16 @@ func (p *Proxy) Restore() {
 	}
 }
 
+// Delay holds every byte the target sends for d before passing it to the
+// client, on open connections and new ones, until Delay is called again (zero:
+// at once). Bytes keep their order, and what clients send is not delayed: the
+// proxy is a slow link, or a server whose answers lag behind its work.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
 // Close stops listening, closes every connection and waits for the proxy's
 // goroutines to end. It returns nil; a second call does nothing.
 func (p *Proxy) Close() error {
@@ -232,7 +243,7 @@ func (p *Proxy) connect(client net.Conn) {
 	}
 	p.wg.Add(2)
 	go p.pump(c, client, server)
-	go p.pump(c, server, client)
+	go p.pumpBack(c, server, client)
 }
 
 // add registers c, or closes it and reports false if the proxy is closed.
@@ -265,21 +276,78 @@ func (p *Proxy) pump(c *pair, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			forward := p.mode == Forward && dst != nil && !c.holed
-			if !forward {
-				c.holed = true
-			}
-			p.mu.Unlock()
-			if forward {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
+		if n > 0 && p.forward(c, dst) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
 			}
 		}
 		if err != nil { // io.EOF or a failure: either way the pair is done
 			return
+		}
+	}
+}
+
+// forward reports whether bytes just read for c go on to dst, and marks c as
+// holed when they are dropped.
+func (p *Proxy) forward(c *pair, dst net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fwd := p.mode == Forward && dst != nil && !c.holed
+	if !fwd {
+		c.holed = true
+	}
+	return fwd
+}
+
+// delayed is bytes from a target, held until due.
+type delayed struct {
+	b   []byte
+	due time.Time
+}
+
+// backChunks bounds the chunks held back per connection; reading from the
+// target waits while that many are.
+const backChunks = 1024
+
+// pumpBack is pump for the bytes a target sends: each chunk read is held, in
+// order, until the delay in force when it was read has passed (see Delay).
+func (p *Proxy) pumpBack(c *pair, src, dst net.Conn) {
+	defer p.wg.Done()
+	held := make(chan delayed, backChunks)
+	written := make(chan struct{})
+	go p.writeBack(c, dst, held, written)
+	defer p.drop(c)
+	defer func() { <-written }()
+	defer close(held)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && p.forward(c, dst) {
+			p.mu.Lock()
+			due := time.Now().Add(p.delay)
+			p.mu.Unlock()
+			held <- delayed{b: append([]byte(nil), buf[:n]...), due: due}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeBack writes the chunks from held to dst when they are due, and closes
+// written when held is closed and drained. After a failed write it closes the
+// pair (so that pumpBack's read ends too) and drops the rest.
+func (p *Proxy) writeBack(c *pair, dst net.Conn, held <-chan delayed, written chan<- struct{}) {
+	defer close(written)
+	failed := false
+	for k := range held {
+		if failed {
+			continue
+		}
+		time.Sleep(time.Until(k.due))
+		if _, err := dst.Write(k.b); err != nil {
+			failed = true
+			p.drop(c)
 		}
 	}
 }

@@ -196,6 +196,38 @@ func filterOut(lines <-chan string, expected ...string) <-chan string {
 	}
 }
 
+// TestDelayHoldsWhatTheTargetSends: with a delay, what the client sends
+// reaches the server at once, and the server's answers come back in order but
+// no sooner than the delay; without one they come back at once again.
+func TestDelayHoldsWhatTheTargetSends(t *testing.T) {
+	addr, lines := echoServer(t)
+	p := tcpproxy.Start(t, addr)
+	cl := dial(t, p.Addr())
+	const delay = 500 * time.Millisecond
+	p.Delay(delay)
+	for _, l := range []string{"one", "two", "three"} {
+		if _, err := io.WriteString(cl.c, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = cl.c.SetReadDeadline(time.Now().Add(delay / 2))
+	if got, err := cl.r.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an answer came before the delay: %q, %v", got, err)
+	}
+	if l := <-lines; l != "one" {
+		t.Fatalf("server saw %q first", l)
+	}
+	_ = cl.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for _, want := range []string{"one", "two", "three"} {
+		got, err := cl.r.ReadString('\n')
+		if err != nil || strings.TrimSpace(got) != want {
+			t.Fatalf("delayed answer: got %q, %v; want %q", got, err, want)
+		}
+	}
+	p.Delay(0)
+	mustEcho(t, cl, "prompt")
+}
+
 func TestUnreachableTargetResets(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
