@@ -29,8 +29,10 @@
 // to toolexec.call.<tenant>.<tool> with Nats-Msg-Id = call id, so that a call
 // published twice within the duplicate window is stored once. A worker fetches
 // it (never more calls than it has free slots, so no call waits in a buffer
-// while its ack timer runs), decodes and checks it, and hands it to the
-// dispatcher, telling JetStream it is in progress meanwhile. The answer goes to
+// while its ack timer runs; and it listens to each pull until JetStream ends
+// it, so no call delivered into a pull is dropped on its way), decodes and
+// checks it, and hands it to the dispatcher, telling JetStream it is in
+// progress meanwhile. The answer goes to
 // toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id> with Nats-Msg-Id =
 // wire.MsgID (derived from tenant and call id: one stored answer per call,
 // whoever publishes it), and only after its PubAck is the call acknowledged.

@@ -86,8 +86,12 @@ type WorkerConfig struct {
 	// and the first, until it is acknowledged; a signal comes no sooner than
 	// half of it. Default AckWait/3.
 	InProgressEvery time.Duration
-	// PullWait bounds one pull request; default DefaultPullWait. A graceful
-	// shutdown cancels the pending pull at once.
+	// PullWait is how long JetStream keeps one pull request open; default
+	// DefaultPullWait. The worker listens to a pull until JetStream ends it
+	// (its end comes behind every call it delivered into the pull), and gives
+	// it up on its own only a PullWait after it should have ended, or when the
+	// connection it was sent on is lost. A graceful shutdown stops listening
+	// at once.
 	PullWait time.Duration
 	// Source is the CloudEvents source of the answers this worker publishes;
 	// default DefaultAnswerSource.
@@ -274,14 +278,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 
 	cc := ConsumerConfig{Durable: w.cfg.Durable, AckWait: w.cfg.AckWait, MaxDeliver: w.cfg.MaxDeliver, MaxAckPending: w.cfg.MaxAckPending}
-	cons, err := EnsureConsumer(hctx, w.js, cc)
-	if err != nil {
+	if _, err := EnsureConsumer(hctx, w.js, cc); err != nil {
 		if pctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	err = w.consume(pctx, hctx, cons, cc)
+	err := w.consume(pctx, hctx, cc)
 	// Acks and hand-backs are not waited for: send what is buffered before the
 	// caller closes the connection.
 	if ferr := w.js.Conn().FlushTimeout(ackTimeout); ferr != nil && err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
@@ -334,8 +337,9 @@ type pullEnd struct {
 // A pull asks for no more calls than there are goroutines free to start them
 // (each free goroutine is a token in slots), so every delivered call starts
 // at once and is kept in progress from its delivery on: none waits in the
-// client, unstarted, while its ack wait runs out.
-func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc ConsumerConfig) error {
+// client, unstarted, while its ack wait runs out. A pull is listened to until
+// JetStream ends it (see pull.go), so no call delivered into it is dropped.
+func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 	work := make(chan jetstream.Msg)
 	slots := make(chan struct{}, w.cfg.Concurrency)
 	stopProgress := make(chan struct{})
@@ -356,11 +360,23 @@ func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc
 	defer running.Wait()
 	defer close(work)
 
+	p := newPuller(w.js, wire.CallStream, cc.Durable, w.cfg.PullWait)
+	conn := w.js.Conn()
+	events := conn.StatusChanged(nats.CONNECTED, nats.CLOSED)
+	defer conn.RemoveStatusListener(events)
 	ended := make(chan pullEnd, maxPulls)
 	var pulling sync.WaitGroup
 	defer pulling.Wait()
+	// lost is closed when the connection the outstanding pulls were sent on
+	// is lost: on a reconnection (the server may have restarted and forgotten
+	// them), on the connection's close, and when consume returns.
+	lost := make(chan struct{})
+	defer func() { close(lost) }()
 	pulls, failures := 0, 0
 	for {
+		if conn.IsClosed() {
+			return fmt.Errorf("bus: worker: %w", nats.ErrConnectionClosed)
+		}
 		free := slots
 		if pulls == maxPulls {
 			free = nil
@@ -368,21 +384,25 @@ func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc
 		select {
 		case <-pctx.Done():
 			return nil
+		case <-events:
+			close(lost)
+			lost = make(chan struct{})
+			continue
 		case e := <-ended:
 			pulls--
 			if e.err == nil || e.got > 0 {
 				failures = 0
 			}
-			// A pull the server let expire ends with the deadline of its
-			// context when the server's notice is late or was lost.
-			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, context.DeadlineExceeded) {
+			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, errPullLost) {
 				continue
 			}
-			if errors.Is(e.err, nats.ErrConnectionClosed) {
-				return fmt.Errorf("bus: worker: %w", e.err)
+			if errors.Is(e.err, errPullGivenUp) {
+				w.log.Warn("JetStream did not end a pull within PullWait of its expiry; it was given up, and calls it may still deliver will return after their ack wait",
+					"pull_wait", w.cfg.PullWait)
+				continue
 			}
 			failures++
-			w.pullFailed(pctx, e.err, failures, &cons, cc)
+			w.pullFailed(pctx, e.err, failures, cc)
 			continue
 		case <-free:
 		}
@@ -396,35 +416,35 @@ func (w *Worker) consume(pctx, hctx context.Context, cons jetstream.Consumer, cc
 				break grab
 			}
 		}
-		fctx, cancel := context.WithTimeout(pctx, w.cfg.PullWait)
-		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
+		pl, err := p.start(n, lost)
 		if err != nil {
-			cancel()
 			release(slots, n)
-			if pctx.Err() != nil {
-				return nil
-			}
 			if errors.Is(err, nats.ErrConnectionClosed) {
 				return fmt.Errorf("bus: worker: %w", err)
 			}
 			failures++
-			w.pullFailed(pctx, err, failures, &cons, cc)
+			w.pullFailed(pctx, err, failures, cc)
 			continue
 		}
 		pulls++
 		pulling.Go(func() {
-			defer cancel()
-			got := w.deliver(pctx, batch, work)
-			release(slots, n-got)
-			ended <- pullEnd{got: got, err: batch.Error()}
+			e := w.deliver(pctx, pl, work)
+			release(slots, n-e.got)
+			ended <- e
 		})
 	}
 }
 
 // deliver hands the calls of one pull to the goroutines reading work, or back
-// to JetStream once pctx has ended, and returns how many it handed over.
-func (w *Worker) deliver(pctx context.Context, batch jetstream.MessageBatch, work chan<- jetstream.Msg) (got int) {
-	for m := range batch.Messages() {
+// to JetStream once pctx has ended, and returns how many it handed over and
+// why the pull ended.
+func (w *Worker) deliver(pctx context.Context, pl *pull, work chan<- jetstream.Msg) pullEnd {
+	got := 0
+	for {
+		m, err := pl.next(pctx)
+		if m == nil {
+			return pullEnd{got: got, err: err}
+		}
 		if pctx.Err() != nil {
 			w.handBack(m, "the worker is stopping")
 			continue
@@ -432,7 +452,6 @@ func (w *Worker) deliver(pctx context.Context, batch jetstream.MessageBatch, wor
 		work <- m
 		got++
 	}
-	return got
 }
 
 // release puts n tokens back in slots.
@@ -444,15 +463,13 @@ func release(slots chan<- struct{}, n int) {
 
 // pullFailed logs a failed pull, waits a growing while, and creates the
 // consumer again when it has gone.
-func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cons *jetstream.Consumer, cc ConsumerConfig) {
+func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc ConsumerConfig) {
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
 	retry.Pause(ctx, backoff(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
 	// answer it either.
 	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
-		if c, err := EnsureConsumer(ctx, w.js, cc); err == nil {
-			*cons = c
-		} else {
+		if _, err := EnsureConsumer(ctx, w.js, cc); err != nil {
 			w.log.Warn("creating the consumer again failed", "error", err)
 		}
 	}

@@ -63,7 +63,7 @@ func TestSplitCallSubject(t *testing.T) {
 
 // TestPullFailedCreatesConsumerAgain: a pull on a consumer that was deleted is
 // answered "no responders" (no consumer is there to answer it), and pullFailed
-// creates the consumer again and hands the worker the new one, which delivers.
+// creates the consumer again, which delivers to the next pull.
 func TestPullFailedCreatesConsumerAgain(t *testing.T) {
 	js := natstest.JetStream(t, natstest.Connect(t, natstest.Start(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -72,35 +72,43 @@ func TestPullFailedCreatesConsumerAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := ConsumerConfig{}
-	cons, err := EnsureConsumer(ctx, js, cc)
-	if err != nil {
+	if _, err := EnsureConsumer(ctx, js, cc); err != nil {
 		t.Fatal(err)
 	}
 	if err := js.DeleteConsumer(ctx, wire.CallStream, DefaultDurable); err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
-	if err == nil {
-		for range batch.Messages() {
-			t.Fatal("a deleted consumer delivered a message")
-		}
-		err = batch.Error()
+	p := newPuller(js, wire.CallStream, DefaultDurable, 2*time.Second)
+	m, err := pullOne(t, ctx, p)
+	if m != nil {
+		t.Fatal("a deleted consumer delivered a message")
 	}
 	if !errors.Is(err, nats.ErrNoResponders) {
 		t.Fatalf("pull on a deleted consumer: %v, want nats.ErrNoResponders (the case pullFailed handles)", err)
 	}
 
 	w := &Worker{js: js, log: slog.New(slog.DiscardHandler)}
-	w.pullFailed(ctx, err, 1, &cons, cc)
+	w.pullFailed(ctx, err, 1, cc)
 	if _, err := js.Consumer(ctx, wire.CallStream, DefaultDurable); err != nil {
 		t.Fatalf("the consumer was not created again: %v", err)
 	}
 	if _, err := js.Publish(ctx, wire.CallSubject("acme", "book"), []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-	if err != nil {
-		t.Fatalf("the worker's new consumer does not deliver: %v", err)
+	m, err = pullOne(t, ctx, p)
+	if m == nil {
+		t.Fatalf("the consumer created again does not deliver: %v", err)
 	}
 	_ = m.Ack()
+}
+
+// pullOne asks p for one call and returns it, or nil and why the pull ended
+// without it.
+func pullOne(t *testing.T, ctx context.Context, p *puller) (jetstream.Msg, error) {
+	t.Helper()
+	pl, err := p.start(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl.next(ctx)
 }

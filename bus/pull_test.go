@@ -1,0 +1,332 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+)
+
+func TestPullStatus(t *testing.T) {
+	withStatus := func(code, descr string) *nats.Msg {
+		m := nats.NewMsg("_INBOX.x")
+		m.Header.Set(statusHeader, code)
+		m.Header.Set(descriptionHeader, descr)
+		return m
+	}
+	callWithHeaders := nats.NewMsg("toolexec.call.acme.book")
+	callWithHeaders.Header.Set("Nats-Msg-Id", "c1")
+	tests := []struct {
+		name      string
+		give      *nats.Msg
+		wantCode  string
+		wantDescr string
+		wantOK    bool
+	}{
+		{"a call", &nats.Msg{Subject: "toolexec.call.acme.book", Data: []byte("{}")}, "", "", false},
+		{"an empty call without headers", &nats.Msg{Subject: "toolexec.call.acme.book"}, "", "", false},
+		{"an empty call with headers but no status", callWithHeaders, "", "", false},
+		{"a call with a status header and data", &nats.Msg{Data: []byte("x"), Header: withStatus("408", "").Header}, "", "", false},
+		{"expiry", withStatus("408", "Request Timeout"), "408", "Request Timeout", true},
+		{"a heartbeat", withStatus("100", "Idle Heartbeat"), "100", "Idle Heartbeat", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, descr, ok := pullStatus(tt.give)
+			if code != tt.wantCode || descr != tt.wantDescr || ok != tt.wantOK {
+				t.Errorf("pullStatus = %q, %q, %t; want %q, %q, %t", code, descr, ok, tt.wantCode, tt.wantDescr, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestStatusError(t *testing.T) {
+	tests := []struct {
+		code, descr string
+		want        error // nil: the pull ended normally
+		gone        bool  // the consumer must be created again
+	}{
+		{"408", "Request Timeout", nil, false},
+		{"404", "No Messages", nil, false},
+		{"503", "", nats.ErrNoResponders, false},
+		{"409", "Consumer Deleted", jetstream.ErrConsumerDeleted, true},
+		{"409", "Leadership Change", jetstream.ErrConsumerLeadershipChanged, false},
+		{"409", "Exceeded MaxWaiting", errAny, false},
+		{"400", "Bad Request - invalid json", errAny, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code+" "+tt.descr, func(t *testing.T) {
+			err := statusError(tt.code, tt.descr)
+			switch {
+			case tt.want == nil && err != nil:
+				t.Fatalf("statusError = %v, want nil", err)
+			case tt.want == errAny && err == nil:
+				t.Fatal("statusError = nil, want an error")
+			case tt.want != nil && tt.want != errAny && !errors.Is(err, tt.want):
+				t.Fatalf("statusError = %v, want %v", err, tt.want)
+			}
+			if consumerGone(err) != tt.gone {
+				t.Errorf("consumerGone(%v) = %t, want %t", err, !tt.gone, tt.gone)
+			}
+		})
+	}
+}
+
+// errAny stands for any non-nil error in TestStatusError.
+var errAny = errors.New("any error")
+
+// TestPullSubject: pulls go to the consumer's CONSUMER.MSG.NEXT subject under
+// the API prefix of the worker's JetStream context, domain included.
+func TestPullSubject(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	withPrefix := func(p string) func() (jetstream.JetStream, error) {
+		return func() (jetstream.JetStream, error) { return jetstream.NewWithAPIPrefix(nc, p) }
+	}
+	tests := []struct {
+		name string
+		js   func() (jetstream.JetStream, error)
+		want string
+	}{
+		{"default", func() (jetstream.JetStream, error) { return jetstream.New(nc) }, "$JS.API.CONSUMER.MSG.NEXT.S.C"},
+		{"prefix", withPrefix("$JS.hub.API"), "$JS.hub.API.CONSUMER.MSG.NEXT.S.C"},
+		{"prefix with its dot", withPrefix("imported."), "imported.CONSUMER.MSG.NEXT.S.C"},
+		{"domain", func() (jetstream.JetStream, error) { return jetstream.NewWithDomain(nc, "leaf") }, "$JS.leaf.API.CONSUMER.MSG.NEXT.S.C"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			js, err := tt.js()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := newPuller(js, "S", "C", time.Second).subject; got != tt.want {
+				t.Errorf("subject %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// pullBench is a server with the calls stream and the shared consumer, a
+// puller for it, and a way to publish calls.
+type pullBench struct {
+	js jetstream.JetStream
+	p  *puller
+}
+
+func newPullBench(t *testing.T, expires time.Duration) *pullBench {
+	t.Helper()
+	js := natstest.JetStream(t, natstest.Connect(t, natstest.Start(t)))
+	if err := EnsureStreams(ctxTest(t), js, StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureConsumer(ctxTest(t), js, ConsumerConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	return &pullBench{js: js, p: newPuller(js, wire.CallStream, DefaultDurable, expires)}
+}
+
+// publish stores n calls in the stream.
+func (b *pullBench) publish(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if _, err := b.js.Publish(ctxTest(t), wire.CallSubject("acme", "book"), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// ctxTest ends with the test or after a minute.
+func ctxTest(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// drain reads pl to its end and returns the calls and the reason.
+func drain(ctx context.Context, pl *pull) ([]jetstream.Msg, error) {
+	var got []jetstream.Msg
+	for {
+		m, err := pl.next(ctx)
+		if m == nil {
+			return got, err
+		}
+		got = append(got, m)
+	}
+}
+
+// TestPullEnds: a pull ends when JetStream has delivered every call asked for
+// or says the pull expired, and stops listening to its inbox either way.
+func TestPullEnds(t *testing.T) {
+	b := newPullBench(t, 500*time.Millisecond)
+	b.publish(t, 3)
+	ctx := ctxTest(t)
+
+	filled, err := b.p.start(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := drain(ctx, filled)
+	if len(got) != 2 || err != nil || ctx.Err() != nil {
+		t.Fatalf("a pull for two of three calls: %d calls, %v (context: %v)", len(got), err, ctx.Err())
+	}
+	expired, err := b.p.start(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = drain(ctx, expired)
+	if len(got) != 1 || err != nil || ctx.Err() != nil {
+		t.Fatalf("a pull for two of the one call left: %d calls, %v (context: %v)", len(got), err, ctx.Err())
+	}
+	for _, pl := range []*pull{filled, expired} {
+		if pl.sub.IsValid() {
+			t.Error("a pull that ended still listens to its inbox")
+		}
+	}
+}
+
+// TestPullGivenUp: a pull that JetStream never ends (its request went to
+// something that swallows it) is given up a PullWait after its expiry.
+func TestPullGivenUp(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	if _, err := nc.Subscribe("swallow", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	p := &puller{nc: nc, subject: "swallow", expires: 100 * time.Millisecond}
+	pl, err := p.start(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullGivenUp) {
+		t.Fatalf("a pull nobody ends: %d calls, %v; want errPullGivenUp", len(got), err)
+	}
+}
+
+// TestPullLostKeepsWhatCame: a pull whose connection is lost ends as lost,
+// and the calls that had reached it are still returned.
+func TestPullLostKeepsWhatCame(t *testing.T) {
+	b := newPullBench(t, time.Minute)
+	lost := make(chan struct{})
+	pl, err := b.p.start(5, lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.publish(t, 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pl.msgs) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 calls reached the pull", len(pl.msgs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(lost)
+	got := 0
+	for {
+		m, err := pl.next(ctxTest(t))
+		if m != nil {
+			got++
+			continue
+		}
+		if got != 2 || !errors.Is(err, errPullLost) {
+			t.Fatalf("lost pull: %d calls, %v; want the 2 that came, errPullLost", got, err)
+		}
+		return
+	}
+}
+
+// TestPulledMsgAcknowledgements: each acknowledgement reaches JetStream with
+// the body it reads, and after the first of ack, nak and term no other is sent.
+func TestPulledMsgAcknowledgements(t *testing.T) {
+	tests := []struct {
+		name    string
+		settle  func(m jetstream.Msg) error
+		want    string
+		settles bool // a second acknowledgement is refused
+	}{
+		{"ack", func(m jetstream.Msg) error { return m.Ack() }, "+ACK", true},
+		{"double ack", func(m jetstream.Msg) error { return m.DoubleAck(ctxTest(t)) }, "+ACK", true},
+		{"nak", func(m jetstream.Msg) error { return m.Nak() }, "-NAK", true},
+		{"nak with delay", func(m jetstream.Msg) error { return m.NakWithDelay(2 * time.Second) }, `-NAK {"delay": 2000000000}`, true},
+		{"nak without delay", func(m jetstream.Msg) error { return m.NakWithDelay(0) }, "-NAK", true},
+		{"term", func(m jetstream.Msg) error { return m.Term() }, "+TERM", true},
+		{"term with reason", func(m jetstream.Msg) error { return m.TermWithReason("rejected: bad") }, "+TERM rejected: bad", true},
+		{"in progress", func(m jetstream.Msg) error { return m.InProgress() }, "+WPI", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newPullBench(t, time.Minute)
+			acks := make(chan *nats.Msg, 4)
+			sub, err := b.js.Conn().ChanSubscribe("$JS.ACK.>", acks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			b.publish(t, 1)
+			pl, err := b.p.start(1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := pl.next(ctxTest(t))
+			if m == nil {
+				t.Fatalf("no call: %v", err)
+			}
+			if err := tt.settle(m); err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			select {
+			case a := <-acks:
+				if string(a.Data) != tt.want || a.Subject != m.Reply() {
+					t.Errorf("sent %q to %s, want %q to %s", a.Data, a.Subject, tt.want, m.Reply())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s sent nothing", tt.name)
+			}
+			err = m.Ack()
+			if tt.settles && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+				t.Errorf("Ack after %s = %v, want ErrMsgAlreadyAckd", tt.name, err)
+			}
+			if !tt.settles && err != nil {
+				t.Errorf("Ack after %s = %v, want it sent", tt.name, err)
+			}
+			if err := m.InProgress(); !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+				t.Errorf("InProgress after %s and Ack = %v, want ErrMsgAlreadyAckd", tt.name, err)
+			}
+		})
+	}
+}
+
+// TestPulledMsgReadsTheDelivery: a pulled call carries its subject, data,
+// headers and the delivery's metadata.
+func TestPulledMsgReadsTheDelivery(t *testing.T) {
+	b := newPullBench(t, time.Minute)
+	msg := nats.NewMsg(wire.CallSubject("acme", "book"))
+	msg.Data = []byte(`{"x":1}`)
+	msg.Header.Set("Nats-Msg-Id", "call-1")
+	if _, err := b.js.PublishMsg(ctxTest(t), msg); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := b.p.start(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := pl.next(ctxTest(t))
+	if m == nil {
+		t.Fatalf("no call: %v", err)
+	}
+	if m.Subject() != msg.Subject || string(m.Data()) != `{"x":1}` || m.Headers().Get("Nats-Msg-Id") != "call-1" {
+		t.Errorf("call %s %q %v", m.Subject(), m.Data(), m.Headers())
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.Stream != wire.CallStream || md.Consumer != DefaultDurable || md.NumDelivered != 1 ||
+		md.Sequence.Stream != 1 || md.Sequence.Consumer != 1 || md.Timestamp.IsZero() {
+		t.Errorf("metadata %+v", md)
+	}
+	_ = m.Ack()
+}
