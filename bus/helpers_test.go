@@ -31,6 +31,9 @@ type harness struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	client *bus.Client
+	// workerURL, when set, is where workers connect instead of the server: a
+	// proxy in front of it.
+	workerURL string
 }
 
 func newHarness(t *testing.T, opts ...natstest.Option) *harness {
@@ -73,7 +76,7 @@ func (h *harness) startWorker(t *testing.T, reg *tool.Registry, cfg bus.WorkerCo
 func (h *harness) startWorkerWith(t *testing.T, reg *tool.Registry, cfg bus.WorkerConfig, lease time.Duration,
 	wrap func(bus.Dispatcher) bus.Dispatcher) *worker {
 	t.Helper()
-	nc := natstest.Connect(t, h.srv)
+	nc := h.connectWorker(t)
 	js := natstest.JetStream(t, nc)
 	st, err := natsstore.New(ctxT(t), js, natsstore.Config{})
 	if err != nil {
@@ -109,6 +112,22 @@ func (h *harness) startWorkerWith(t *testing.T, reg *tool.Registry, cfg bus.Work
 		}
 	})
 	return wk
+}
+
+// connectWorker connects a worker to the server, through h.workerURL when set.
+// The connection is closed when the test ends.
+func (h *harness) connectWorker(t *testing.T) *nats.Conn {
+	t.Helper()
+	if h.workerURL == "" {
+		return natstest.Connect(t, h.srv)
+	}
+	nc, err := nats.Connect(h.workerURL, nats.Name(t.Name()), nats.Timeout(10*time.Second),
+		nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatalf("connect %s: %v", h.workerURL, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // wait returns Run's error, failing the test if Run does not return in time.

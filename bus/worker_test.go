@@ -12,6 +12,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -298,5 +299,28 @@ func TestConsumerCreatedAgain(t *testing.T) {
 		}
 		t.Fatalf("answer %+v, %v; want completed by the consumer created again (worker received %d; consumer: %s)",
 			a, err, wk.w.Stats().Received.Load(), state)
+	}
+}
+
+// TestPullsAgainAfterServerRestart: a restarted server has forgotten the pulls
+// a worker had sent; the worker gives them up once its connection is back,
+// rather than waiting for an end that will never come, and takes calls again.
+// Its pulls are a minute long, so waiting them out would outlast the test.
+func TestPullsAgainAfterServerRestart(t *testing.T) {
+	h := newHarness(t)
+	reg := registry(t, bookTool(t, "book", tool.Idempotent, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "booked", nil
+	}))
+	h.startWorker(t, reg, bus.WorkerConfig{PullWait: time.Minute}, 0)
+	waitFor(t, 10*time.Second, "the worker's first pull", func() bool {
+		c, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
+		return err == nil && c.CachedInfo().NumWaiting > 0
+	})
+	h.srv = natstest.Restart(t, h.srv)
+	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+	defer cancel()
+	a, err := h.client.Call(ctx, call("book", "r1", "restart-1", `{"flight":"A"}`))
+	if err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("answer %+v, %v; want completed by the worker after the restart", a, err)
 	}
 }
