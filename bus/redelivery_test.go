@@ -1,6 +1,7 @@
 package bus_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -96,7 +97,7 @@ func (tap *ackTap) redeliveries() []string {
 	defer tap.mu.Unlock()
 	var out []string
 	for seq, acks := range tap.acks {
-		latest := slices.MaxFunc(acks, func(a, b tappedAck) int { return int(a.delivery) - int(b.delivery) })
+		latest := slices.MaxFunc(acks, func(a, b tappedAck) int { return cmp.Compare(a.delivery, b.delivery) })
 		if latest.delivery == 1 {
 			continue
 		}
@@ -115,7 +116,7 @@ func (tap *ackTap) redeliveries() []string {
 // never seen redelivered, and the consumer made no delivery beyond one per
 // call. Whatever breaks that is reported with where it came from. With every
 // zero, callers goroutines make the calls one after another; otherwise a call
-// starts every interval, whatever the others are doing.
+// starts every that often, whatever the others are doing.
 func redeliveryReport(t *testing.T, h *harness, counter *deliveryCounter, tap *ackTap, calls []events.Call, callers int, every time.Duration) {
 	t.Helper()
 	one := func(c events.Call) {
@@ -192,8 +193,9 @@ func TestThreeWorkersRedeliverNothing(t *testing.T) {
 // them late — a far network, or a server busy storing a burst — a call handed
 // to a pull just before the pull expires arrives after the expiry. The worker
 // still takes it: it listens to a pull until JetStream ends it. (A worker that
-// gave its pulls up on its own clock, half a second after the server's expiry,
-// dropped such calls: each waited out its ack wait and came back redelivered.)
+// gave its pulls up on its own clock, a tenth of PullWait after the server's
+// expiry, dropped such calls: each waited out its ack wait and came back
+// redelivered.)
 // Calls trickle in across several pulls' lifetimes, behind a second of lag;
 // the ack wait is short enough for a dropped call to come back within the test.
 func TestLaggingAnswersLoseNoCall(t *testing.T) {
