@@ -81,6 +81,10 @@ func TestCheck(t *testing.T) {
 		{"zero concurrency", func(c *config) { c.concurrency = 0 }, "concurrency"},
 		{"zero postgres batch", func(c *config) { c.store.PostgresMaxBatch = 0 }, "--postgres-max-batch"},
 		{"log format", func(c *config) { c.logFormat = "xml" }, "log-format"},
+		{"zero max members", func(c *config) { c.limits.Members = 0 }, "--max-members"},
+		{"zero max elements", func(c *config) { c.limits.Elements = 0 }, "--max-elements"},
+		{"negative max values", func(c *config) { c.limits.Values = -1 }, "--max-values"},
+		{"zero in-flight memory", func(c *config) { c.inflightMiB = 0 }, "--max-inflight-memory-mib"},
 		{"negative nats wait", func(c *config) { c.natsWait = -time.Second }, "--nats-wait"},
 		{"admin account on the embedded server", func(c *config) { c.adminAccount = "ADMIN" }, "--admin-account needs --nats-url"},
 	}
