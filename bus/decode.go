@@ -39,8 +39,9 @@ type inbound struct {
 // not a well-formed call is answered rejected, addressed to the tenant of its
 // subject, its tool (when the subject names a valid one), its run id and call id
 // when it carries valid ones (else the stand-in of StandInCallID). Only a
-// message whose subject names no valid tenant cannot be answered at all.
-func (w *Worker) decode(m jetstream.Msg) inbound {
+// message whose subject names no valid tenant cannot be answered at all. size
+// is the message's size, headers included.
+func (w *Worker) decode(m jetstream.Msg, size int) inbound {
 	subject := m.Subject()
 	in := inbound{subject: subject}
 	tenant, tool, ok := splitCallSubject(subject)
@@ -53,7 +54,7 @@ func (w *Worker) decode(m jetstream.Msg) inbound {
 		in.rejected = w.rejection(m, tenant, tool, id, runID, e, err)
 		return in
 	}
-	if size := len(data) + headerSize(h); size > w.cfg.MaxMessageBytes {
+	if size > w.cfg.MaxMessageBytes {
 		addr := wire.Peek(h, data)
 		return reject(events.Reject(events.CodeTooLarge, "", "the message is %d bytes; this executor accepts at most %d",
 			size, w.cfg.MaxMessageBytes), addr.ID, addr.RunID, nil)

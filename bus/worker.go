@@ -486,7 +486,8 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	w.obs.MessageReceived(redelivered)
 	held := w.progress.hold(m)
 	defer w.progress.release(held)
-	weight := w.weigh(m)
+	size := len(m.Data()) + headerSize(m.Headers())
+	weight := w.weigh(size)
 	if !w.memory.TryAcquire(weight) {
 		w.stats.MemoryWaits.Add(1)
 		if err := w.memory.Acquire(ctx, weight); err != nil {
@@ -496,7 +497,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	defer w.memory.Release(weight)
 
-	in := w.decode(m)
+	in := w.decode(m, size)
 	switch {
 	case in.unaddressable != "":
 		w.stats.Unaddressable.Add(1)
@@ -533,11 +534,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	w.answer(ctx, m, a)
 }
 
-// weigh returns the share of MaxInFlightMemory the call in m takes: what
-// handling it may cost in memory, by the size of its message, within the whole
-// budget.
-func (w *Worker) weigh(m jetstream.Msg) int64 {
-	size := min(len(m.Data())+headerSize(m.Headers()), w.cfg.MaxMessageBytes)
+// weigh returns the share of MaxInFlightMemory a call whose message is size
+// bytes (headers included) takes: what handling it may cost in memory, within
+// the whole budget. A message over MaxMessageBytes is refused unread.
+func (w *Worker) weigh(size int) int64 {
+	size = min(size, w.cfg.MaxMessageBytes)
 	return min(CallMemory(size, w.cfg.MaxValues), w.cfg.MaxInFlightMemory)
 }
 
