@@ -196,6 +196,26 @@ type Lister interface {
 	List(ctx context.Context, tenant string, state State, limit int) ([]Record, error)
 }
 
+// Withdrawer is an optional capability of a [Store]: taking back a claim whose
+// grant its holder never heard of. A Claim whose reply is lost (a timeout, a
+// connection reset while the server was writing) may have written a claim that
+// nobody will run: the caller saw an error and did not enter the body. Left
+// alone, that claim runs out and the key's next call is told its holder was
+// lost, although nothing ran. A holder that reads such a claim back — its own
+// name and call, at a revision none of its leases was granted for — withdraws
+// it and the key is free at once. Callers probe for it with a type assertion;
+// the stores in this module all implement it.
+type Withdrawer interface {
+	// Withdraw deletes the claim seen, as Release would, if the record is still
+	// exactly that claim: in StateClaimed, at seen.Revision, held by holder.
+	// Whether its lease has run out does not matter, so the caller must know
+	// that no body runs under it. It returns ErrNotHolder if the record changed
+	// since seen was read (another revision or state, another holder),
+	// ErrNotFound if it is gone, and ErrInvalid for a malformed seen or a seen
+	// that is not a claim held by holder (see [ValidateWithdraw]).
+	Withdraw(ctx context.Context, seen Record, holder string) error
+}
+
 // Valid reports whether s is one of StateClaimed, StateCompleted and
 // StateIndeterminate.
 func (s State) Valid() bool {

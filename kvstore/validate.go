@@ -82,6 +82,24 @@ func (r ClaimRequest) ValidateTakeOver(seen Record) error {
 	return nil
 }
 
+// ValidateWithdraw returns an error wrapping [ErrInvalid] unless seen names a
+// valid key, is in StateClaimed and is held by holder (not empty): the checks
+// [Withdrawer.Withdraw] makes.
+func ValidateWithdraw(seen Record, holder string) error {
+	if err := CheckKey(seen.Tenant, seen.Digest); err != nil {
+		return err
+	}
+	switch {
+	case holder == "":
+		return fmt.Errorf("%w: empty holder", ErrInvalid)
+	case seen.State != StateClaimed:
+		return fmt.Errorf("%w: the record seen is %s, not a claim", ErrInvalid, seen.State)
+	case seen.Holder != holder:
+		return fmt.Errorf("%w: the claim seen is held by %q, not %q", ErrInvalid, seen.Holder, holder)
+	}
+	return nil
+}
+
 // Validate returns an error wrapping [ErrInvalid] unless l names a valid key
 // ([CheckKey]), a holder and a token: the checks every holder-only operation
 // (Record, Release, MarkIndeterminate, Renew) makes. Whether the lease is still

@@ -101,6 +101,11 @@ func checkOutage(e *env) {
 				return countAnswer(len(recs), "records"), err
 			}})
 		}
+		if w, ok := s.(kvstore.Withdrawer); ok {
+			ops = append(ops, outageOp{"Withdraw", func(ctx context.Context) (string, error) {
+				return "", w.Withdraw(ctx, heldRec, heldRec.Holder)
+			}})
+		}
 		if d, ok := s.(RawDumper); ok {
 			ops = append(ops, outageOp{"DumpRaw", func(ctx context.Context) (string, error) {
 				raw, err := d.DumpRaw(ctx, e.tenant)

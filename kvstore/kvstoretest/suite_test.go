@@ -165,6 +165,12 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 			want:   "TakeOver",
 		},
 		{
+			name:   "withdraw ignores the revision and the holder",
+			wrap:   func(s kvstore.Store) kvstore.Store { return withdrawsLatest{s} },
+			checks: []string{"WithdrawChanged", "WithdrawRefused"},
+			want:   "Withdraw",
+		},
+		{
 			name:   "wait never reports lease expiry",
 			wrap:   func(s kvstore.Store) kvstore.Store { return waitIgnoresExpiry{s} },
 			checks: []string{"WaitLeaseExpiry"},
@@ -371,6 +377,22 @@ func (s takeOverLatest) TakeOver(ctx context.Context, seen kvstore.Record, req k
 		return kvstore.Lease{Tenant: seen.Tenant, Digest: seen.Digest, Holder: req.Holder, Token: "blind"}, nil
 	}
 	return s.Store.TakeOver(ctx, seen, req)
+}
+
+// withdrawsLatest withdraws whatever claim holds the key now, whoever holds it
+// and whatever was seen.
+type withdrawsLatest struct{ kvstore.Store }
+
+func (s withdrawsLatest) Withdraw(ctx context.Context, seen kvstore.Record, _ string) error {
+	cur, err := s.Store.Get(ctx, seen.Tenant, seen.Digest)
+	if err != nil {
+		return err
+	}
+	if cur.State != kvstore.StateClaimed {
+		_, err := s.Store.Resolve(ctx, seen.Tenant, seen.Digest, kvstore.Resolution{Release: true})
+		return err
+	}
+	return s.Store.(kvstore.Withdrawer).Withdraw(ctx, cur, cur.Holder)
 }
 
 // waitIgnoresExpiry only wakes on writes.

@@ -205,6 +205,31 @@ func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
 	return nil
 }
 
+// Withdraw deletes the claim seen if the record is still that claim (its
+// revision, state and holder), whatever its lease. It returns
+// kvstore.ErrNotHolder if the record changed, kvstore.ErrNotFound if it is gone
+// and kvstore.ErrInvalid for a seen that is not a claim of holder.
+func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	if err := kvstore.ValidateWithdraw(seen, holder); err != nil {
+		return fmt.Errorf("memstore: withdraw: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(ctx); err != nil {
+		return fmt.Errorf("memstore: withdraw: %w", err)
+	}
+	k := key{seen.Tenant, seen.Digest}
+	e := s.lookup(k, s.clock.Now())
+	switch {
+	case e == nil:
+		return fmt.Errorf("memstore: withdraw: %w", kvstore.ErrNotFound)
+	case e.rec.Revision != seen.Revision || e.rec.Holder != holder || e.rec.State != kvstore.StateClaimed:
+		return fmt.Errorf("memstore: withdraw: record changed since it was read: %w", kvstore.ErrNotHolder)
+	}
+	s.remove(k)
+	return nil
+}
+
 // MarkIndeterminate parks the claim in kvstore.StateIndeterminate with reason and
 // bodyEntered. It returns kvstore.ErrNotHolder if lease is not the current claim,
 // kvstore.ErrTooLarge if reason exceeds Config.MaxValueSize.

@@ -16,6 +16,9 @@ import (
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
 
+// Every store in this module withdraws claims read back (kvstore.Withdrawer).
+var _ kvstore.Withdrawer = (*memstore.Store)(nil)
+
 var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestConformanceFakeClock(t *testing.T) {

@@ -13,6 +13,9 @@ import (
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 )
 
+// Every store in this module withdraws claims read back (kvstore.Withdrawer).
+var _ kvstore.Withdrawer = (*Store)(nil)
+
 // TestConformance runs the store suite against the single-node server, a bucket
 // per subtest.
 func TestConformance(t *testing.T) {

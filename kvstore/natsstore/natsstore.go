@@ -380,6 +380,43 @@ func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
 	return nil
 }
 
+// Withdraw deletes the claim seen if the key is still at seen's revision and
+// the record there is holder's claim (a read, then a delete conditional on the
+// revision, as Release's is on the lease's), whatever the claim's lease: see
+// kvstore.Withdrawer. It returns kvstore.ErrNotHolder if the
+// record changed since seen, kvstore.ErrNotFound if it is gone and
+// kvstore.ErrInvalid for a seen that is not a claim of holder.
+func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	const op = "withdraw"
+	if err := kvstore.ValidateWithdraw(seen, holder); err != nil {
+		return fmt.Errorf("natsstore: %s: %w", op, err)
+	}
+	if err := s.usable(op); err != nil {
+		return err
+	}
+	// The delete below compares only the revision: read first that the record
+	// at that revision is the holder's claim.
+	rec, e, err := s.read(ctx, seen.Tenant, seen.Digest)
+	if err != nil {
+		return fmt.Errorf("natsstore: %s: %w", op, err)
+	}
+	if e.Revision() != seen.Revision || rec.State != kvstore.StateClaimed || rec.Holder != holder {
+		return fmt.Errorf("natsstore: %s: record changed since it was read: %w", op, kvstore.ErrNotHolder)
+	}
+	key := keyOf(seen.Tenant, seen.Digest)
+	err = s.casDelete(ctx, key, seen.Revision)
+	if errors.Is(err, errConflict) {
+		if _, _, rerr := s.read(ctx, seen.Tenant, seen.Digest); errors.Is(rerr, kvstore.ErrNotFound) {
+			return fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotFound)
+		}
+		return fmt.Errorf("natsstore: %s: record changed since it was read: %w", op, kvstore.ErrNotHolder)
+	}
+	if err != nil {
+		return unavailable(op, err)
+	}
+	return nil
+}
+
 // holderWrite checks lease, builds the new value from the claim the lease
 // carries and writes it if the record is still at the lease's revision.
 func (s *Store) holderWrite(ctx context.Context, op string, lease kvstore.Lease, build func(base value) value) (uint64, value, error) {

@@ -15,6 +15,9 @@ import (
 
 var _ kvstoretest.RawDumper = (*Store)(nil)
 
+// Every store in this module withdraws claims read back (kvstore.Withdrawer).
+var _ kvstore.Withdrawer = (*Store)(nil)
+
 // TestConformance runs the shared store suite, one fresh schema per subtest on
 // one shared pool. Leases and retention are judged by the database clock, so the
 // suite sleeps (Advance is nil). The suite's outage check runs on stores in the

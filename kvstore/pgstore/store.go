@@ -137,11 +137,12 @@ func defaultBatchWriters(maxConns, procs int) int {
 
 // statements are the store's SQL, with the schema substituted once by New.
 type statements struct {
-	claim, get                                 string
-	record, release, markIndeterminate, renew  string
-	takeOver, forget, resolveDone, resolveDrop string
-	sweep, dump, list                          string
-	waitGet, watch                             string
+	claim, get                                string
+	record, release, markIndeterminate, renew string
+	takeOver, withdraw, forget                string
+	resolveDone, resolveDrop                  string
+	sweep, dump, list                         string
+	waitGet, watch                            string
 }
 
 // recordCols is the select list every statement that reads a record returns; see
@@ -239,6 +240,12 @@ RETURNING ` + notifyIfWatched("$5")),
 WHERE tenant = $1 AND digest = $2 AND revision = $3 AND holder = $4
 	AND state = 'claimed' AND lease_until <= now() AND expires_at > now()
 RETURNING ` + notifyIfWatched("$6")),
+
+		// $1 tenant $2 digest $3 seen revision $4 holder $5 channel
+		withdraw: r.Replace(`DELETE FROM {t}
+WHERE tenant = $1 AND digest = $2 AND revision = $3 AND holder = $4
+	AND state = 'claimed' AND expires_at > now()
+RETURNING ` + notifyIfWatched("$5")),
 
 		// $1 tenant $2 channel. Counts the live rows it removed; expired ones go too.
 		forget: r.Replace(`WITH gone AS (
@@ -550,6 +557,39 @@ func (s *Store) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 		return kvstore.Lease{}, err
 	}
 	return kvstore.Lease{}, kvstore.ErrLeaseHeld
+}
+
+// Withdraw deletes the claim seen, in one DELETE that compares its revision,
+// holder and state, whatever its lease: see kvstore.Withdrawer. It returns
+// kvstore.ErrNotHolder if the record changed since seen, kvstore.ErrNotFound if
+// it is gone and kvstore.ErrInvalid for a seen that is not a claim of holder.
+func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	return s.fail("withdraw", s.withdraw(ctx, seen, holder))
+}
+
+func (s *Store) withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := kvstore.ValidateWithdraw(seen, holder); err != nil {
+		return err
+	}
+	if err := checkText("holder", holder); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	var applied bool
+	err := s.pool.QueryRow(ctx, s.sql.withdraw,
+		seen.Tenant, seen.Digest, int64(seen.Revision), holder, s.cfg.Channel).Scan(&applied)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	// Not applied: gone, or changed.
+	if _, err := s.get(ctx, seen.Tenant, seen.Digest); err != nil {
+		return err
+	}
+	return kvstore.ErrNotHolder
 }
 
 // Forget deletes every record of tenant in one DELETE statement and returns how many

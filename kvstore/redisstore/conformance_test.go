@@ -13,6 +13,9 @@ import (
 
 var _ kvstoretest.RawDumper = (*redisstore.Store)(nil)
 
+// Every store in this module withdraws claims read back (kvstore.Withdrawer).
+var _ kvstore.Withdrawer = (*redisstore.Store)(nil)
+
 // TestConformance runs the store contract's suite against Redis, each subtest on
 // a prefix of its own. Leases and retention follow Redis's clock, so Advance is
 // nil and the suite sleeps. The suite's outage check runs on stores with that

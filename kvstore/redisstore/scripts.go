@@ -235,6 +235,22 @@ if w == 'w' then redis.call('PUBLISH', rec .. ':chg', 'gone') end
 return 'ok'
 `)
 
+// withdrawScript drops a claim, whatever its lease, provided its revision and
+// holder are still the ones the caller saw.
+//
+//	ARGV[3] holder (length-prefixed, as in the identity)  ARGV[4] seen revision
+var withdrawScript = redis.NewScript(luaLoad + luaWriter + `
+if not v then return 'gone' end
+` + luaParse + `
+if st ~= 'c' or rev ~= tonumber(ARGV[4]) or string.sub(v, pos, pos + #ARGV[3] - 1) ~= ARGV[3] then
+  return 'notholder'
+end
+redis.call('UNLINK', rec)
+redis.call('ZREM', idx, string.sub(rec, -64))
+if w == 'w' then redis.call('PUBLISH', rec .. ':chg', 'gone') end
+return 'ok'
+`)
+
 // takeOverScript replaces a claim whose lease has run out by the server's clock,
 // provided its revision and holder are still the ones the caller saw. The new
 // claim keeps the record's creation time and drops any outcome.

@@ -284,6 +284,34 @@ func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
 	return s.holderOp(ctx, "release", releaseScript, lease)
 }
 
+// Withdraw deletes the claim seen, whatever its lease, comparing its revision,
+// holder and state inside one script: see kvstore.Withdrawer. It returns an
+// error wrapping kvstore.ErrNotHolder if the record changed since seen,
+// kvstore.ErrNotFound if it is gone and kvstore.ErrInvalid for a seen that is
+// not a claim of holder.
+func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	const op = "withdraw"
+	if err := s.closed(op); err != nil {
+		return err
+	}
+	if err := invalid(op, kvstore.ValidateWithdraw(seen, holder)); err != nil {
+		return err
+	}
+	v, err := s.run(ctx, withdrawScript, seen.Tenant, seen.Digest, s.retMS, s.slackMS,
+		encodeHolder(holder), strconv.FormatUint(seen.Revision, 10))
+	if err != nil {
+		return unavailable(op, err)
+	}
+	status, _, _, err := splitReply(v)
+	if err != nil {
+		return unavailable(op, err)
+	}
+	if status != statusOK {
+		return statusErr(op, status)
+	}
+	return nil
+}
+
 // MarkIndeterminate parks the claim in StateIndeterminate with reason. It returns
 // an error wrapping kvstore.ErrNotHolder if lease is no longer current,
 // kvstore.ErrTooLarge if reason is longer than Config.MaxValueSize.
