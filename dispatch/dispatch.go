@@ -73,6 +73,10 @@ type Stats struct {
 	Unguarded atomic.Int64
 	// Answers counts answers by kind.
 	Completed, Deduplicated, Indeterminate, Failed, Rejected atomic.Int64
+	// Withdrawn counts claims withdrawn after their grant was lost: a Claim
+	// without an answer whose write had landed, read back once the store answered
+	// and taken back because nothing ran under it.
+	Withdrawn atomic.Int64
 }
 
 // Dispatcher runs tool calls under their idempotency policies. It is safe for
@@ -90,6 +94,7 @@ type Dispatcher struct {
 	obs        Observer
 	tracer     trace.Tracer
 	stats      Stats
+	book       claimBook
 }
 
 // New returns a dispatcher, or an error if cfg lacks Tools or Store.
@@ -429,11 +434,12 @@ func (r *run) guarded(ctx context.Context) (answered, error) {
 			r.d.obs.RanUnguarded(r.label, events.ReasonStoreUnavailable)
 			return r.unguarded(ctx)
 		}
-		at, held := r.runClaimed(ctx, *lease, n)
+		at, rn := r.runClaimed(ctx, *lease, n)
 		if at.err == nil {
-			r.record(ctx, held, at.out)
+			r.record(ctx, rn, at.out)
 			return answered{answer: r.completed(events.KindCompleted, at.out)}, nil
 		}
+		held := rn.stop()
 		if pol.Kind == tool.Effectful && !tool.IsNoEffect(at.err) {
 			reason := events.ReasonBodyFailed
 			if at.timedOut {
@@ -553,25 +559,26 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 }
 
 // runClaimed runs the body while renewing the lease, and returns what the body
-// came to and the lease as it stands afterwards.
-func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, n int) (attempt, kvstore.Lease) {
-	rn := &renewer{r: r, ctx: ctx, current: lease}
+// came to and the renewer, still renewing: the caller stops it once the claim's
+// end is written (or given up).
+func (r *run) runClaimed(ctx context.Context, lease kvstore.Lease, n int) (attempt, *renewer) {
+	rn := &renewer{r: r, ctx: context.WithoutCancel(ctx), current: lease}
 	rn.mu.Lock()
 	rn.arm()
 	rn.mu.Unlock()
-	at := r.body(ctx, n)
-	return at, rn.stop()
+	return r.body(ctx, n), rn
 }
 
-// renewer renews a claim's lease every third of a lease while its body runs.
-// A timer waits between renewals, not a goroutine: most bodies end long before
-// the first.
+// renewer renews a claim's lease every third of a lease while its body runs and
+// while its outcome is being recorded. A timer waits between renewals, not a
+// goroutine: most bodies end long before the first.
 type renewer struct {
 	r   *run
 	ctx context.Context
 
-	mu       sync.Mutex // held during a renewal, and by stop
+	mu       sync.Mutex // held during a renewal, a write through with, and by stop
 	current  kvstore.Lease
+	lost     bool // a renewal was refused: the claim is somebody else's
 	stopped  bool
 	stopNext func() bool // stops the next renewal's timer
 }
@@ -594,12 +601,24 @@ func (rn *renewer) renew() {
 	case err == nil:
 		rn.current = nl
 	case errors.Is(err, kvstore.ErrNotHolder):
-		r.d.log.Error("lease lost while the tool runs", r.logAttrs("error", err)...)
+		rn.lost = true
+		r.d.log.Error("lease lost while the claim was held", r.logAttrs("error", err)...)
 		return
 	default:
 		r.d.log.Warn("lease renewal failed; retrying", r.logAttrs("error", err)...)
 	}
 	rn.arm()
+}
+
+// with calls write with the lease as it stands, between renewals. It returns
+// kvstore.ErrNotHolder without calling write once a renewal was refused.
+func (rn *renewer) with(write func(kvstore.Lease) error) error {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.lost {
+		return fmt.Errorf("a renewal was refused: %w", kvstore.ErrNotHolder)
+	}
+	return write(rn.current)
 }
 
 // stop ends the renewals, waiting for one in progress, and returns the lease
@@ -612,39 +631,63 @@ func (rn *renewer) stop() kvstore.Lease {
 	return rn.current
 }
 
-// record stores the outcome, retrying transient failures for up to a lease. A
-// failure to record does not change the answer — the body ran and its outcome is
-// known — but leaves the claim to run out, after which duplicates of an
-// Effectful call are answered holder_lost, never re-run.
-func (r *run) record(ctx context.Context, lease kvstore.Lease, out string) {
+// recordLeases is how many leases record keeps trying while the store does not
+// answer.
+const recordLeases = 4
+
+// record stores the outcome and stops rn. It keeps trying while the store is
+// away, rn renewing the lease between attempts, until the outcome is recorded,
+// the claim is found to be somebody else's, or recordLeases leases have passed:
+// the store is most likely away for a moment (a restart, a leader election), and
+// until somebody takes the claim over its holder may still record, even after
+// its lease ran out. A failure to record does not change the answer — the body
+// ran and its outcome is known — but leaves the claim to run out, after which
+// duplicates of an Effectful call are answered holder_lost, never re-run.
+func (r *run) record(ctx context.Context, rn *renewer, out string) {
 	ctx, span := r.span(context.WithoutCancel(ctx), SpanRecord)
 	var err error
 	defer func() { endStep(span, err) }()
-	// Keep trying for as long as the lease lasts: the store is most likely away for
-	// a moment (a restart, a leader election), and until somebody takes the claim
-	// over the holder may still record. Giving up sooner leaves every duplicate to
-	// be answered holder_lost although the outcome is known.
-	start := r.d.clock.Now()
+	giveUp := r.d.clock.Now().Add(recordLeases * r.d.lease)
 	for i := 0; ; i++ {
-		if err = r.d.store.Record(ctx, lease, out); err == nil || errors.Is(err, kvstore.ErrNotHolder) || errors.Is(err, kvstore.ErrTooLarge) {
+		err = rn.with(func(l kvstore.Lease) error { return r.d.store.Record(ctx, l, out) })
+		if err == nil || errors.Is(err, kvstore.ErrNotHolder) || errors.Is(err, kvstore.ErrTooLarge) {
 			break
 		}
-		pause := min(time.Duration(50<<min(i, 5))*time.Millisecond, time.Second)
-		if r.d.clock.Now().Add(pause).Sub(start) > r.d.lease {
+		pause := retryPause(i)
+		if r.d.clock.Now().Add(pause).After(giveUp) {
 			break
 		}
 		clock.Sleep(r.d.clock, pause, nil)
 	}
+	rn.stop()
+	r.ended(err == nil || errors.Is(err, kvstore.ErrNotHolder))
 	if err != nil {
 		r.d.log.Error("recording the outcome failed", r.logAttrs("error", err)...)
 	}
+}
+
+// ended tells the book that a lease of this call ended, its end written (or the
+// claim found somebody else's) or not.
+func (r *run) ended(written bool) {
+	r.d.book.ended(bookKey{r.call.Tenant, r.key}, written)
+}
+
+// endedBy is ended for a holder-only write that returned err.
+func (r *run) endedBy(err error) {
+	r.ended(err == nil || errors.Is(err, kvstore.ErrNotHolder))
 }
 
 // The store operations of a call, each in a span of its own.
 
 func (r *run) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
 	ctx, span := r.span(ctx, SpanClaim)
+	k := bookKey{req.Tenant, req.Digest}
+	r.d.book.asking(k)
 	res, err := r.d.store.Claim(ctx, req)
+	r.d.book.answered(k, err == nil && res.Claimed)
+	if err != nil && !errors.Is(err, kvstore.ErrInvalid) {
+		r.settleLater()
+	}
 	if err == nil && span.IsRecording() {
 		span.SetAttributes(AttrClaimed.Bool(res.Claimed))
 		if !res.Claimed {
@@ -676,7 +719,10 @@ func (r *run) wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, er
 
 func (r *run) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
 	ctx, span := r.span(ctx, SpanTakeOver)
+	k := bookKey{req.Tenant, req.Digest}
+	r.d.book.asking(k)
 	l, err := r.d.store.TakeOver(ctx, seen, req)
+	r.d.book.answered(k, err == nil)
 	if errors.Is(err, kvstore.ErrLeaseHeld) || errors.Is(err, kvstore.ErrNotFound) {
 		endStep(span, nil) // someone else moved first: not a failure
 	} else {
@@ -688,6 +734,7 @@ func (r *run) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.Cla
 func (r *run) markIndeterminate(ctx context.Context, lease kvstore.Lease, reason events.Reason) error {
 	ctx, span := r.span(ctx, SpanMarkIndeterminate, AttrReason.String(string(reason)))
 	err := r.d.store.MarkIndeterminate(ctx, lease, string(reason), true)
+	r.endedBy(err)
 	endStep(span, err)
 	return err
 }
@@ -695,6 +742,7 @@ func (r *run) markIndeterminate(ctx context.Context, lease kvstore.Lease, reason
 func (r *run) release(ctx context.Context, lease kvstore.Lease) error {
 	ctx, span := r.span(ctx, SpanRelease)
 	err := r.d.store.Release(ctx, lease)
+	r.endedBy(err)
 	endStep(span, err)
 	return err
 }
