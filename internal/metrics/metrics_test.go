@@ -249,6 +249,16 @@ func (downStore) Claim(context.Context, kvstore.ClaimRequest) (kvstore.ClaimResu
 	return kvstore.ClaimResult{}, errDown
 }
 
+// listerOnly is a store that lists but cannot withdraw.
+type listerOnly struct{ *memstore.Store }
+
+func (s listerOnly) Withdraw() {} // not kvstore.Withdrawer's: hides memstore's
+
+// withdrawerOnly is a store that withdraws but cannot list.
+type withdrawerOnly struct{ *memstore.Store }
+
+func (s withdrawerOnly) List() {} // not kvstore.Lister's: hides memstore's
+
 // TestStoreErrors: failures are counted by operation and class; the store's
 // answers (not found, not holder, not indeterminate) are not failures.
 func TestStoreErrors(t *testing.T) {
@@ -277,6 +287,32 @@ func TestStoreErrors(t *testing.T) {
 	if _, ok := s.(kvstore.Lister); !ok {
 		t.Error("the wrapper of a Lister hides List")
 	}
+	// Each optional capability passes through on its own and with the other.
+	for _, c := range []struct {
+		name             string
+		store            kvstore.Store
+		lists, withdraws bool
+	}{
+		{"memstore", mem, true, true},
+		{"a store with neither", downStore{mem}, false, false},
+		{"a Lister only", listerOnly{mem}, true, false},
+		{"a Withdrawer only", withdrawerOnly{mem}, false, true},
+	} {
+		w := m.Store(c.store, "memory")
+		if _, ok := w.(kvstore.Lister); ok != c.lists {
+			t.Errorf("the wrapper of %s offers List: %v, want %v", c.name, ok, c.lists)
+		}
+		if _, ok := w.(kvstore.Withdrawer); ok != c.withdraws {
+			t.Errorf("the wrapper of %s offers Withdraw: %v, want %v", c.name, ok, c.withdraws)
+		}
+	}
+	res, err := s.Claim(ctx, kvstore.ClaimRequest{Tenant: "acme", Digest: d, Holder: "w1", Lease: time.Minute})
+	if err != nil || !res.Claimed {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	if err := s.(kvstore.Withdrawer).Withdraw(ctx, res.Record, "w1"); err != nil {
+		t.Fatalf("Withdraw through the wrapper: %v", err)
+	}
 	for _, c := range []struct {
 		name   string
 		labels l
@@ -286,6 +322,7 @@ func TestStoreErrors(t *testing.T) {
 		{"toolexec_store_errors_total", l{"store": "redis", "operation": "claim", "error": "unavailable"}, 1},
 		{"toolexec_store_operation_duration_seconds", l{"store": "memory", "operation": "get"}, 2},
 		{"toolexec_store_operation_duration_seconds", l{"store": "memory", "operation": "release"}, 1},
+		{"toolexec_store_operation_duration_seconds", l{"store": "memory", "operation": "withdraw"}, 1},
 	} {
 		if got := value(t, reg, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

@@ -19,6 +19,7 @@ const (
 	OpMarkIndeterminate = "mark_indeterminate"
 	OpRenew             = "renew"
 	OpTakeOver          = "take_over"
+	OpWithdraw          = "withdraw"
 	OpWait              = "wait"
 	OpForget            = "forget"
 	OpResolve           = "resolve"
@@ -30,12 +31,19 @@ const (
 // toolexec_store_errors_total, labelled with name (jetstream, postgres, redis,
 // memory) and the operation. The store's answers — not found, not holder,
 // lease held, not indeterminate — and a caller's cancelled context are not
-// failures. The wrapper implements kvstore.Lister when s does. Closing it
-// closes s.
+// failures. The wrapper implements kvstore.Lister and kvstore.Withdrawer when s
+// does. Closing it closes s.
 func (m *Metrics) Store(s kvstore.Store, name string) kvstore.Store {
 	is := &instrumented{s: s, m: m, name: name}
-	if l, ok := s.(kvstore.Lister); ok {
+	l, lists := s.(kvstore.Lister)
+	w, withdraws := s.(kvstore.Withdrawer)
+	switch {
+	case lists && withdraws:
+		return &instrumentedListerWithdrawer{instrumentedLister: instrumentedLister{instrumented: is, l: l}, w: w}
+	case lists:
 		return &instrumentedLister{instrumented: is, l: l}
+	case withdraws:
+		return &instrumentedWithdrawer{instrumented: is, w: w}
 	}
 	return is
 }
@@ -53,9 +61,24 @@ type instrumentedLister struct {
 	l kvstore.Lister
 }
 
+// instrumentedWithdrawer is instrumented with Withdraw.
+type instrumentedWithdrawer struct {
+	*instrumented
+	w kvstore.Withdrawer
+}
+
+// instrumentedListerWithdrawer is instrumented with List and Withdraw.
+type instrumentedListerWithdrawer struct {
+	instrumentedLister
+	w kvstore.Withdrawer
+}
+
 var (
-	_ kvstore.Store  = (*instrumented)(nil)
-	_ kvstore.Lister = (*instrumentedLister)(nil)
+	_ kvstore.Store      = (*instrumented)(nil)
+	_ kvstore.Lister     = (*instrumentedLister)(nil)
+	_ kvstore.Withdrawer = (*instrumentedWithdrawer)(nil)
+	_ kvstore.Lister     = (*instrumentedListerWithdrawer)(nil)
+	_ kvstore.Withdrawer = (*instrumentedListerWithdrawer)(nil)
 )
 
 // observe records one operation that started at start and ended with err.
@@ -188,4 +211,19 @@ func GroupCommits(reg prometheus.Registerer, store string, stats func() (batches
 		}
 	}
 	return nil
+}
+
+func (s *instrumentedWithdrawer) Withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	return s.withdraw(ctx, s.w, seen, holder)
+}
+
+func (s *instrumentedListerWithdrawer) Withdraw(ctx context.Context, seen kvstore.Record, holder string) error {
+	return s.withdraw(ctx, s.w, seen, holder)
+}
+
+func (s *instrumented) withdraw(ctx context.Context, w kvstore.Withdrawer, seen kvstore.Record, holder string) error {
+	start := time.Now()
+	err := w.Withdraw(ctx, seen, holder)
+	s.observe(OpWithdraw, start, err)
+	return err
 }
