@@ -94,6 +94,12 @@ type Report struct {
 	// The answer is conservative — "unknown" where nothing happened — not
 	// wrong.
 	Unrun int
+	// Unrecorded counts keys answered holder_lost although a call of the key was
+	// answered completed: the holder ran the body and knew its outcome, but the
+	// outcome never reached the record (the store away for longer than the
+	// holder kept trying, or the claim taken over from a holder that lagged)
+	// and a duplicate found the claim run out. Conservative, not wrong.
+	Unrecorded int
 	// Faults counts the injected faults.
 	Faults int
 	// Violations lists every breach found, sorted by rule, key and call.
@@ -138,8 +144,8 @@ func (r Report) String() string {
 			fmt.Fprintf(&b, " indeterminate/%s=%d", reason, n)
 		}
 	}
-	fmt.Fprintf(&b, " effects=%d effect_keys=%d idempotent_repeats=%d holder_lost_unrun=%d faults=%d lost=%d double_effects=%d violations=%d",
-		r.Effects, r.EffectKeys, r.Repeats, r.Unrun, r.Faults, r.Count(RuleLostCall), r.Count(RuleDoubleEffect), len(r.Violations))
+	fmt.Fprintf(&b, " effects=%d effect_keys=%d idempotent_repeats=%d holder_lost_unrun=%d holder_lost_unrecorded=%d faults=%d lost=%d double_effects=%d violations=%d",
+		r.Effects, r.EffectKeys, r.Repeats, r.Unrun, r.Unrecorded, r.Faults, r.Count(RuleLostCall), r.Count(RuleDoubleEffect), len(r.Violations))
 	for i, v := range r.Violations {
 		if i == 20 {
 			fmt.Fprintf(&b, "\n  ... and %d more", len(r.Violations)-i)
@@ -265,6 +271,8 @@ func (j *judge) checkAnswers() {
 	}
 	outcomes := map[string]map[string]bool{} // Effectful key -> outcomes answered
 	unrun := map[string]bool{}               // keys answered holder_lost, never seen downstream
+	holderLost := map[string]bool{}          // keys answered holder_lost
+	completed := map[string]bool{}           // keys of which a call was answered completed
 	for _, call := range j.h.Calls {
 		as := byCall[callID{call.Tenant, call.CallID}]
 		switch {
@@ -295,8 +303,11 @@ func (j *judge) checkAnswers() {
 						}
 					}
 				}
-				if a.Reason == events.ReasonHolderLost && call.Key != "" && len(j.effects[call.Key]) == 0 {
-					unrun[call.Key] = true
+				if a.Reason == events.ReasonHolderLost && call.Key != "" {
+					holderLost[call.Key] = true
+					if len(j.effects[call.Key]) == 0 {
+						unrun[call.Key] = true
+					}
 				}
 				if why := j.unexplained(call, a); why != "" {
 					j.violate(RuleUnexplainedIndeterminate, call.Key, call.CallID, "%s: %s", a.Reason, why)
@@ -304,6 +315,9 @@ func (j *judge) checkAnswers() {
 			case events.KindCompleted, events.KindDeduplicated:
 				if call.Key == "" {
 					continue
+				}
+				if a.Kind == events.KindCompleted {
+					completed[call.Key] = true
 				}
 				if len(j.effects[call.Key]) == 0 {
 					j.violate(RulePhantomOutcome, call.Key, call.CallID, "%s, but the downstream never saw the key", a.Kind)
@@ -318,6 +332,11 @@ func (j *judge) checkAnswers() {
 		}
 	}
 	j.rep.Unrun = len(unrun)
+	for key := range holderLost {
+		if completed[key] {
+			j.rep.Unrecorded++
+		}
+	}
 	for key, seen := range outcomes {
 		if len(seen) > 1 {
 			list := make([]string, 0, len(seen))

@@ -429,3 +429,31 @@ func TestUnrunHolderLost(t *testing.T) {
 		t.Errorf("String() lacks holder_lost_unrun=1: %s", rep)
 	}
 }
+
+// TestUnrecordedHolderLost counts keys answered holder_lost of which a call was
+// answered completed (the outcome known to its holder, never recorded), and
+// only those: a key answered holder_lost and deduplicated is not one.
+func TestUnrecordedHolderLost(t *testing.T) {
+	a1 := hcall("a1", tool.Effectful, keyA, 0)
+	a2 := hcall("a2", tool.Effectful, keyA, 0.2)
+	b1 := hcall("b1", tool.Effectful, keyB, 0)
+	b2 := hcall("b2", tool.Effectful, keyB, 0.2)
+	away := faults.Fault{Name: "store away", Start: at(1), End: at(3), StoreAway: true}
+	rep := faults.Check(faults.History{
+		Calls: []faults.Call{a1, a2, b1, b2},
+		Answers: []faults.StoredAnswer{
+			hanswer(a1, events.KindCompleted, 1.5),
+			hindeterminate(a2, events.ReasonHolderLost, true, 4),
+			hanswer(b1, events.KindDeduplicated, 1.5),
+			hindeterminate(b2, events.ReasonHolderLost, true, 4),
+		},
+		Effects: []faults.Effect{heffect(a1, "x1", 0.5), heffect(b1, "x2", 0.5)},
+		Faults:  []faults.Fault{away},
+	})
+	if !rep.OK() || rep.Unrecorded != 1 || rep.Unrun != 0 {
+		t.Errorf("Unrecorded = %d, Unrun = %d (violations %v), want 1, 0 and none", rep.Unrecorded, rep.Unrun, rep.Violations)
+	}
+	if !strings.Contains(rep.String(), "holder_lost_unrecorded=1") {
+		t.Errorf("String() lacks holder_lost_unrecorded=1: %s", rep)
+	}
+}

@@ -439,7 +439,8 @@ var logLines = []struct{ name, msg string }{
 	{"store_unavailable", `msg="idempotency store unavailable"`},
 	{"takeovers", `msg="took over an expired claim"`},
 	{"record_failed", `msg="recording the outcome failed"`},
-	{"lease_lost", `msg="lease lost while the tool runs"`},
+	{"lease_lost", `msg="lease lost while the claim was held"`},
+	{"claims_withdrawn", `msg="withdrew a claim whose grant was lost; nothing ran under it"`},
 	{"answer_publish_retries", `msg="publishing an answer failed; retrying"`},
 	{"nats_reconnects", `msg="NATS reconnected"`},
 }
