@@ -147,9 +147,9 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(ctx) }()
 	names := tools.Names()
-	log.Info("executor ready", "nats", natsURL, "store", cfg.store.Kind, "tools", strings.Join(names, ","),
+	log.Info("executor ready", "nats", redactNATSURL(natsURL), "store", cfg.store.Kind, "tools", strings.Join(names, ","),
 		"holder", ex.Holder(), "concurrency", cfg.concurrency)
-	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", natsURL, cfg.store.Kind, strings.Join(names, ","))
+	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", redactNATSURL(natsURL), cfg.store.Kind, strings.Join(names, ","))
 	if err := <-done; err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

@@ -337,3 +337,27 @@ func TestNATSWaitGivesUp(t *testing.T) {
 		t.Errorf("err = %v; want DeadlineExceeded and ErrNoServers", err)
 	}
 }
+
+// TestReadyLineHidesThePassword: a password in --nats-url never reaches the
+// log or the ready line, which name the server with the password masked.
+func TestReadyLineHidesThePassword(t *testing.T) {
+	const secret = "s3cret-pw"
+	natsAddr := freeAddr(t)
+	natstest.Start(t, onAddr(t, natsAddr), func(o *server.Options) { o.Username, o.Password = "exec", secret })
+	url := "nats://exec:" + secret + "@" + natsAddr
+	var logs syncBuffer
+	l := launchExecutor(t, func(w *io.Writer) { *w = &logs }, "--demo", "--nats-url", url, "--log-level", "info")
+	eventually(t, "the ready line", func() bool { return strings.Contains(l.out.String(), "toolexec executor ready") })
+	if err := l.stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	all := logs.String() + l.out.String()
+	if strings.Contains(all, secret) {
+		t.Fatalf("the output shows the password:\n%s", all)
+	}
+	for _, want := range []string{`msg="executor ready" nats=nats://exec:xxxxx@` + natsAddr, "toolexec executor ready: nats=nats://exec:xxxxx@" + natsAddr} {
+		if !strings.Contains(all, want) {
+			t.Errorf("output lacks %s:\n%s", want, all)
+		}
+	}
+}
