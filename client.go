@@ -213,8 +213,8 @@ func sentKey(call events.Call) string { return call.Tenant + "/" + call.CallID }
 // matching ErrNoHistoryService when the client's account has no JetStream and
 // no executor answers the tenant's history requests.
 //
-// A client whose NATS account has JetStream reads the stream through an
-// ordered consumer. A tenant in an account of its own, which imports its
+// A client whose NATS account has JetStream gets the stored answer from the
+// stream with one message get, making no consumer. A tenant in an account of its own, which imports its
 // subjects from the executors' account and no JetStream API, asks the
 // executors' history service (toolexec.history.<tenant>) instead: the client
 // turns to it by itself the first time JetStream answers that the account has

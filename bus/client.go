@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,11 +50,12 @@ const (
 	// HistoryAuto reads through JetStream, and through the history service from
 	// the first time the JetStream API answers that the connection's account has
 	// none (no responders, JetStream not enabled for the account): a client in
-	// the executors' account, such as the console's, keeps JetStream's ordered
-	// consumers; a tenant in an account of its own, which imports no JetStream
+	// the executors' account, such as the console's, keeps reading through
+	// JetStream; a tenant in an account of its own, which imports no JetStream
 	// API, uses the service without being told to.
 	HistoryAuto HistoryPath = iota
-	// HistoryViaJetStream reads through ordered consumers on TOOLEXEC_EVENTS only.
+	// HistoryViaJetStream reads TOOLEXEC_EVENTS through JetStream only (a
+	// message get for Attach, an ordered consumer for Watch).
 	HistoryViaJetStream
 	// HistoryViaService reads through the executors' history service (see
 	// HistoryService) only. Which subject a read asks on depends on the events
@@ -84,6 +86,9 @@ type Client struct {
 	// noJetStream is set, with HistoryAuto, once the JetStream API said the
 	// account has none: stored events are read through the history service.
 	noJetStream atomic.Bool
+
+	streamMu sync.Mutex       // protects events
+	events   jetstream.Stream // TOOLEXEC_EVENTS, once looked up
 }
 
 // NewClient returns a client on js. It returns an error matching
@@ -256,21 +261,18 @@ func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, 
 	}
 }
 
-// attachInactive is how long the server keeps an Attach consumer nobody reads.
-const attachInactive = 30 * time.Second
-
 // Attach returns the answer to a call published earlier, by this client or
 // another: from TOOLEXEC_EVENTS if it is stored, else the moment it is stored.
 // It is how a caller that subscribes late, or restarts, finds its answer.
 //
-// Through JetStream (see HistoryPath) it reads an ordered consumer filtered on
-// the call's answer subject, which the server creates on
-// $JS.API.CONSUMER.CREATE.TOOLEXEC_EVENTS.<name>.<filter>, so that one
-// account's permissions can allow a tenant exactly its own event subjects
-// there (direct gets by subject cannot be scoped by tenant). Through the
-// history service it subscribes to the answer subject, then asks the service
-// once for the stored answer (on the tenant's subject, or the operators': see
-// HistoryViaService), and returns whichever comes first.
+// Either way it subscribes to the call's answer subject first, then looks for
+// the stored answer once, and returns whichever comes first. Through JetStream
+// (see HistoryPath) the look is one message get from TOOLEXEC_EVENTS, the
+// first event under the answer subject: no consumer is made, so attaches leave
+// nothing behind on the server (they used to make a consumer each, which lived
+// 30 s: a thousand attaches in that time met the server's consumer limit).
+// Through the history service it asks the service (on the tenant's subject, or
+// the operators': see HistoryViaService).
 //
 // Errors: one matching events.ErrInvalidToken for a malformed token,
 // ErrBadAnswer, a JetStream error, ErrNoHistoryService or a *HistoryError from
@@ -291,38 +293,50 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 	return c.attachService(ctx, tenant, filter, callID)
 }
 
-// attach waits for the first event stored under filter, oldest first.
-//
-// It reads through one message iterator rather than repeated Next calls: every
-// Next of an ordered consumer replaces the server's consumer and deletes the
-// previous one, and a tenant's permissions grant no consumer deletes (a delete
-// names any consumer of the stream, another tenant's included).
+// attach waits for the first event stored under filter, oldest first: it
+// subscribes to filter, then gets the first stored message under it, and
+// returns whichever comes first.
 func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {
-	cons, err := c.js.OrderedConsumer(ctx, wire.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{filter},
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		InactiveThreshold: attachInactive,
-	})
+	ch := make(chan *nats.Msg, 4)
+	sub, err := c.nc.ChanSubscribe(filter, ch)
 	if err != nil {
-		return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+	defer sub.Unsubscribe()
+	m, err := c.firstStored(ctx, filter)
+	switch {
+	case err == nil:
+		return decodeAnswer(m.Header, m.Data)
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return c.await(ctx, callID, ch, nil)
 	}
-	defer it.Stop()
-	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err == nil {
-			return decodeAnswer(m.Headers(), m.Data())
-		}
-		if cerr := contextEnded(ctx); cerr != nil {
-			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
-		}
-		if !errors.Is(err, nats.ErrTimeout) {
-			return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
-		}
+	select {
+	case m := <-ch: // heard live while the get failed
+		return decodeAnswer(m.Header, m.Data)
+	default:
 	}
+	if cerr := contextEnded(ctx); cerr != nil {
+		return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
+	}
+	return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+}
+
+// firstStored returns the first message of TOOLEXEC_EVENTS under filter, or an
+// error matching jetstream.ErrMsgNotFound when there is none.
+func (c *Client) firstStored(ctx context.Context, filter string) (*jetstream.RawStreamMsg, error) {
+	c.streamMu.Lock()
+	st := c.events
+	c.streamMu.Unlock()
+	if st == nil {
+		var err error
+		if st, err = c.js.Stream(ctx, wire.EventStream); err != nil {
+			return nil, err
+		}
+		c.streamMu.Lock()
+		c.events = st
+		c.streamMu.Unlock()
+	}
+	return st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter))
 }
 
 // contextEnded returns ctx's error, or context.DeadlineExceeded once ctx's deadline

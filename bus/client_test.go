@@ -249,3 +249,40 @@ func TestWatch(t *testing.T) {
 		t.Errorf("Watch on call subjects: %v, want ErrBadFilter", err)
 	}
 }
+
+// TestAttachLeavesNothingBehind: attaches read the stored answer without
+// making consumers. 1,200 attaches in a row (the server refused the 1,001st
+// when each made a consumer that lived 30 s) all find the answer, and the
+// events stream has as many consumers afterwards as before.
+func TestAttachLeavesNothingBehind(t *testing.T) {
+	h := newHarness(t)
+	reg := registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "booked", nil
+	}))
+	h.startWorker(t, reg, bus.WorkerConfig{}, 0)
+	c := call("book", "run-1", "many-1", `{"flight":"LH1"}`)
+	want, err := h.client.Call(ctxT(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		st, err := h.js.Stream(ctxT(t), wire.EventStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.CachedInfo().State.Consumers
+	}
+	before := consumers()
+	for i := range 1200 {
+		a, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID)
+		if err != nil {
+			t.Fatalf("attach %d: %v", i+1, err)
+		}
+		if a.Kind != want.Kind || a.Outcome != want.Outcome || a.CallID != c.CallID {
+			t.Fatalf("attach %d: %+v, want %+v", i+1, a, want)
+		}
+	}
+	if after := consumers(); after != before {
+		t.Errorf("the events stream has %d consumers after 1,200 attaches, %d before", after, before)
+	}
+}

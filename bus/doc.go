@@ -71,7 +71,7 @@
 // ClientConfig.History says. By default (HistoryAuto) it tries JetStream and
 // turns to the service for good the first time the JetStream API answers that
 // the account has none, so that a client in the executors' account (the
-// console's) keeps its ordered consumers and a tenant needs no setting. Through
+// console's) keeps reading through JetStream and a tenant needs no setting. Through
 // the service, Attach subscribes to the answer subject, then asks for the
 // stored answer once; Watch subscribes to its filter, pages through the
 // history, then delivers what it heard live, leaving out what it already

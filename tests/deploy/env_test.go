@@ -21,6 +21,7 @@ import (
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
@@ -303,6 +304,24 @@ func (e *env) stored(t *testing.T, stream, filter string) uint64 {
 		n += c
 	}
 	return n
+}
+
+// firstStored decodes the first event stored in TOOLEXEC_EVENTS under
+// subject, read through an ordered consumer as the executors' identity: both
+// files let it make consumers on the events stream, while only accounts.conf
+// lets it get messages (which Client.Attach does).
+func (e *env) firstStored(t *testing.T, subject string) (events.Answer, error) {
+	t.Helper()
+	ctx := ctxT(t, waitLong)
+	cons, err := e.view.js.OrderedConsumer(ctx, wire.EventStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		t.Fatalf("executor: a consumer on %s: %v", subject, err)
+	}
+	m, err := cons.Next(jetstream.FetchMaxWait(waitLong))
+	if err != nil {
+		t.Fatalf("executor: reading %s: %v", subject, err)
+	}
+	return wire.DecodeAnswer(m.Headers(), m.Data())
 }
 
 // lastSeq returns the last sequence of stream.
