@@ -479,11 +479,11 @@ func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc Con
 // is stored, terminated after a rejection is stored, or handed back.
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	w.stats.Received.Add(1)
-	redelivered := false
+	delivery := 0
 	if md, err := m.Metadata(); err == nil {
-		redelivered = md.NumDelivered > 1
+		delivery = int(md.NumDelivered)
 	}
-	w.obs.MessageReceived(redelivered)
+	w.obs.MessageReceived(delivery > 1)
 	held := w.progress.hold(m)
 	defer w.progress.release(held)
 	size := len(m.Data()) + headerSize(m.Headers())
@@ -516,6 +516,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 
+	in.call.Delivery = delivery
 	a, err := w.d.Dispatch(ctx, in.call)
 	if err != nil {
 		if errors.Is(err, dispatch.ErrNoAnswer) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,14 +208,21 @@ func TestInProgressHoldsSlowCalls(t *testing.T) {
 }
 
 // TestDispatchWithoutAnswerIsHandedBack: ErrNoAnswer from the dispatcher hands the
-// call back for redelivery.
+// call back for redelivery, and the dispatcher is told which delivery each is.
 func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 	h := newHarness(t)
-	var calls atomic.Int64
+	var (
+		calls      atomic.Int64
+		mu         sync.Mutex // protects deliveries
+		deliveries []int
+	)
 	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
 	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
 		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
+			mu.Lock()
+			deliveries = append(deliveries, c.Delivery)
+			mu.Unlock()
 			if calls.Add(1) == 1 {
 				return events.Answer{}, errNoAnswer
 			}
@@ -224,6 +233,11 @@ func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 	if err != nil || a.Kind != events.KindCompleted {
 		t.Fatalf("answer %+v, %v", a, err)
 	}
+	mu.Lock()
+	if !slices.Equal(deliveries, []int{1, 2}) {
+		t.Errorf("the dispatcher saw deliveries %v, want [1 2]", deliveries)
+	}
+	mu.Unlock()
 	if n := wk.w.Stats().HandedBack.Load(); n != 1 {
 		t.Errorf("handed back %d, want 1", n)
 	}

@@ -484,7 +484,10 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 		}
 		r.d.log.Warn("idempotency store unavailable", r.logAttrs("error", err)...)
 		if effectful {
-			a := r.indeterminate(events.ReasonStoreUnavailable, false)
+			// This delivery entered no body; an earlier delivery of the call (its
+			// acknowledgement late or lost, in this process or another) may have,
+			// and without the store nobody can say.
+			a := r.indeterminate(events.ReasonStoreUnavailable, r.call.Delivery > 1)
 			return nil, &a, nil
 		}
 		return nil, nil, nil

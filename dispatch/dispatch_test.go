@@ -409,6 +409,30 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 }
 
+// TestStoreUnavailableOnRedelivery: a call delivered again finds the store
+// away. This delivery enters no body, but an earlier one may have (its
+// acknowledgement lost, as when its executor was cut off mid-call): the answer
+// does not say that nothing ran.
+func TestStoreUnavailableOnRedelivery(t *testing.T) {
+	b := &body{}
+	e := newEnv(t, newTool(t, "book", policy(tool.Effectful, "flight"), tool.Retry{}, b))
+	d := e.dispatcherOver(t, "w1", downStore{e.store}, nil)
+	for _, c := range []struct {
+		delivery    int
+		bodyEntered bool
+	}{{0, false}, {1, false}, {2, true}, {7, true}} {
+		cl := call("book", fmt.Sprintf("c%d", c.delivery), `{"flight":"BA117"}`)
+		cl.Delivery = c.delivery
+		a := mustDispatch(t, d, cl)
+		if a.Kind != events.KindIndeterminate || a.Reason != events.ReasonStoreUnavailable || a.BodyEntered != c.bodyEntered {
+			t.Errorf("delivery %d: %+v; want store_unavailable, body entered %v", c.delivery, a, c.bodyEntered)
+		}
+	}
+	if n := b.entered.Load(); n != 0 {
+		t.Errorf("entered the body %d times while the store was away", n)
+	}
+}
+
 // TestConcurrentDuplicates: 64 identical Effectful calls at once enter the body
 // once; the other 63 are answered deduplicated with the same outcome.
 func TestConcurrentDuplicates(t *testing.T) {

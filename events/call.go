@@ -25,4 +25,10 @@ type Call struct {
 	// Time is when the call was made (the event's time attribute); zero when
 	// unknown.
 	Time time.Time
+	// Delivery counts how often the transport has delivered this call, 1 for
+	// the first delivery; 0 when unknown, which is read as the first. It is not
+	// on the wire: the bus sets it from JetStream's metadata. An earlier
+	// delivery may have entered the tool's body, so an answer to a later one
+	// never says that nothing ran unless the record says so.
+	Delivery int
 }

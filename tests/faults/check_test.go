@@ -219,11 +219,20 @@ func TestCheckRules(t *testing.T) {
 			want: map[faults.Rule]int{faults.RuleUnexplainedIndeterminate: 1},
 		},
 		{
-			name: "store_unavailable claiming the body was entered",
+			// A later delivery of the call cannot say what an earlier one did.
+			name: "store_unavailable saying the body may have been entered, while the store was away",
 			h: faults.History{
 				Calls:   []faults.Call{e1},
 				Answers: []faults.StoredAnswer{hindeterminate(e1, events.ReasonStoreUnavailable, true, 1.5)},
 				Faults:  []faults.Fault{away},
+			},
+			want: map[faults.Rule]int{},
+		},
+		{
+			name: "store_unavailable saying the body may have been entered, with no store away",
+			h: faults.History{
+				Calls:   []faults.Call{e1},
+				Answers: []faults.StoredAnswer{hindeterminate(e1, events.ReasonStoreUnavailable, true, 1.5)},
 			},
 			want: map[faults.Rule]int{faults.RuleUnexplainedIndeterminate: 1},
 		},
