@@ -104,7 +104,17 @@ func RunCluster(baseDir string, n int, opts ...Option) ([]*server.Server, error)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		dir := filepath.Join(baseDir, fmt.Sprintf("try%d", attempt))
-		servers, err := startCluster(dir, n, opts)
+		ports, err := freePorts(n)
+		if err != nil {
+			return nil, err
+		}
+		routes := make([]string, n)
+		for i, p := range ports {
+			routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
+		}
+		servers, err := startCluster(dir, ports, opts, func(_ int, o *server.Options) {
+			o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		})
 		if err != nil {
 			lastErr = err
 			continue
@@ -119,15 +129,11 @@ func RunCluster(baseDir string, n int, opts ...Option) ([]*server.Server, error)
 	return nil, fmt.Errorf("starting a %d-node cluster: %w", n, lastErr)
 }
 
-func startCluster(dir string, n int, opts []Option) ([]*server.Server, error) {
-	ports, err := freePorts(n)
-	if err != nil {
-		return nil, err
-	}
-	routes := make([]string, n)
-	for i, p := range ports {
-		routes[i] = fmt.Sprintf("nats-route://127.0.0.1:%d", p)
-	}
+// startCluster starts one node per route port in ports, node i listening for
+// routes on ports[i]; wire(i, o) sets node i's routes (and anything else the
+// layout needs) before opts apply.
+func startCluster(dir string, ports []int, opts []Option, wire func(i int, o *server.Options)) ([]*server.Server, error) {
+	n := len(ports)
 	name := fmt.Sprintf("natstest-%d", time.Now().UnixNano())
 	servers := make([]*server.Server, 0, n)
 	for i := 0; i < n; i++ {
@@ -144,8 +150,8 @@ func startCluster(dir string, n int, opts []Option) ([]*server.Server, error) {
 				Host: "127.0.0.1",
 				Port: ports[i],
 			},
-			Routes: server.RoutesFromStr(strings.Join(routes, ",")),
 		}
+		wire(i, o)
 		for _, opt := range opts {
 			opt(o)
 		}
@@ -370,4 +376,31 @@ func StreamSubjects(t testing.TB, js jetstream.JetStream, stream, filter string)
 		return map[string]uint64{}
 	}
 	return info.State.Subjects
+}
+
+// WaitHealthy waits until every running server among servers passes its
+// health check (the monitoring endpoint /healthz: JetStream's meta group and
+// every stream and consumer replica the server holds are current), and
+// returns an error naming a server that does not when timeout passes.
+func WaitHealthy(servers []*server.Server, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		bad := ""
+		for _, s := range servers {
+			if !s.Running() {
+				continue
+			}
+			if h := s.Healthz(nil); h.Status != "ok" {
+				bad = fmt.Sprintf("%s: %s %s", s.Name(), h.Status, h.Error)
+				break
+			}
+		}
+		if bad == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not healthy after %v: %s", timeout, bad)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
