@@ -150,6 +150,9 @@ func TestMain(m *testing.M) {
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
 	}
+	if natsBuild.dir != "" {
+		_ = os.RemoveAll(natsBuild.dir)
+	}
 	os.Exit(code)
 }
 
@@ -195,6 +198,7 @@ type executor struct {
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{} // closed once the process has been waited for
+	ready   chan struct{} // closed once the executor has printed that it is ready
 	waitErr error
 }
 
@@ -203,8 +207,17 @@ type executor struct {
 // ends; if the test failed, the tail of its log is logged.
 func startExecutor(t *testing.T, name string, args ...string) *executor {
 	t.Helper()
+	e := launchExecutor(t, name, args...)
+	e.waitReady(t, 60*time.Second)
+	return e
+}
+
+// launchExecutor is startExecutor without the wait for the executor to be
+// ready (see waitReady).
+func launchExecutor(t *testing.T, name string, args ...string) *executor {
+	t.Helper()
 	bin := executorBinary(t)
-	e := &executor{name: name, logPath: filepath.Join(t.TempDir(), name+".log"), exited: make(chan struct{})}
+	e := &executor{name: name, logPath: filepath.Join(t.TempDir(), name+".log"), exited: make(chan struct{}), ready: make(chan struct{})}
 	logf, err := os.Create(e.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +232,6 @@ func startExecutor(t *testing.T, name string, args ...string) *executor {
 	if err := e.cmd.Start(); err != nil {
 		t.Fatalf("starting executor %s: %v", name, err)
 	}
-	ready := make(chan struct{})
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
@@ -228,7 +240,7 @@ func startExecutor(t *testing.T, name string, args ...string) *executor {
 		for sc.Scan() {
 			if !seen && strings.Contains(sc.Text(), "executor ready") {
 				seen = true
-				close(ready)
+				close(e.ready)
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
@@ -245,14 +257,20 @@ func startExecutor(t *testing.T, name string, args ...string) *executor {
 			t.Logf("executor %s log (tail):\n%s", name, tail(e.logPath, 40))
 		}
 	})
-	select {
-	case <-ready:
-	case <-e.exited:
-		t.Fatalf("executor %s exited before it was ready: %v\n%s", name, e.waitErr, tail(e.logPath, 40))
-	case <-time.After(60 * time.Second):
-		t.Fatalf("executor %s not ready after 60s\n%s", name, tail(e.logPath, 40))
-	}
 	return e
+}
+
+// waitReady waits until the executor prints that it is ready, and fails the
+// test if it exits first or timeout passes.
+func (e *executor) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-e.ready:
+	case <-e.exited:
+		t.Fatalf("executor %s exited before it was ready: %v\n%s", e.name, e.waitErr, tail(e.logPath, 40))
+	case <-time.After(timeout):
+		t.Fatalf("executor %s not ready after %v\n%s", e.name, timeout, tail(e.logPath, 40))
+	}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
@@ -332,12 +350,37 @@ type scenario struct {
 // creates the streams with the given replicas, and starts a witness.
 func newScenario(t *testing.T, name, natsURL string, replicas int) *scenario {
 	t.Helper()
-	nc, err := nats.Connect(natsURL, nats.Name("faults-"+name), nats.MaxReconnects(-1),
+	s := prepareScenario(t, name, natsURL, replicas)
+	s.connect(replicas)
+	return s
+}
+
+// prepareScenario is newScenario without the connection: executors can be
+// launched before NATS is up, and connect follows once it is.
+func prepareScenario(t *testing.T, name, natsURL string, replicas int) *scenario {
+	t.Helper()
+	w := faults.NewWitness()
+	t.Cleanup(w.Close)
+	s := &scenario{t: t, name: name, natsURL: natsURL, witness: w, rec: &faults.Recorder{}, dir: t.TempDir(), start: time.Now()}
+	s.flags = []string{
+		"--nats-url", natsURL, "--replicas", strconv.Itoa(replicas),
+		"--lease", lease.String(), "--ack-wait", ackWait.String(),
+		"--log-level", "info", "--drain-timeout", "5s",
+	}
+	return s
+}
+
+// connect connects the scenario to its NATS URL, creates the streams with the
+// given replicas and sets up the publisher.
+func (s *scenario) connect(replicas int) {
+	t := s.t
+	t.Helper()
+	nc, err := nats.Connect(s.natsURL, nats.Name("faults-"+s.name), nats.MaxReconnects(-1),
 		nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(false),
 		// Faults make asynchronous errors; nats.go would print each on stderr.
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
-		t.Fatalf("connect %s: %v", natsURL, err)
+		t.Fatalf("connect %s: %v", s.natsURL, err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -353,32 +396,28 @@ func newScenario(t *testing.T, name, natsURL string, replicas int) *scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := faults.NewWitness()
-	t.Cleanup(w.Close)
-	rec := &faults.Recorder{}
-	s := &scenario{
-		t: t, name: name, natsURL: natsURL, nc: nc, js: js, client: client, witness: w, rec: rec,
-		pub: &faults.Publisher{Client: client, Recorder: rec, Policies: policies},
-		dir: t.TempDir(), start: time.Now(),
-	}
-	s.flags = []string{
-		"--nats-url", natsURL, "--replicas", strconv.Itoa(replicas),
-		"--lease", lease.String(), "--ack-wait", ackWait.String(),
-		"--log-level", "info", "--drain-timeout", "5s",
-	}
-	return s
+	s.nc, s.js, s.client = nc, js, client
+	s.pub = &faults.Publisher{Client: client, Recorder: s.rec, Policies: policies}
 }
 
 // executor starts an executor process named name (its tools at its own witness
-// URLs) with the scenario's flags and extra.
+// URLs) with the scenario's flags and extra, and waits until it is ready.
 func (s *scenario) executor(name string, extra ...string) *executor {
+	s.t.Helper()
+	e := s.launch(name, extra...)
+	e.waitReady(s.t, 60*time.Second)
+	return e
+}
+
+// launch is executor without the wait for the executor to be ready.
+func (s *scenario) launch(name string, extra ...string) *executor {
 	s.t.Helper()
 	path := filepath.Join(s.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(toolsYAML(s.witness, name)), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
 	args := append(append([]string{}, s.flags...), "--tools-file", path, "--data-dir", filepath.Join(s.dir, name))
-	e := startExecutor(s.t, name, append(args, extra...)...)
+	e := launchExecutor(s.t, name, append(args, extra...)...)
 	s.execs = append(s.execs, e)
 	return e
 }
