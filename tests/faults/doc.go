@@ -1,6 +1,8 @@
 // Package faults checks toolexec's guarantee the way Jepsen checks databases:
 // run real executors against real servers, inject faults (a SIGKILLed executor,
-// a restarted or partitioned NATS server, a killed cluster leader, a store that
+// a restarted or partitioned NATS server, a killed cluster leader, a cluster
+// node cut off from its peers, a node that lost its store, kill -9 of
+// nats-server processes, executors started before their server, a store that
 // stops answering, clocks that disagree), record what happened, and let one
 // program judge the history afterwards.
 //

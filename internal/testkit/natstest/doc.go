@@ -4,8 +4,10 @@
 // ends. It never touches a NATS server already running on the machine.
 //
 // It also has the helpers fault tests need: find the leader of a stream
-// ([StreamLeader]), stop it ([KillStreamLeader]) and bring a stopped node back
-// with its data ([Restart]).
+// ([StreamLeader]), stop it ([KillStreamLeader]), bring a stopped node back
+// with its data ([Restart]), wait until every node is current ([WaitHealthy]),
+// and a cluster whose routes go through TCP proxies, so that a node can be cut
+// off from its peers while its clients stay connected ([StartProxiedCluster]).
 //
 // Only tests import this package; production code must not.
 package natstest
