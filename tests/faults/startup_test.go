@@ -100,6 +100,10 @@ func TestExecutorsStartBeforeNATS(t *testing.T) {
 				t.Errorf("%s's log lacks %s", e.name, want)
 			}
 		}
+		if _, after, ok := strings.Cut(string(b), `msg="connected to NATS after `); ok {
+			line, _, _ := strings.Cut(after, `"`)
+			s.step("%s connected after %s", e.name, line)
+		}
 	}
 }
 
