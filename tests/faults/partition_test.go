@@ -171,6 +171,25 @@ func TestClusterPartitioned(t *testing.T) {
 		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
 	}
 	s.logReplicas(waitReplicasAgree(t, time.Minute, inProcessJsz(func() []*server.Server { return c.Servers })))
+
+	// What ran downstream while the store was certainly away, from the
+	// executors it was away for (bookings past the settle time are
+	// violations, counted by the checker).
+	for _, f := range s.rec.Faults() {
+		bookings, seats := 0, 0
+		for _, e := range s.witness.Effects() {
+			if !slices.Contains(f.Executors, e.Executor) || e.At.Before(f.AwayFrom) || e.At.After(f.AwayUntil) {
+				continue
+			}
+			if e.Tool == toolBook {
+				bookings++
+			} else {
+				seats++
+			}
+		}
+		s.step("%q: away for %s during %v: bookings run %d, seat changes run %d", f.Name, strings.Join(f.Executors, ", "),
+			f.AwayUntil.Sub(f.AwayFrom).Round(time.Millisecond), bookings, seats)
+	}
 }
 
 // executorConns counts the executors' client connections to srv.
