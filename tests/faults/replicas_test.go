@@ -19,9 +19,14 @@ type replica struct {
 	Msgs, Bytes, FirstSeq, LastSeq uint64
 	Deleted                        int
 	Lost                           string // the data the node reports lost, if any
-	// Consumers are the stream's durable consumers by name: the stream sequences of
-	// the last delivery and of the acknowledgement floor.
-	Consumers map[string][2]uint64
+	// Delivered holds the stream's durable consumers by name, each with the
+	// stream sequence of its last delivery.
+	Delivered map[string]uint64
+	// AckFloor holds the same consumers' acknowledgement floors (stream
+	// sequences). A follower learns of acknowledgements only as they are
+	// replicated, and may lag behind the leader's floor while nothing else
+	// happens: it is reported, not compared.
+	AckFloor map[string]uint64
 }
 
 func (r replica) String() string {
@@ -30,9 +35,8 @@ func (r replica) String() string {
 	if r.Lost != "" {
 		fmt.Fprintf(&b, " LOST=%s", r.Lost)
 	}
-	for _, name := range slices.Sorted(maps.Keys(r.Consumers)) {
-		c := r.Consumers[name]
-		fmt.Fprintf(&b, " %s:delivered=%d,ack_floor=%d", name, c[0], c[1])
+	for _, name := range slices.Sorted(maps.Keys(r.Delivered)) {
+		fmt.Fprintf(&b, " %s:delivered=%d", name, r.Delivered[name])
 	}
 	return b.String()
 }
@@ -49,7 +53,7 @@ func replicasOf(info *server.JSInfo) map[string]replica {
 			st := sd.State
 			r := replica{
 				Msgs: st.Msgs, Bytes: st.Bytes, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq,
-				Deleted: st.NumDeleted, Consumers: map[string][2]uint64{},
+				Deleted: st.NumDeleted, Delivered: map[string]uint64{}, AckFloor: map[string]uint64{},
 			}
 			if st.Lost != nil && (len(st.Lost.Msgs) > 0 || st.Lost.Bytes > 0) {
 				r.Lost = fmt.Sprintf("%d messages, %d bytes", len(st.Lost.Msgs), st.Lost.Bytes)
@@ -58,7 +62,8 @@ func replicasOf(info *server.JSInfo) map[string]replica {
 				if ci.Config == nil || ci.Config.Durable == "" {
 					continue // an ephemeral consumer lives on one node (the answers' reader)
 				}
-				r.Consumers[ci.Name] = [2]uint64{ci.Delivered.Stream, ci.AckFloor.Stream}
+				r.Delivered[ci.Name] = ci.Delivered.Stream
+				r.AckFloor[ci.Name] = ci.AckFloor.Stream
 			}
 			out[sd.Name] = r
 		}
@@ -87,15 +92,16 @@ func inProcessJsz(servers func() []*server.Server) func() (map[string]*server.JS
 
 // waitReplicasAgree waits until every node (jsz returns each node's report,
 // by node name) holds every stream of the others, in the same state, with no
-// data reported lost, and returns that state by stream. It fails the test
-// with the last difference seen when timeout passes.
-func waitReplicasAgree(t *testing.T, timeout time.Duration, jsz func() (map[string]*server.JSInfo, error)) map[string]replica {
+// data reported lost, and returns that state by stream, with each node's
+// acknowledgement floors (node -> stream -> consumer -> floor). It fails the
+// test with the last difference seen when timeout passes.
+func waitReplicasAgree(t *testing.T, timeout time.Duration, jsz func() (map[string]*server.JSInfo, error)) (map[string]replica, map[string]map[string]map[string]uint64) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		agreed, diff := replicasAgree(jsz)
+		agreed, floors, diff := replicasAgree(jsz)
 		if diff == "" {
-			return agreed
+			return agreed, floors
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the nodes' replicas disagree after %v: %s", timeout, diff)
@@ -104,48 +110,61 @@ func waitReplicasAgree(t *testing.T, timeout time.Duration, jsz func() (map[stri
 	}
 }
 
-// replicasAgree returns the state every node agrees on, or a description of
-// the first difference.
-func replicasAgree(jsz func() (map[string]*server.JSInfo, error)) (map[string]replica, string) {
+// replicasAgree returns the state every node agrees on and each node's
+// acknowledgement floors, or a description of the first difference.
+func replicasAgree(jsz func() (map[string]*server.JSInfo, error)) (map[string]replica, map[string]map[string]map[string]uint64, string) {
 	infos, err := jsz()
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, err.Error()
 	}
 	nodes := slices.Sorted(maps.Keys(infos))
 	if len(nodes) == 0 {
-		return nil, "no node answered"
+		return nil, nil, "no node answered"
 	}
 	want := replicasOf(infos[nodes[0]])
 	if len(want) == 0 {
-		return nil, nodes[0] + " holds no stream"
+		return nil, nil, nodes[0] + " holds no stream"
 	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if want[name].Lost != "" {
-			return nil, fmt.Sprintf("%s reports %s of %s lost", nodes[0], want[name].Lost, name)
-		}
-	}
-	for _, node := range nodes[1:] {
+	floors := map[string]map[string]map[string]uint64{}
+	for _, node := range nodes {
 		got := replicasOf(infos[node])
+		floors[node] = map[string]map[string]uint64{}
 		for _, name := range slices.Sorted(maps.Keys(want)) {
 			g, ok := got[name]
 			switch {
 			case !ok:
-				return nil, fmt.Sprintf("%s has no replica of %s", node, name)
+				return nil, nil, fmt.Sprintf("%s has no replica of %s", node, name)
+			case g.Lost != "":
+				return nil, nil, fmt.Sprintf("%s reports %s of %s lost", node, g.Lost, name)
 			case g.String() != want[name].String():
-				return nil, fmt.Sprintf("%s: %s holds %s, %s holds %s", name, nodes[0], want[name], node, g)
+				return nil, nil, fmt.Sprintf("%s: %s holds %s, %s holds %s", name, nodes[0], want[name], node, g)
 			}
+			floors[node][name] = g.AckFloor
 		}
 		if len(got) != len(want) {
-			return nil, fmt.Sprintf("%s holds %d streams, %s %d", nodes[0], len(want), node, len(got))
+			return nil, nil, fmt.Sprintf("%s holds %d streams, %s %d", nodes[0], len(want), node, len(got))
 		}
 	}
-	return want, ""
+	return want, floors, ""
 }
 
-// logReplicas logs the state the nodes agree on, one stream a line.
-func (s *scenario) logReplicas(agreed map[string]replica) {
+// logReplicas logs the state the nodes agree on, one stream a line, and the
+// acknowledgement floors of consumers whose replicas report different ones.
+func (s *scenario) logReplicas(agreed map[string]replica, floors map[string]map[string]map[string]uint64) {
 	s.t.Helper()
 	for _, name := range slices.Sorted(maps.Keys(agreed)) {
 		s.step("replicas agree: %s %s", name, agreed[name])
+		for consumer := range agreed[name].Delivered {
+			var each []string
+			differ := false
+			for _, node := range slices.Sorted(maps.Keys(floors)) {
+				f := floors[node][name][consumer]
+				each = append(each, fmt.Sprintf("%s=%d", node, f))
+				differ = differ || f != agreed[name].AckFloor[consumer]
+			}
+			if differ {
+				s.step("replicas of consumer %s of %s report different acknowledgement floors: %s", consumer, name, strings.Join(each, " "))
+			}
+		}
 	}
 }
