@@ -31,7 +31,7 @@ test: ## Run every test with the race detector (needs PostgreSQL and Redis; see 
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
 .PHONY: faults
-faults: ## Run the long fault suite (SIGKILLed executors, NATS restarts, cluster leader kills, stores away, skewed clocks); figures on FIGURES lines, log in bin/faults.log.
+faults: ## Run the long fault suite (SIGKILLed executors, NATS restarts, cluster leader kills, partitions, lost node stores, kill -9 of nats-server, executors before NATS, stores away, skewed clocks); figures on FIGURES lines, log in bin/faults.log.
 	@mkdir -p $(BIN) && bash -o pipefail -c "$(GO) test -race -tags faults -count=1 -timeout 60m -v ./tests/faults 2>&1 | tee $(BIN)/faults.log"
 
 .PHONY: lint
