@@ -579,7 +579,7 @@ type renewer struct {
 	r   *run
 	ctx context.Context
 
-	mu       sync.Mutex // held during a renewal, a write through with, and by stop
+	mu       sync.Mutex // held during a renewal, a write made through with, and stop
 	current  kvstore.Lease
 	lost     bool // a renewal was refused: the claim is somebody else's
 	stopped  bool
