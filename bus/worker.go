@@ -188,6 +188,9 @@ type WorkerStats struct {
 	PublishRetries atomic.Int64
 	// MemoryWaits counts calls that waited for room in MaxInFlightMemory.
 	MemoryWaits atomic.Int64
+	// AlreadyAnswered counts calls delivered again whose answer was already
+	// stored: acknowledged without being dispatched again.
+	AlreadyAnswered atomic.Int64
 }
 
 // Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS, runs
@@ -212,6 +215,9 @@ type Worker struct {
 	stats    WorkerStats
 	progress *progressKeeper     // sends the in-progress signals of the calls being worked on
 	memory   *semaphore.Weighted // MaxInFlightMemory, weighed out to the calls in flight
+
+	eventsMu sync.Mutex       // protects events
+	events   jetstream.Stream // TOOLEXEC_EVENTS, once looked up
 
 	mu         sync.Mutex // protects the fields below
 	started    bool
@@ -517,6 +523,18 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 
 	in.call.Delivery = delivery
+	if delivery > 1 && w.answeredBefore(ctx, in.call) {
+		// An earlier delivery's answer is stored (its acknowledgement was lost or
+		// late). Running the call again could contradict it: an answer saying
+		// nothing ran, given while the store was away, is not in the record.
+		w.stats.AlreadyAnswered.Add(1)
+		w.log.Info("a call delivered again was answered before; acknowledged without running it",
+			"tenant", in.call.Tenant, "tool", in.call.Tool, "call_id", in.call.CallID, "delivery", delivery)
+		if err := m.Ack(); err != nil {
+			w.log.Warn("acknowledging an answered call failed", "call_id", in.call.CallID, "error", err)
+		}
+		return
+	}
 	a, err := w.d.Dispatch(ctx, in.call)
 	if err != nil {
 		if errors.Is(err, dispatch.ErrNoAnswer) {
@@ -533,6 +551,39 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	w.answer(ctx, m, a)
+}
+
+// answeredBefore reports whether an answer to c is stored in TOOLEXEC_EVENTS
+// (one message get, by the call's answer subject). When it cannot tell — a
+// malformed token, JetStream not answering — it says no, and the call is
+// dispatched as any other.
+func (w *Worker) answeredBefore(ctx context.Context, c events.Call) bool {
+	for _, v := range []string{c.Tenant, c.Tool, c.RunID, c.CallID} {
+		if !events.ValidToken(v) {
+			return false
+		}
+	}
+	w.eventsMu.Lock()
+	st := w.events
+	w.eventsMu.Unlock()
+	if st == nil {
+		var err error
+		if st, err = w.js.Stream(ctx, wire.EventStream); err != nil {
+			w.log.Warn("looking for an earlier answer failed", "call_id", c.CallID, "error", err)
+			return false
+		}
+		w.eventsMu.Lock()
+		w.events = st
+		w.eventsMu.Unlock()
+	}
+	_, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)))
+	switch {
+	case err == nil:
+		return true
+	case !errors.Is(err, jetstream.ErrMsgNotFound):
+		w.log.Warn("looking for an earlier answer failed", "call_id", c.CallID, "error", err)
+	}
+	return false
 }
 
 // weigh returns the share of MaxInFlightMemory a call whose message is size

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -337,4 +338,46 @@ func TestPullsAgainAfterServerRestart(t *testing.T) {
 	if err != nil || a.Kind != events.KindCompleted {
 		t.Fatalf("answer %+v, %v; want completed by the worker after the restart", a, err)
 	}
+}
+
+// TestRedeliveryOfAnAnsweredCall: a call delivered again whose answer is
+// already stored (an earlier delivery answered it; its acknowledgement was
+// lost) is acknowledged without reaching the dispatcher: running it again
+// could contradict the stored answer, as when that answer said nothing ran.
+func TestRedeliveryOfAnAnsweredCall(t *testing.T) {
+	h := newHarness(t)
+	var dispatched atomic.Int64
+	c := call("book", "r1", "again-1", `{"flight":"A"}`)
+	stored := events.Answer{Kind: events.KindIndeterminate, Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool,
+		Reason: events.ReasonStoreUnavailable, Key: strings.Repeat("a", 64), Time: time.Now()}
+	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return "booked", nil
+	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
+		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
+			dispatched.Add(1)
+			// The first delivery's answer is stored, but the delivery is handed
+			// back as if its acknowledgement had been lost.
+			storeAnswer(t, h.js, stored, wire.Structured)
+			return events.Answer{}, errNoAnswer
+		})
+	})
+	a, err := h.client.Call(ctxT(t), c)
+	if err != nil || a.Kind != events.KindIndeterminate || a.Reason != events.ReasonStoreUnavailable || a.BodyEntered {
+		t.Fatalf("answer %+v, %v; want the stored store_unavailable", a, err)
+	}
+	waitFor(t, 10*time.Second, "the redelivery to be acknowledged", func() bool { return wk.w.Stats().AlreadyAnswered.Load() == 1 })
+	if n := dispatched.Load(); n != 1 {
+		t.Errorf("dispatched %d times, want once", n)
+	}
+	if n := wk.w.Stats().Received.Load(); n != 2 {
+		t.Errorf("received %d deliveries, want 2", n)
+	}
+	cons, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "no call pending", func() bool {
+		info, err := cons.Info(ctxT(t))
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
 }
