@@ -303,12 +303,23 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
 	}
 	defer sub.Unsubscribe()
-	m, err := c.firstStored(ctx, filter)
+	lctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	m, err := c.firstStored(lctx, filter)
+	cancel()
 	switch {
 	case err == nil:
 		return decodeAnswer(m.Header, m.Data)
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return c.await(ctx, callID, ch, nil)
+	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		// Not stored yet (or the look went unanswered). From now on the answer
+		// is heard live; but one published just before the subscription took
+		// effect was not heard, and may not have been in the stream yet when
+		// looked for (the server stores a message after handing it to
+		// subscribers): look again, less and less often, until one finds it.
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stored := make(chan lookupResult, 1)
+		go c.lookAgain(actx, filter, stored)
+		return c.await(ctx, callID, ch, stored)
 	}
 	select {
 	case m := <-ch: // heard live while the get failed
@@ -319,6 +330,37 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 		return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
 	}
 	return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+}
+
+// Looking for a stored answer: each look is bounded by lookTimeout (a request
+// the server dropped under load must not hold an attach until its context
+// ends), and looks again after lookFirstPause, doubling up to lookMaxPause.
+const (
+	lookTimeout    = 5 * time.Second
+	lookFirstPause = 100 * time.Millisecond
+	lookMaxPause   = 5 * time.Second
+)
+
+// lookAgain looks for the first message under filter until it finds one,
+// which it sends to out decoded, or ctx ends.
+func (c *Client) lookAgain(ctx context.Context, filter string, out chan<- lookupResult) {
+	for pause := lookFirstPause; ; pause = min(2*pause, lookMaxPause) {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		m, err := c.firstStored(lctx, filter)
+		cancel()
+		if err == nil {
+			a, err := decodeAnswer(m.Header, m.Data)
+			out <- lookupResult{a, err}
+			return
+		}
+	}
 }
 
 // firstStored returns the first message of TOOLEXEC_EVENTS under filter, or an
