@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,8 +86,7 @@ type Client struct {
 	// account has none: stored events are read through the history service.
 	noJetStream atomic.Bool
 
-	streamMu sync.Mutex       // protects events
-	events   jetstream.Stream // TOOLEXEC_EVENTS, once looked up
+	stored *eventLog // TOOLEXEC_EVENTS, read by subject
 }
 
 // NewClient returns a client on js. It returns an error matching
@@ -103,7 +101,7 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured}
+	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured, stored: newEventLog(js)}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -293,10 +291,41 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 	return c.attachService(ctx, tenant, filter, callID)
 }
 
-// attach waits for the first event stored under filter, oldest first: it
-// subscribes to filter, then gets the first stored message under it, and
-// returns whichever comes first.
+// attach waits for the first event stored under filter, oldest first, read
+// through JetStream: see attachBy.
 func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {
+	return c.attachBy(ctx, filter, callID, c.lookStored(filter))
+}
+
+// lookStored returns the look of attach: the first event stored under filter,
+// by one message get.
+func (c *Client) lookStored(filter string) lookFunc {
+	return func(ctx context.Context) (events.Answer, bool, error) {
+		m, err := c.stored.first(ctx, filter)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return events.Answer{}, false, nil
+		case err != nil:
+			return events.Answer{}, false, fmt.Errorf("bus: reading %s: %w", filter, err)
+		}
+		a, err := decodeAnswer(m.Header, m.Data)
+		return a, true, err
+	}
+}
+
+// lookFunc looks once for the answer stored under one call's answer subject:
+// found is false, with a nil error, when none is stored yet.
+type lookFunc func(ctx context.Context) (a events.Answer, found bool, err error)
+
+// attachBy subscribes to filter, then looks for the stored answer with look,
+// and returns whichever comes first. When nothing is stored yet (or the look
+// went unanswered), the answer is heard live from then on; but one published
+// just before the subscription took effect was not heard, and may not have
+// been stored yet when looked for (the server stores a message after handing
+// it to subscribers): it looks again, less and less often, until one of the
+// two finds it. A look that fails otherwise ends the attach with its error,
+// unless the answer was heard meanwhile.
+func (c *Client) attachBy(ctx context.Context, filter, callID string, look lookFunc) (events.Answer, error) {
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.nc.ChanSubscribe(filter, ch)
 	if err != nil {
@@ -304,32 +333,27 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 	}
 	defer sub.Unsubscribe()
 	lctx, cancel := context.WithTimeout(ctx, lookTimeout)
-	m, err := c.firstStored(lctx, filter)
+	a, found, err := look(lctx)
 	cancel()
 	switch {
-	case err == nil:
-		return decodeAnswer(m.Header, m.Data)
-	case errors.Is(err, jetstream.ErrMsgNotFound), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		// Not stored yet (or the look went unanswered). From now on the answer
-		// is heard live; but one published just before the subscription took
-		// effect was not heard, and may not have been in the stream yet when
-		// looked for (the server stores a message after handing it to
-		// subscribers): look again, less and less often, until one finds it.
+	case found:
+		return a, err
+	case err == nil, errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stored := make(chan lookupResult, 1)
-		go c.lookAgain(actx, filter, stored)
+		go lookAgain(actx, look, stored)
 		return c.await(ctx, callID, ch, stored)
 	}
 	select {
-	case m := <-ch: // heard live while the get failed
+	case m := <-ch: // heard live while the look failed
 		return decodeAnswer(m.Header, m.Data)
 	default:
 	}
 	if cerr := contextEnded(ctx); cerr != nil {
 		return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
 	}
-	return events.Answer{}, fmt.Errorf("bus: reading %s: %w", filter, err)
+	return events.Answer{}, err
 }
 
 // Looking for a stored answer: each look is bounded by lookTimeout (a request
@@ -341,9 +365,9 @@ const (
 	lookMaxPause   = 5 * time.Second
 )
 
-// lookAgain looks for the first message under filter until it finds one,
-// which it sends to out decoded, or ctx ends.
-func (c *Client) lookAgain(ctx context.Context, filter string, out chan<- lookupResult) {
+// lookAgain looks until look finds the answer, which it sends to out, or ctx
+// ends. Looks that fail are tried again.
+func lookAgain(ctx context.Context, look lookFunc, out chan<- lookupResult) {
 	for pause := lookFirstPause; ; pause = min(2*pause, lookMaxPause) {
 		t := time.NewTimer(pause)
 		select {
@@ -353,32 +377,13 @@ func (c *Client) lookAgain(ctx context.Context, filter string, out chan<- lookup
 		case <-t.C:
 		}
 		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
-		m, err := c.firstStored(lctx, filter)
+		a, found, err := look(lctx)
 		cancel()
-		if err == nil {
-			a, err := decodeAnswer(m.Header, m.Data)
+		if found {
 			out <- lookupResult{a, err}
 			return
 		}
 	}
-}
-
-// firstStored returns the first message of TOOLEXEC_EVENTS under filter, or an
-// error matching jetstream.ErrMsgNotFound when there is none.
-func (c *Client) firstStored(ctx context.Context, filter string) (*jetstream.RawStreamMsg, error) {
-	c.streamMu.Lock()
-	st := c.events
-	c.streamMu.Unlock()
-	if st == nil {
-		var err error
-		if st, err = c.js.Stream(ctx, wire.EventStream); err != nil {
-			return nil, err
-		}
-		c.streamMu.Lock()
-		c.events = st
-		c.streamMu.Unlock()
-	}
-	return st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(filter))
 }
 
 // contextEnded returns ctx's error, or context.DeadlineExceeded once ctx's deadline

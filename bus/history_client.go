@@ -158,32 +158,11 @@ func (c *Client) storedAnswer(ctx context.Context, tenant, filter string) (a eve
 	return a, err == nil, err
 }
 
-// attachService is Attach through the history service: subscribed to the
-// answer subject first, it asks for the stored answer, then waits for a live
-// one.
+// attachService is Attach through the history service: see attachBy.
 func (c *Client) attachService(ctx context.Context, tenant, filter, callID string) (events.Answer, error) {
-	ch := make(chan *nats.Msg, 4)
-	sub, err := c.nc.ChanSubscribe(filter, ch)
-	if err != nil {
-		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
-	}
-	defer sub.Unsubscribe()
-	a, found, err := c.storedAnswer(ctx, tenant, filter)
-	switch {
-	case found:
-		return a, nil
-	case err == nil:
-		return c.await(ctx, callID, ch, nil)
-	}
-	select {
-	case m := <-ch: // heard live while the request failed
-		return decodeAnswer(m.Header, m.Data)
-	default:
-	}
-	if cerr := contextEnded(ctx); cerr != nil {
-		return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, cerr)
-	}
-	return events.Answer{}, err
+	return c.attachBy(ctx, filter, callID, func(ctx context.Context) (events.Answer, bool, error) {
+		return c.storedAnswer(ctx, tenant, filter)
+	})
 }
 
 // watchService is Watch through the history service.

@@ -216,8 +216,7 @@ type Worker struct {
 	progress *progressKeeper     // sends the in-progress signals of the calls being worked on
 	memory   *semaphore.Weighted // MaxInFlightMemory, weighed out to the calls in flight
 
-	eventsMu sync.Mutex       // protects events
-	events   jetstream.Stream // TOOLEXEC_EVENTS, once looked up
+	stored *eventLog // TOOLEXEC_EVENTS, read by subject
 
 	mu         sync.Mutex // protects the fields below
 	started    bool
@@ -241,6 +240,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
 		memory:   semaphore.NewWeighted(cfg.MaxInFlightMemory),
+		stored:   newEventLog(js),
 		done:     make(chan struct{}),
 	}, nil
 }
@@ -563,20 +563,7 @@ func (w *Worker) answeredBefore(ctx context.Context, c events.Call) bool {
 			return false
 		}
 	}
-	w.eventsMu.Lock()
-	st := w.events
-	w.eventsMu.Unlock()
-	if st == nil {
-		var err error
-		if st, err = w.js.Stream(ctx, wire.EventStream); err != nil {
-			w.log.Warn("looking for an earlier answer failed", "call_id", c.CallID, "error", err)
-			return false
-		}
-		w.eventsMu.Lock()
-		w.events = st
-		w.eventsMu.Unlock()
-	}
-	_, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)))
+	_, err := w.stored.first(ctx, wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID))
 	switch {
 	case err == nil:
 		return true
