@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,11 +22,7 @@ import (
 func TestClusterLeadersKilledUnderLoad(t *testing.T) {
 	parallel(t)
 	servers := natstest.StartCluster(t, 3, natstest.SyncAlways())
-	urls := make([]string, len(servers))
-	for i, srv := range servers {
-		urls[i] = srv.ClientURL()
-	}
-	s := newScenario(t, "cluster-leaders", strings.Join(urls, ","), 3)
+	s := newScenario(t, "cluster-leaders", clientURLs(servers), 3)
 	s.serverStops = true
 	s.step("streams ready")
 	ctx := ctxFor(t, pick(3*time.Minute, 10*time.Minute))
@@ -108,14 +103,7 @@ func TestClusterLeadersKilledUnderLoad(t *testing.T) {
 		s.rec.Repair(f)
 		s.step("node %s back and current", name)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s.step("all %d calls published (%d retries)", len(calls), s.pub.Retries())
-	rep := s.finish(ctx)
-	if rep.Calls != len(calls) {
-		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
-	}
+	s.finishPublished(ctx, done, len(calls))
 }
 
 // metaLeader waits up to timeout for a running server to lead the JetStream

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -440,6 +441,32 @@ func (s *scenario) waitPublished(ctx context.Context, n int) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// clientURLs returns the client URLs of servers, comma-separated, as
+// --nats-url and nats.Connect take them.
+func clientURLs(servers []*server.Server) string {
+	urls := make([]string, len(servers))
+	for i, srv := range servers {
+		urls[i] = srv.ClientURL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// finishPublished waits for the publisher (done) to have published every
+// call, then finishes the scenario (see finish) and checks that all calls
+// were recorded.
+func (s *scenario) finishPublished(ctx context.Context, done <-chan error, calls int) faults.Report {
+	s.t.Helper()
+	if err := <-done; err != nil {
+		s.t.Fatal(err)
+	}
+	s.step("all %d calls published (%d retries)", calls, s.pub.Retries())
+	rep := s.finish(ctx)
+	if rep.Calls != calls {
+		s.t.Errorf("recorded %d calls, want %d", rep.Calls, calls)
+	}
+	return rep
 }
 
 // finish waits for the executors to settle, reads the answers back, checks

@@ -162,14 +162,7 @@ func TestClusterPartitioned(t *testing.T) {
 		s.step("round %d: healed at %s after %v cut off (the isolated node still called itself KV leader at the heal: %v); every node current %v later",
 			r, healAt.Format("15:04:05.000"), healAt.Sub(start).Round(time.Millisecond), stale, time.Since(healAt).Round(time.Millisecond))
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s.step("all %d calls published (%d retries)", len(calls), s.pub.Retries())
-	rep := s.finish(ctx)
-	if rep.Calls != len(calls) {
-		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
-	}
+	s.finishPublished(ctx, done, len(calls))
 	s.logReplicas(waitReplicasAgree(t, time.Minute, inProcessJsz(func() []*server.Server { return c.Servers })))
 
 	// What ran downstream while the store was certainly away, from the

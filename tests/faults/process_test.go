@@ -96,13 +96,6 @@ func TestNATSProcessesKilled(t *testing.T) {
 		s.rec.Repair(f)
 		s.step("%s back and current %v after its start", victim.name, time.Since(started).Round(time.Millisecond))
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s.step("all %d calls published (%d retries)", len(calls), s.pub.Retries())
-	rep := s.finish(ctx)
-	if rep.Calls != len(calls) {
-		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
-	}
+	s.finishPublished(ctx, done, len(calls))
 	s.logReplicas(waitReplicasAgree(t, time.Minute, procJsz(procs)))
 }

@@ -73,14 +73,7 @@ func TestNATSRestartUnderLoad(t *testing.T) {
 		longest = max(longest, outage)
 		s.step("NATS back on port %d after %v", port, outage.Round(time.Millisecond))
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s.step("all %d calls published (%d retries)", len(calls), s.pub.Retries())
-	rep := s.finish(ctx)
-	if rep.Calls != len(calls) {
-		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
-	}
+	rep := s.finishPublished(ctx, done, len(calls))
 	if longest >= restartLease {
 		t.Logf("the longest outage (%v) outlasted the lease (%v): holder_lost answers may be false unknowns", longest, restartLease)
 		return

@@ -49,14 +49,7 @@ func runStoreAway(t *testing.T, s *scenario, flags func(i int) []string, outages
 			func() { o.inject(t) }, down, func() { o.repair(t) })
 		s.step("repaired; away for sure for %v", f.AwayUntil.Sub(f.AwayFrom).Round(time.Millisecond))
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s.step("all %d calls published (%d retries)", len(calls), s.pub.Retries())
-	rep := s.finish(ctx)
-	if rep.Calls != len(calls) {
-		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
-	}
+	s.finishPublished(ctx, done, len(calls))
 
 	// What ran while the store was certainly away, and from whom.
 	var early, unguarded, others int

@@ -3,7 +3,6 @@ package faults_test
 import (
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,11 +25,7 @@ import (
 func TestClusterNodeLosesStore(t *testing.T) {
 	parallel(t)
 	servers := natstest.StartCluster(t, 3, natstest.SyncAlways())
-	urls := make([]string, len(servers))
-	for i, srv := range servers {
-		urls[i] = srv.ClientURL()
-	}
-	s := newScenario(t, "store-loss", strings.Join(urls, ","), 3)
+	s := newScenario(t, "store-loss", clientURLs(servers), 3)
 	s.serverStops = true
 	ctx := ctxFor(t, pick(3*time.Minute, 15*time.Minute))
 	rounds, down := pick(1, 2), pick(time.Second, 3*time.Second)
@@ -105,14 +100,7 @@ func TestClusterNodeLosesStore(t *testing.T) {
 			t.Errorf("loss %d: %s holds %d streams once current, want 3", i, name, len(held))
 		}
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	s.step("all %d calls published (%d retries)", len(calls), s.pub.Retries())
-	rep := s.finish(ctx)
-	if rep.Calls != len(calls) {
-		t.Errorf("recorded %d calls, want %d", rep.Calls, len(calls))
-	}
+	s.finishPublished(ctx, done, len(calls))
 	s.logReplicas(waitReplicasAgree(t, time.Minute, inProcessJsz(func() []*server.Server { return servers })))
 }
 
