@@ -229,6 +229,18 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 	return resultOf(a)
 }
 
+// ToolDecl is what the executors declare about one tool: its name,
+// description, parameters schema and idempotency policy; see Client.Tools.
+type ToolDecl = bus.ToolDecl
+
+// Tools returns the declarations of the tools the executors serve, sorted by
+// name, as they answer on toolexec.tools.<tenant>: what an agent may call, and
+// what repeating each call does. It returns an error matching
+// bus.ErrNoCatalogService when no executor answers.
+func (c *Client) Tools(ctx context.Context, tenant string) ([]ToolDecl, error) {
+	return c.bc.Tools(ctx, tenant)
+}
+
 // WatchOption adjusts where Watch starts; see WatchFromStart and WatchSince.
 type WatchOption = bus.WatchOption
 

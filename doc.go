@@ -24,7 +24,9 @@
 //   - [Executor] serves tools: it takes calls from the stream all executors
 //     share, claims each key in a store (the JetStream KV bucket by default),
 //     runs the tool and publishes the answer. It also serves the admin and the
-//     history subjects.
+//     history subjects, and the catalog of its tools
+//     (toolexec.tools.<tenant>), which [Client.Tools] reads and MCP gateways
+//     list (package mcpgate).
 //
 // Importing it does not link a NATS server. To run one inside the process,
 // see package bus/embedded. The machinery lives below: tool (declaring tools),

@@ -109,10 +109,12 @@ type Observer interface {
 // Executor runs the calls published for its tools: it takes them from the
 // calls stream through the consumer all executors share, claims each call's
 // key in its store, runs the tool and publishes the answer. It also answers
-// the admin requests (unless DisableAdmin) and the history requests
+// the admin requests (unless DisableAdmin), the history requests
 // (bus.HistoryService): the tenants' on toolexec.history.<tenant>, and the
 // operators' on toolexec.admin.history, through which a client without
-// JetStream access attaches to answers and watches events.
+// JetStream access attaches to answers and watches events, and the catalog
+// requests on toolexec.tools.<tenant> (bus.CatalogService), which tell an MCP
+// gateway in any process what tools there are.
 // Start as many as you like, in as many processes.
 type Executor struct {
 	log        *slog.Logger
@@ -122,6 +124,7 @@ type Executor struct {
 	worker     *bus.Worker
 	admin      *admin.Service
 	history    *bus.HistoryService
+	catalog    *bus.CatalogService
 	drain      time.Duration
 }
 
@@ -202,6 +205,9 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	if e.history, err = bus.ServeHistory(js, bus.HistoryConfig{Logger: log, AdminAccount: cfg.AdminAccount}); err != nil {
 		return nil, fmt.Errorf("toolexec: serving the history subjects: %w", err)
 	}
+	if e.catalog, err = bus.ServeCatalog(nc, tools, bus.CatalogConfig{Logger: log}); err != nil {
+		return nil, fmt.Errorf("toolexec: serving the tool catalog: %w", err)
+	}
 	ok = true
 	return e, nil
 }
@@ -244,7 +250,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	return <-done
 }
 
-// Close stops serving the admin and history subjects and closes the store
+// Close stops serving the admin, history and catalog subjects and closes the store
 // NewExecutor opened. Call it after Run returns.
 func (e *Executor) Close() {
 	if e.admin != nil {
@@ -252,6 +258,9 @@ func (e *Executor) Close() {
 	}
 	if e.history != nil {
 		_ = e.history.Close()
+	}
+	if e.catalog != nil {
+		_ = e.catalog.Close()
 	}
 	if e.ownStore {
 		_ = e.store.Close()

@@ -55,8 +55,9 @@
 // Where tenants are isolated by NATS accounts, the executors, both streams and
 // the KV bucket live in the executors' account, which exports to each tenant
 // account the service toolexec.call.<tenant>.> (its calls in, and their
-// PubAcks back), the stream toolexec.event.<tenant>.> (its answers, live) and
-// the service toolexec.history.<tenant>, each with account_token_position 3 so
+// PubAcks back), the stream toolexec.event.<tenant>.> (its answers, live), the
+// service toolexec.history.<tenant> and the service toolexec.tools.<tenant>
+// (the [CatalogService]: which tools there are), each with account_token_position 3 so
 // that the server puts the importing account's name in the tenant's place. A
 // tenant has no JetStream API: Call and Publish work as before, but Attach and
 // Watch cannot create consumers on TOOLEXEC_EVENTS. Every executor therefore

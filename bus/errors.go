@@ -30,6 +30,11 @@ var (
 	// toolexec.admin.history; see HistoryViaService): no executor serves it, or
 	// (across accounts) the connection's account does not import it.
 	ErrNoHistoryService = errors.New("bus: no executor answers history requests")
+
+	// ErrNoCatalogService is returned by Client.Tools when nothing answers the
+	// tenant's catalog subject, toolexec.tools.<tenant>: no executor runs, or
+	// (across accounts) the connection's account does not import it.
+	ErrNoCatalogService = errors.New("bus: no executor answers catalog requests")
 )
 
 func invalidConfig(format string, args ...any) error {

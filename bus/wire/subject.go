@@ -36,6 +36,13 @@ const (
 	// only). It lies within the admin subjects, toolexec.admin.>, which a
 	// deployment exports to the admin account alone.
 	AdminHistorySubject = "toolexec.admin.history"
+
+	// CatalogPrefix starts the subject where a tenant asks the executors which
+	// tools they serve ([CatalogSubject]): what an MCP gateway lists.
+	CatalogPrefix = "toolexec.tools."
+	// CatalogSubjects matches every tenant's catalog subject: what the
+	// executors serve.
+	CatalogSubjects = CatalogPrefix + "*"
 )
 
 // Placeholder stands in, in an event subject, for a tool, run id or call id that a
@@ -63,6 +70,11 @@ func TenantEventSubjects(tenant string) string { return EventPrefix + tenant + "
 // executors for tenant's stored events (package bus answers it). Like
 // [CallSubject], it does not check its argument.
 func HistorySubject(tenant string) string { return HistoryPrefix + tenant }
+
+// CatalogSubject returns "toolexec.tools.<tenant>", where a client asks the
+// executors for the declarations of the tools they serve (package bus answers
+// it). Like [CallSubject], it does not check its argument.
+func CatalogSubject(tenant string) string { return CatalogPrefix + tenant }
 
 // KindSubjects returns "toolexec.event.*.<kind>.>": every event of kind across
 // tenants, what an auditor subscribes to.

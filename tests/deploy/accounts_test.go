@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func mutate(t *testing.T, edit func(string) string) string {
 }
 
 // TestForeignImportsAreRefused: a tenant account that imports anything but
-// its own three subjects makes the server refuse the whole configuration, so
+// its own four subjects makes the server refuse the whole configuration, so
 // that an operator's slip cannot give acme globex's calls, answers or history,
 // the auditors' feed, the admin service or the JetStream API.
 func TestForeignImportsAreRefused(t *testing.T) {
@@ -169,6 +170,8 @@ func TestForeignImportsAreRefused(t *testing.T) {
 		{"the answers as a service", `{service: {account: TOOLEXEC, subject: "toolexec.event.acme.>"}}`},
 		{"globex's history", `{service: {account: TOOLEXEC, subject: "toolexec.history.globex"}}`},
 		{"every history", `{service: {account: TOOLEXEC, subject: "toolexec.history.*"}}`},
+		{"globex's catalog", `{service: {account: TOOLEXEC, subject: "toolexec.tools.globex"}}`},
+		{"every catalog", `{service: {account: TOOLEXEC, subject: "toolexec.tools.*"}}`},
 		{"the admin service", `{service: {account: TOOLEXEC, subject: "toolexec.admin.>"}}`},
 		{"forget", `{service: {account: TOOLEXEC, subject: "toolexec.admin.forget"}}`},
 		{"the JetStream API", `{service: {account: TOOLEXEC, subject: "$JS.API.>"}}`},
@@ -874,4 +877,27 @@ func TestAdminReadsEveryTenantsHistory(t *testing.T) {
 		c.noErrors(t)
 	}
 	e.noErrors(t)
+}
+
+// TestTenantListsTools: a tenant reads the executors' tool catalog on its own
+// subject, toolexec.tools.<tenant>, through its import; another tenant's
+// catalog subject reaches no one from its account.
+func TestTenantListsTools(t *testing.T) {
+	e := newEnv(t, accountsLayout)
+	acme := e.as(t, "acme")
+	ctx := ctxT(t, waitLong)
+	decls, err := acme.client.Tools(ctx, "acme")
+	if err != nil {
+		t.Fatalf("acme: Tools: %v", err)
+	}
+	var names []string
+	for _, d := range decls {
+		names = append(names, d.Name)
+	}
+	if !slices.Contains(names, "book") || !slices.Contains(names, "echo") {
+		t.Errorf("acme: Tools = %v, want the executors' tools (book, echo)", names)
+	}
+	if _, err := acme.client.Tools(ctx, "globex"); !errors.Is(err, bus.ErrNoCatalogService) {
+		t.Errorf("acme: Tools on globex's subject: %v; want no responders (ErrNoCatalogService)", err)
+	}
 }
