@@ -291,6 +291,30 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 	return c.attachService(ctx, tenant, filter, callID)
 }
 
+// Find looks once for the stored answer to tenant's call callID, whatever its
+// tool and run (a call id names one call of a tenant: the calls stream stores
+// an id once), without waiting: found is false, with a nil error, when no
+// answer is stored yet. It reads as Attach does (see HistoryPath). Errors: one
+// matching events.ErrInvalidToken for a malformed token, ErrBadAnswer, a
+// JetStream error, ErrNoHistoryService or a *HistoryError.
+func (c *Client) Find(ctx context.Context, tenant, callID string) (a events.Answer, found bool, err error) {
+	for _, f := range []struct{ name, v string }{{"tenant", tenant}, {"callid", callID}} {
+		if err := events.CheckToken(f.name, f.v); err != nil {
+			return events.Answer{}, false, err
+		}
+	}
+	filter := wire.EventSubject(tenant, "*", "*", "*", callID)
+	if !c.viaService() {
+		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		a, found, err := c.lookStored(filter)(lctx)
+		cancel()
+		if err == nil || !c.fallBack(err) {
+			return a, found, err
+		}
+	}
+	return c.storedAnswer(ctx, tenant, filter)
+}
+
 // attach waits for the first event stored under filter, oldest first, read
 // through JetStream: see attachBy.
 func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answer, error) {

@@ -1,0 +1,68 @@
+// Package mcpgate is toolexec's MCP server: it lets any agent that speaks the
+// Model Context Protocol call toolexec's tools, and get the answers toolexec
+// gives — including "the outcome is unknown, and retrying will not run it
+// again", which MCP has no word for.
+//
+// A gateway needs only a NATS connection. It lists the tools the executors
+// declare (bus.Client.Tools, on toolexec.tools.<tenant>) and turns each
+// tools/call into an ordinary call on toolexec.call.<tenant>.<tool>, which any
+// executor of the fleet runs; it waits for the answer on the call's answer
+// subject like any other caller, so watchers and auditors see MCP calls as
+// they see every call. Nothing about the key or the state machine changes.
+//
+// # Transports and identity
+//
+// [Gateway.Handler] serves Streamable HTTP; [Gateway.ServeStdio] serves one
+// session over a pair of streams (emitter mcp, spawned by a desktop agent).
+// The tenant is fixed per gateway, or, over HTTP, taken from the bearer token
+// a client presents ([Tokens]: a file of tenant and token, compared in
+// constant time); a session stays with the tenant that opened it. There is no
+// anonymous mode in which a client names its own tenant.
+//
+// # Tools
+//
+// Annotations follow the declared kind: read-only tools are readOnlyHint;
+// idempotent ones idempotentHint and not destructiveHint; effectful ones are
+// neither read-only nor idempotent. A tool's _meta carries its kind and key
+// arguments under the io.tesserix.toolexec/ prefix. The list is read again
+// from the executors when it is older than [Config.CatalogTTL], and clients
+// are told when it changed (notifications/tools/list_changed).
+//
+// # Calls
+//
+// A request's _meta may carry (names under the io.tesserix.toolexec/
+// prefix, see the Meta constants):
+//
+//   - run_id: the run the call belongs to, part of its idempotency key.
+//     Default: the MCP session (over stdio, the gateway process's session;
+//     over HTTP without a session, a fresh run for each call, so that calls
+//     of unrelated clients are never taken for one effect). A client that
+//     reconnects sets it to keep its run, and so its keys.
+//   - call_id: the call's id. A request naming the id of an earlier call is
+//     answered with that call's answer if it is stored, and otherwise waits
+//     for it: nothing is published twice (within the calls stream's duplicate
+//     window; a call still running must be retried with its run_id).
+//
+// The answer becomes the result: completed and deduplicated ones a normal
+// result (the outcome as text, and as structuredContent when it is a JSON
+// object); failed, rejected and indeterminate ones isError, with a text meant
+// for a model (an indeterminate one says that the outcome is unknown, that
+// retrying will not run the tool again, and that an operator must settle the
+// key). A call of a tool the executors do not know is a JSON-RPC "invalid
+// params" error, as the MCP specification asks. Every result's _meta carries
+// the answer's kind, idempotency_key, call_id and run_id, and where they apply
+// code, reason and body_entered.
+//
+// While a call waits, a client that sent a progressToken gets a progress
+// notification every [Config.ProgressEvery]. A cancelled request stops
+// waiting; the call goes on, and its answer can be found with call_id.
+//
+// # HTTP security
+//
+// As the MCP specification asks of Streamable HTTP servers: a request whose
+// Origin header is present and not allowed is refused 403; requests that
+// reach a loopback address under another Host name are refused (DNS
+// rebinding); bearer tokens are compared in constant time; request bodies are
+// bounded. cmd/executor listens on loopback unless told otherwise, and will
+// not listen elsewhere without a tokens file.
+package mcpgate

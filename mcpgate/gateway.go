@@ -1,0 +1,420 @@
+package mcpgate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/events"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultCatalogTTL is how long a gateway uses the tool list it read.
+	DefaultCatalogTTL = 5 * time.Second
+	// DefaultMaxWait is how long a tools/call waits for its answer.
+	DefaultMaxWait = 5 * time.Minute
+	// DefaultProgressEvery is the period of progress notifications.
+	DefaultProgressEvery = 2 * time.Second
+	// DefaultSource is the CloudEvents source of the calls a gateway makes.
+	DefaultSource = "/toolexec/mcp"
+)
+
+// ErrInvalidConfig is matched by the errors of New and Handler for a
+// configuration they cannot work with.
+var ErrInvalidConfig = errors.New("mcpgate: invalid configuration")
+
+// Config configures a [Gateway]. The zero value is usable.
+type Config struct {
+	// Name and Version identify the gateway to clients (serverInfo); default
+	// "toolexec" and "dev".
+	Name, Version string
+	// Source is the CloudEvents source of its calls; default DefaultSource.
+	Source string
+	// CatalogTTL is how long the tool list read from the executors is used
+	// before tools/list reads it again; default DefaultCatalogTTL.
+	CatalogTTL time.Duration
+	// MaxWait bounds a tools/call's wait for its answer; default
+	// DefaultMaxWait. After it the result is an error naming the call, whose
+	// call_id finds the answer later.
+	MaxWait time.Duration
+	// ProgressEvery is the period of the progress notifications sent to a
+	// client that asked for them; default DefaultProgressEvery.
+	ProgressEvery time.Duration
+	// Logger receives what the gateway could not do; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Gateway is an MCP server in front of toolexec's executors. It is safe for
+// concurrent use; one gateway serves any number of sessions and tenants.
+type Gateway struct {
+	bc  *bus.Client
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	tenants map[string]*tenantServer // the HTTP servers, one per tenant
+}
+
+// New returns a gateway that calls the executors over nc. It returns an error
+// matching ErrInvalidConfig for a nil connection.
+func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidConfig)
+	}
+	if cfg.Name == "" {
+		cfg.Name = "toolexec"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Source == "" {
+		cfg.Source = DefaultSource
+	}
+	if cfg.CatalogTTL <= 0 {
+		cfg.CatalogTTL = DefaultCatalogTTL
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = DefaultProgressEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate: %w", err)
+	}
+	bc, err := bus.NewClient(js, bus.ClientConfig{Source: cfg.Source, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("mcpgate: %w", err)
+	}
+	return &Gateway{bc: bc, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{}}, nil
+}
+
+// ServeStdio serves one MCP session for tenant over r (requests) and w
+// (responses), newline-delimited JSON-RPC as the stdio transport has it, until
+// the client closes r or ctx ends. The session's calls share one run, fresh
+// for each ServeStdio, unless a request names its run_id.
+func (g *Gateway) ServeStdio(ctx context.Context, tenant string, r io.ReadCloser, w io.WriteCloser) error {
+	if err := events.CheckToken("tenant", tenant); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	ts := g.newTenantServer(ctx, tenant, newID("run_"))
+	err := ts.srv.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// serverFor returns the HTTP server of tenant, made on first use.
+func (g *Gateway) serverFor(ctx context.Context, tenant string) *tenantServer {
+	g.mu.Lock()
+	ts, ok := g.tenants[tenant]
+	g.mu.Unlock()
+	if ok {
+		return ts
+	}
+	made := g.newTenantServer(ctx, tenant, "")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ts, ok := g.tenants[tenant]; ok { // made meanwhile by another request
+		return ts
+	}
+	g.tenants[tenant] = made
+	return made
+}
+
+// tenantServer is the MCP server of one tenant: its tools are the catalog's,
+// and its calls are the tenant's.
+type tenantServer struct {
+	g      *Gateway
+	tenant string
+	srv    *mcp.Server
+	// run is the run of calls that name none when their session has no id:
+	// the stdio session's; "" over HTTP, where each such call gets a run of
+	// its own.
+	run string
+
+	mu      sync.Mutex        // held while the list is read and applied
+	listed  map[string]string // tool name → its declaration's JSON, as listed
+	fetched time.Time         // when the list was last read; zero: never
+}
+
+func (g *Gateway) newTenantServer(ctx context.Context, tenant, run string) *tenantServer {
+	ts := &tenantServer{g: g, tenant: tenant, run: run, listed: map[string]string{}}
+	ts.srv = mcp.NewServer(&mcp.Implementation{Name: g.cfg.Name, Version: g.cfg.Version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		GetSessionID: func() string { return newID("mcp_") },
+		Logger:       g.log,
+	})
+	ts.srv.AddReceivingMiddleware(ts.middleware)
+	if err := ts.refresh(ctx, 0); err != nil {
+		g.log.Warn("mcp: reading the tool catalog failed; tools/list will try again", "tenant", tenant, "error", err)
+	}
+	return ts
+}
+
+// middleware reads the catalog again before a tools/list when the list is
+// older than the TTL, and before a call of a tool it does not list when the
+// list is older than a second (a tool added since).
+func (ts *tenantServer) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			if err := ts.refresh(ctx, ts.g.cfg.CatalogTTL); err != nil && ts.neverFetched() {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool catalog cannot be read: " + err.Error()}
+			}
+		case "tools/call":
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !ts.lists(p.Name) {
+				_ = ts.refresh(ctx, time.Second)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (ts *tenantServer) neverFetched() bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.fetched.IsZero()
+}
+
+func (ts *tenantServer) lists(name string) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	_, ok := ts.listed[name]
+	return ok
+}
+
+// refresh reads the catalog if the list is older than ttl, and applies what
+// changed: tools added or changed, tools gone. On an error the list stays as
+// it was.
+func (ts *tenantServer) refresh(ctx context.Context, ttl time.Duration) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if !ts.fetched.IsZero() && time.Since(ts.fetched) < ttl {
+		return nil
+	}
+	decls, err := ts.g.bc.Tools(ctx, ts.tenant)
+	if err != nil {
+		return err
+	}
+	ts.fetched = time.Now()
+	seen := make(map[string]bool, len(decls))
+	for _, d := range decls {
+		seen[d.Name] = true
+		fp, err := json.Marshal(d)
+		if err != nil {
+			continue
+		}
+		if ts.listed[d.Name] == string(fp) {
+			continue
+		}
+		if err := ts.add(d); err != nil {
+			ts.g.log.Warn("mcp: tool not listed", "tenant", ts.tenant, "tool", d.Name, "error", err)
+			if _, was := ts.listed[d.Name]; was {
+				ts.srv.RemoveTools(d.Name)
+				delete(ts.listed, d.Name)
+			}
+			continue
+		}
+		ts.listed[d.Name] = string(fp)
+	}
+	var gone []string
+	for name := range ts.listed {
+		if !seen[name] {
+			gone = append(gone, name)
+			delete(ts.listed, name)
+		}
+	}
+	if len(gone) > 0 {
+		ts.srv.RemoveTools(gone...)
+	}
+	return nil
+}
+
+// add lists the tool d declares. The SDK refuses a tool it cannot list by
+// panicking; that is turned into an error, so that one odd declaration does
+// not take the gateway down.
+func (ts *tenantServer) add(d bus.ToolDecl) (err error) {
+	t, err := toolOf(d)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the MCP SDK refused it: %v", p)
+		}
+	}()
+	ts.srv.AddTool(t, ts.handler(d.Name))
+	return nil
+}
+
+func (ts *tenantServer) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return ts.call(ctx, name, req)
+	}
+}
+
+// call makes one call and waits for its answer.
+func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	g := ts.g
+	meta := req.Params.GetMeta()
+	runID, err := metaString(meta, MetaRunID)
+	if err != nil {
+		return nil, err
+	}
+	callID, err := metaString(meta, MetaCallID)
+	if err != nil {
+		return nil, err
+	}
+	if runID == "" {
+		runID = ts.defaultRun(req.Session)
+	}
+	wait, cancel := context.WithTimeout(ctx, g.cfg.MaxWait)
+	defer cancel()
+	given := callID != ""
+	if !given {
+		callID = newID("call_")
+	}
+	stop := ts.progress(wait, req, callID)
+	defer stop()
+
+	if given {
+		a, found, err := g.bc.Find(wait, ts.tenant, callID)
+		var re *events.RejectError
+		switch {
+		case errors.As(err, &re):
+			return rejected(name, runID, callID, re), nil
+		case err != nil:
+			g.log.Warn("mcp: looking for a call's stored answer failed; publishing it", "tenant", ts.tenant, "call_id", callID, "error", err)
+		case found && a.Tool != name && a.Tool != "":
+			return errorResult(callID, a.RunID, fmt.Sprintf(
+				"The call id %s names a call of tool %s, not %s: choose a fresh call id.", callID, a.Tool, name)), nil
+		case found:
+			return resultOf(a), nil
+		}
+	}
+	call := events.Call{
+		Tenant: ts.tenant, Tool: name, RunID: runID, CallID: callID, Source: g.cfg.Source,
+		Arguments: rawArguments(req.Params.Arguments),
+	}
+	if tp, ok := meta["traceparent"].(string); ok {
+		call.TraceParent = tp
+		call.TraceState, _ = meta["tracestate"].(string)
+	}
+	a, err := g.bc.Call(wait, call)
+	var re *events.RejectError
+	switch {
+	case err == nil:
+	case errors.As(err, &re):
+		return rejected(name, runID, callID, re), nil
+	case ctx.Err() != nil: // the client cancelled: stop waiting, the call goes on
+		return nil, ctx.Err()
+	case wait.Err() != nil:
+		return errorResult(callID, runID, fmt.Sprintf(
+			"No answer within %s: the call of %s may still run. Call again with _meta %s=%s and %s=%s "+
+				"to get its answer; it will not run twice.", g.cfg.MaxWait, name, MetaCallID, callID, MetaRunID, runID)), nil
+	default:
+		g.log.Warn("mcp: call failed", "tenant", ts.tenant, "tool", name, "call_id", callID, "error", err)
+		return errorResult(callID, runID, fmt.Sprintf(
+			"The gateway could not complete the call of %s (%v); it may or may not have been sent. Call again with "+
+				"_meta %s=%s and %s=%s: a call that was sent is answered, not run again.",
+			name, err, MetaCallID, callID, MetaRunID, runID)), nil
+	}
+	if a.Kind == events.KindRejected && a.Code == events.CodeUnknownTool {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	}
+	return resultOf(a), nil
+}
+
+// rejected is the result of a call refused before it was sent.
+func rejected(tool, runID, callID string, re *events.RejectError) *mcp.CallToolResult {
+	a := events.Answer{Kind: events.KindRejected, Tool: tool, RunID: runID, CallID: callID, Code: re.Code, Field: re.Field, Error: re.Msg}
+	return resultOf(a)
+}
+
+// defaultRun returns the run of a call that names none: its session's, else
+// the server's (stdio), else a fresh one.
+func (ts *tenantServer) defaultRun(s *mcp.ServerSession) string {
+	if s != nil {
+		if id := s.ID(); events.CheckToken("runid", id) == nil {
+			return id
+		}
+	}
+	if ts.run != "" {
+		return ts.run
+	}
+	return newID("run_")
+}
+
+// progress sends a progress notification every ProgressEvery while the call
+// waits, if the request asked for them; the returned func stops it.
+func (ts *tenantServer) progress(ctx context.Context, req *mcp.CallToolRequest, callID string) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		t := time.NewTicker(ts.g.cfg.ProgressEvery)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(n),
+				Message: fmt.Sprintf("call %s: waiting for its answer (%s)", callID, time.Since(start).Round(time.Second)),
+			})
+			if err != nil && ctx.Err() == nil {
+				ts.g.log.Debug("mcp: progress notification failed", "call_id", callID, "error", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// metaString returns the string under name in a request's _meta: "" when
+// absent, an invalid-params error when it is not a string.
+func metaString(meta map[string]any, name string) (string, error) {
+	v, ok := meta[name]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("_meta %s must be a string", name)}
+	}
+	return s, nil
+}
+
+// newID returns prefix and 32 random hex digits (128 bits nobody can guess):
+// a valid token.
+func newID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,171 @@
+package mcpgate_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/mcpgate"
+)
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// post sends body to url with the given headers and returns the status and
+// the session id the server chose.
+func post(t *testing.T, url, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+}
+
+// TestHTTPFences tries to climb every fence of the HTTP transport: no token,
+// a wrong one, a token's near miss, a foreign Origin, a rebinding Host, a
+// body over the bound, and another tenant's session.
+func TestHTTPFences(t *testing.T) {
+	f := startFleet(t)
+	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tokens: tokens(t), AllowedOrigins: []string{"https://app.example.com"}, MaxRequestBytes: 8 << 10}).URL
+	auth := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	with := func(h map[string]string, k, v string) map[string]string { h[k] = v; return h }
+
+	if code, sid := post(t, url, initialize, auth(acmeToken)); code != http.StatusOK || sid == "" {
+		t.Fatalf("acme's initialize: %d, session %q; want 200 and a session", code, sid)
+	}
+	if code, _ := post(t, url, initialize, auth(globexToken)); code != http.StatusOK {
+		t.Fatalf("globex's initialize (hashed token): %d, want 200", code)
+	}
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		body   string
+		want   int
+	}{
+		{"no token", map[string]string{}, initialize, http.StatusUnauthorized},
+		{"unknown token", auth("nobody-token-0123456789abcdef"), initialize, http.StatusUnauthorized},
+		{"a token's prefix", auth(acmeToken[:len(acmeToken)-1]), initialize, http.StatusUnauthorized},
+		{"the hash instead of the token", auth(mcpgate.HashToken(globexToken)), initialize, http.StatusUnauthorized},
+		{"basic instead of bearer", map[string]string{"Authorization": "Basic " + acmeToken}, initialize, http.StatusUnauthorized},
+		{"a foreign origin", with(auth(acmeToken), "Origin", "https://evil.example.com"), initialize, http.StatusForbidden},
+		{"an allowed origin's look-alike", with(auth(acmeToken), "Origin", "https://app.example.com.evil.net"), initialize, http.StatusForbidden},
+		{"a null origin", with(auth(acmeToken), "Origin", "null"), initialize, http.StatusForbidden},
+		{"an allowed origin", with(auth(acmeToken), "Origin", "https://app.example.com"), initialize, http.StatusOK},
+		{"a rebinding host", with(auth(acmeToken), "Host", "evil.example.com"), initialize, http.StatusForbidden},
+		{"a body over the bound", auth(acmeToken), strings.Replace(initialize, `"raw"`, `"`+strings.Repeat("x", 9<<10)+`"`, 1), http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _ := post(t, url, tc.body, tc.header); code != tc.want {
+				t.Fatalf("status %d, want %d", code, tc.want)
+			}
+		})
+	}
+
+	t.Run("another tenant's session", func(t *testing.T) {
+		_, sid := post(t, url, initialize, auth(acmeToken))
+		list := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
+		if code, _ := post(t, url, list, with(auth(globexToken), "Mcp-Session-Id", sid)); code == http.StatusOK {
+			t.Fatalf("globex used acme's session %s: status %d", sid, code)
+		}
+	})
+}
+
+// TestTenantsByToken: a call is made for the tenant of the token that
+// carried it, whatever the request says.
+func TestTenantsByToken(t *testing.T) {
+	f := startFleet(t)
+	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tokens: tokens(t)}).URL
+	nc := natstest.Connect(t, f.srv)
+	answers := make(chan *nats.Msg, 16)
+	sub, err := nc.ChanSubscribe("toolexec.event.>", answers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	cs := connectHTTP(t, url, globexToken, nil)
+	r := callTool(t, cs, "lookup_fare", map[string]any{"flight": "BA117"}, map[string]any{"tenant": "acme"})
+	if r.IsError {
+		t.Fatalf("lookup_fare: %q", text(r))
+	}
+	m := <-answers
+	if !strings.HasPrefix(m.Subject, "toolexec.event.globex.completed.lookup_fare.") {
+		t.Fatalf("the answer went to %s, want globex's", m.Subject)
+	}
+}
+
+// TestHandlerRefusesConfigs: no anonymous mode in which a client names its
+// tenant; no tenant and tokens at once; origins must be origins.
+func TestHandlerRefusesConfigs(t *testing.T) {
+	f := startFleet(t)
+	for _, cfg := range []mcpgate.HTTPConfig{
+		{},
+		{Tenant: "acme", Tokens: tokens(t)},
+		{Tenant: "acme.globex"},
+		{Tenant: "acme", AllowedOrigins: []string{"*"}},
+		{Tenant: "acme", AllowedOrigins: []string{"app.example.com"}},
+	} {
+		if _, err := f.gw.Handler(cfg); !errors.Is(err, mcpgate.ErrInvalidConfig) {
+			t.Errorf("Handler(%+v): %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+// TestParseTokens: the tokens file's rules.
+func TestParseTokens(t *testing.T) {
+	long := strings.Repeat("k", mcpgate.MinTokenLength)
+	for _, tc := range []struct {
+		name, file string
+		ok         bool
+	}{
+		{"plain and hashed, comments, blanks", "# tenants\n\nacme " + long + "\nglobex " + mcpgate.HashToken("x") + "\n", true},
+		{"empty", "# nothing\n", false},
+		{"short token", "acme short-token\n", false},
+		{"bad tenant", "ac.me " + long + "\n", false},
+		{"three fields", "acme " + long + " extra\n", false},
+		{"bad hash", "acme sha256:abcd\n", false},
+		{"one token twice", "acme " + long + "\nglobex " + long + "\n", false},
+		{"a token and its hash", "acme " + long + "\nglobex " + mcpgate.HashToken(long) + "\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk, err := mcpgate.ParseTokens(bytes.NewBufferString(tc.file), "tokens")
+			if tc.ok != (err == nil) {
+				t.Fatalf("ParseTokens: %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, mcpgate.ErrBadTokens) {
+				t.Fatalf("error %v does not match ErrBadTokens", err)
+			}
+			if tc.ok {
+				if tenant, ok := tk.Tenant(long); !ok || tenant != "acme" {
+					t.Errorf("Tenant(acme's token) = %q, %v", tenant, ok)
+				}
+				if tenant, ok := tk.Tenant("x"); !ok || tenant != "globex" {
+					t.Errorf("Tenant(globex's token) = %q, %v", tenant, ok)
+				}
+				if _, ok := tk.Tenant(long + "k"); ok {
+					t.Error("a longer token was accepted")
+				}
+			}
+		})
+	}
+}
