@@ -56,7 +56,7 @@ func newBareEnv(t *testing.T, streams bool) *env {
 }
 
 // newEnv starts a server with the streams and an executor: a worker, its
-// dispatcher over a memory store, and the admin and history responders,
+// dispatcher over a memory store, and the admin, history and catalog responders,
 // serving the demo airline's tools.
 func newEnv(t *testing.T) *env {
 	t.Helper()
@@ -91,6 +91,11 @@ func (e *env) startExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hist.Close() })
+	cat, err := bus.ServeCatalog(nc, reg, bus.CatalogConfig{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cat.Close() })
 	w, err := bus.NewWorker(js, d, bus.WorkerConfig{Logger: quiet, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)

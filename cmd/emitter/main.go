@@ -51,6 +51,8 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newForgetCmd(&g))
 	root.AddCommand(newIndeterminateCmd(&g))
 	root.AddCommand(newBenchCmd(&g))
+	root.AddCommand(newMCPCmd(&g))
+	root.AddCommand(newMCPTokenCmd(&g))
 	return root
 }
 

@@ -112,4 +112,7 @@ func TestProcess(t *testing.T) {
 			t.Fatalf("watch printed %q", l)
 		}
 	})
+
+	// After the watch, whose count of completed answers it would change.
+	t.Run("mcp over stdio", func(t *testing.T) { testMCPProcess(t, bin, e) })
 }

@@ -43,6 +43,7 @@ type config struct {
 	metricsAddr  string // /metrics, /healthz and /readyz
 	consoleAddr  string
 	consoleToken string
+	mcp          mcpFlags
 	adminAccount string
 	logFormat    string
 	logLevel     string
@@ -93,6 +94,10 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
 	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")
 	fs.StringVar(&c.consoleToken, "console-token", "", "the token operators sign in to the console with (prefer TOOLEXEC_CONSOLE_TOKEN: flags show in ps)")
+	fs.StringVar(&c.mcp.addr, "mcp-addr", "", "address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, and the tokens file on any address but loopback")
+	fs.StringVar(&c.mcp.tenant, "mcp-tenant", "", "the tenant of every MCP request (one tenant per gateway)")
+	fs.StringVar(&c.mcp.tokensFile, "mcp-tokens-file", "", "file of \"<tenant> <token>\" lines: each MCP request acts for the tenant of its bearer token (write tokens hashed: emitter mcp-token)")
+	fs.StringSliceVar(&c.mcp.origins, "mcp-allowed-origins", nil, "browser origins (scheme://host[:port]) whose MCP requests are served; a request from any other Origin is refused 403")
 	fs.StringVar(&c.adminAccount, "admin-account", "", "serve admin requests (toolexec.admin.>, the operators' history included) only from this NATS account, as the server names it where a request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if alias, ok := flagAliases[name]; ok {
@@ -160,6 +165,9 @@ func (c *config) check() error {
 	}
 	if c.consoleAddr != "" && c.consoleToken == "" {
 		errs = append(errs, errors.New("--console-addr needs a token: set TOOLEXEC_CONSOLE_TOKEN (or --console-token)"))
+	}
+	if err := c.mcp.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.adminAccount != "" && c.embedded() {
 		errs = append(errs, errors.New("--admin-account needs --nats-url: the embedded server has one account, so no admin request would come from another and all would be refused"))

@@ -60,6 +60,11 @@ traces go out when the standard OTEL_* variables ask for them (for example
 OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318); --console-addr serves the
 operators' web console, signed in to with TOOLEXEC_CONSOLE_TOKEN.
 
+Agents: --mcp-addr serves the Model Context Protocol (Streamable HTTP at /mcp):
+tools/list lists the executors' tools, tools/call is an ordinary call, answered
+completed, deduplicated or indeterminate. Give --mcp-tenant for one tenant, or
+--mcp-tokens-file to map bearer tokens to tenants.
+
 Tenants: on a server with an account per tenant (deploy/accounts.conf), give
 --admin-account ADMIN so that admin requests (forget, inspect, list, resolve)
 are served only when the server says they come from the admin account.`,

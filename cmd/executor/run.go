@@ -143,6 +143,13 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		}
 		closers = append(closers, stop)
 	}
+	if cfg.mcp.addr != "" {
+		stop, err := startMCP(cfg.mcp, nc, log)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, stop)
+	}
 
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(ctx) }()
