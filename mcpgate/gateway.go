@@ -171,9 +171,14 @@ func (g *Gateway) newTenantServer(ctx context.Context, tenant, run string) *tena
 	return ts
 }
 
+// unlistedTTL is how old the list must be for a call of a tool it does not
+// list to read the catalog again (a tool added since): short, and still a
+// bound on what a client calling unknown tools in a loop costs the executors.
+const unlistedTTL = 100 * time.Millisecond
+
 // middleware reads the catalog again before a tools/list when the list is
 // older than the TTL, and before a call of a tool it does not list when the
-// list is older than a second (a tool added since).
+// list is older than unlistedTTL.
 func (ts *tenantServer) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -183,7 +188,7 @@ func (ts *tenantServer) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !ts.lists(p.Name) {
-				_ = ts.refresh(ctx, time.Second)
+				_ = ts.refresh(ctx, unlistedTTL)
 			}
 		}
 		return next(ctx, method, req)
