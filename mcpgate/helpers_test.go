@@ -75,7 +75,7 @@ func (h *holdTool) tool(t *testing.T) *tool.Tool {
 	return tl
 }
 
-func ctxT(t *testing.T) context.Context { return testenv.Context(t, 2*time.Minute) }
+func ctxT(t testing.TB) context.Context { return testenv.Context(t, 2*time.Minute) }
 
 func startFleet(t *testing.T) *fleet {
 	t.Helper()
@@ -125,7 +125,7 @@ func (f *fleet) gateway(t *testing.T, cfg mcpgate.Config) *mcpgate.Gateway {
 
 // tokens returns the tests' tokens file: acme's token in plain text,
 // globex's hashed.
-func tokens(t *testing.T) *mcpgate.Tokens {
+func tokens(t testing.TB) *mcpgate.Tokens {
 	t.Helper()
 	tk, err := mcpgate.ParseTokens(strings.NewReader("acme "+acmeToken+"\nglobex "+mcpgate.HashToken(globexToken)+"\n"), "tokens")
 	if err != nil {
@@ -135,7 +135,7 @@ func tokens(t *testing.T) *mcpgate.Tokens {
 }
 
 // serveHTTP serves gw's handler with cfg on a test server.
-func serveHTTP(t *testing.T, gw *mcpgate.Gateway, cfg mcpgate.HTTPConfig) *httptest.Server {
+func serveHTTP(t testing.TB, gw *mcpgate.Gateway, cfg mcpgate.HTTPConfig) *httptest.Server {
 	t.Helper()
 	h, err := gw.Handler(cfg)
 	if err != nil {
@@ -159,7 +159,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // connectHTTP opens a Go SDK client session to url with token ("" for none).
-func connectHTTP(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connectHTTP(t testing.TB, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: http.DefaultTransport}
 	if token != "" {
@@ -176,7 +176,7 @@ func connectHTTP(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.
 
 // connectStdio runs gw.ServeStdio for tenant over pipes and opens a Go SDK
 // client session on the other ends.
-func connectStdio(t *testing.T, gw *mcpgate.Gateway, tenant string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connectStdio(t testing.TB, gw *mcpgate.Gateway, tenant string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	toServer, fromClient := io.Pipe()
 	toClient, fromServer := io.Pipe()
