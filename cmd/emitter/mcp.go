@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +75,7 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-type mcpTokenOptions struct{ tenant string }
+type mcpTokenOptions struct{ tenant, file string }
 
 func newMCPTokenCmd(g *globalOptions) *cobra.Command {
 	var o mcpTokenOptions
@@ -84,9 +85,12 @@ func newMCPTokenCmd(g *globalOptions) *cobra.Command {
 		Long: `Draw a fresh bearer token (256 bits from the system's random source) for an MCP
 client of tenant T, and print it with the line that the executor's --mcp-tokens-file
 needs: the tenant and the token's SHA-256 digest, so that the file never holds the
-token itself. Give the token to the client; add the line to the file.`,
+token itself. Give the token to the client; add the line to the file, or let
+--tokens-file add it (the file is made, readable by its owner only, if it does not
+exist), and then only the token is printed.`,
 		Example: `  emitter mcp-token --tenant acme
-  emitter mcp-token --tenant acme --json`,
+  emitter mcp-token --tenant acme --json
+  export TOOLEXEC_MCP_TOKEN=$(emitter mcp-token --tenant acme --tokens-file mcp-tokens)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := events.CheckToken("--tenant", o.tenant); err != nil {
@@ -99,6 +103,15 @@ token itself. Give the token to the client; add the line to the file.`,
 			token := "mcp_" + hex.EncodeToString(b[:])
 			line := o.tenant + " " + mcpgate.HashToken(token)
 			out := cmd.OutOrStdout()
+			if o.file != "" {
+				if err := appendLine(o.file, line); err != nil {
+					return err
+				}
+				if !g.json {
+					_, err := fmt.Fprintln(out, token)
+					return err
+				}
+			}
 			if g.json {
 				return json.NewEncoder(out).Encode(map[string]string{"tenant": o.tenant, "token": token, "tokens_file_line": line})
 			}
@@ -107,6 +120,21 @@ token itself. Give the token to the client; add the line to the file.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.tenant, "tenant", "", "the tenant the token acts for (required)")
+	cmd.Flags().StringVar(&o.file, "tokens-file", "", "add the token's line to this tokens file, and print the token alone")
 	mustRequire(cmd, "tenant")
 	return cmd
+}
+
+// appendLine adds line to the file at path, made readable by its owner only
+// if it does not exist.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("--tokens-file: %w", err)
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		f.Close()
+		return fmt.Errorf("--tokens-file: %w", err)
+	}
+	return f.Close()
 }

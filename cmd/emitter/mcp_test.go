@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -92,6 +93,25 @@ func TestMCPToken(t *testing.T) {
 	}
 	if strings.Contains(out.TokensFileLine, out.Token) {
 		t.Fatal("the tokens-file line holds the token itself")
+	}
+	file := filepath.Join(t.TempDir(), "tokens")
+	var tokens []string
+	for _, tenant := range []string{"acme", "globex"} {
+		r := e.emit(t, "", "mcp-token", "--tenant", tenant, "--tokens-file", file)
+		mustExit(t, r, exitOK)
+		tokens = append(tokens, strings.TrimSpace(r.stdout))
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("tokens file: %v, %v; want mode 0600", fi, err)
+	}
+	tk, err = mcpgate.LoadTokens(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tenant := range []string{"acme", "globex"} {
+		if got, ok := tk.Tenant(tokens[i]); !ok || got != tenant {
+			t.Errorf("the file maps the printed token %q to %q, %v; want %s", tokens[i], got, ok, tenant)
+		}
 	}
 	mustExit(t, e.emit(t, "", "mcp-token", "--tenant", "a.b"), exitUsage)
 	mustExit(t, e.emit(t, "", "mcp", "--tenant", tenant, "--max-wait", "0s"), exitUsage)
