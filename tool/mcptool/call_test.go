@@ -1,0 +1,464 @@
+package mcptool_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tesserix/toolexec/internal/testkit/mcptest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/httptool"
+	"github.com/tesserix/toolexec/tool/mcptool"
+)
+
+// TestOutcome: what the upstream answers becomes the outcome by one rule:
+// structured content as its JSON (numbers and member order as sent), else the
+// texts joined with newlines, else the JSON of the content list.
+func TestOutcome(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			for _, tt := range []struct {
+				remote string
+				want   string
+			}{
+				{"text", "hello\nworld"},
+				{"single", "just this"},
+				{"empty", ""},
+				{"structured", `{"b":2,"a":[1,"x"]}`},
+				{"big", `{"n":9007199254740993}`},
+			} {
+				out, err := f.call(t, tool.Effectful, tt.remote, callCtx, `{}`)
+				if err != nil || out != tt.want {
+					t.Errorf("%s: %q, %v; want %q", tt.remote, out, err, tt.want)
+				}
+			}
+			out, err := f.call(t, tool.Effectful, "image", callCtx, `{}`)
+			var list []struct {
+				Type string `json:"type"`
+			}
+			if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0].Type != "image" || list[1].Type != "text" {
+				t.Errorf("image: %q, %v; want the JSON of an image and a text item", out, err)
+			}
+		})
+	}
+}
+
+// TestCallCarriesTheKey: the key goes in _meta, and over HTTP as the
+// Idempotency-Key header of the tools/call request; with no key, neither is
+// sent. Tenant, run and call ids go in _meta; the arguments as given.
+func TestCallCarriesTheKey(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			args := `{"flight":"BA117","seats":2,"n":9007199254740993}`
+			for _, tt := range []struct {
+				name string
+				tc   tool.Context
+				want map[string]any
+			}{
+				{"with a key", callCtx, map[string]any{
+					mcptool.MetaIdempotencyKey: callCtx.IdempotencyKey, mcptool.MetaTenant: "acme",
+					mcptool.MetaRunID: "run_1", mcptool.MetaCallID: "call_1",
+				}},
+				{"without a key", tool.Context{Tenant: "acme", RunID: "run_1", CallID: "call_2"}, map[string]any{
+					mcptool.MetaTenant: "acme", mcptool.MetaRunID: "run_1", mcptool.MetaCallID: "call_2",
+				}},
+			} {
+				out, err := f.call(t, tool.Effectful, "meta", tt.tc, args)
+				if err != nil {
+					t.Fatalf("%s: %v", tt.name, err)
+				}
+				var e mcptest.Echo
+				if err := json.Unmarshal([]byte(out), &e); err != nil {
+					t.Fatalf("%s: outcome %q: %v", tt.name, out, err)
+				}
+				ours := map[string]any{}
+				for k, v := range e.Meta {
+					if strings.HasPrefix(k, mcptool.MetaPrefix) {
+						ours[k] = v
+					}
+				}
+				if !reflect.DeepEqual(ours, tt.want) {
+					t.Errorf("%s: _meta %v; want %v", tt.name, ours, tt.want)
+				}
+				if string(e.Arguments) != args {
+					t.Errorf("%s: arguments %s; want %s", tt.name, e.Arguments, args)
+				}
+				switch {
+				case isStdio(kind) && (e.HasKey || e.Headers != nil):
+					t.Errorf("%s: over stdio the server saw HTTP headers %v", tt.name, e.Headers)
+				case !isStdio(kind) && (e.HasKey != (tt.tc.IdempotencyKey != "") || e.IdempotencyKey != tt.tc.IdempotencyKey):
+					t.Errorf("%s: Idempotency-Key header %q (present: %v); want %q", tt.name, e.IdempotencyKey, e.HasKey, tt.tc.IdempotencyKey)
+				}
+			}
+		})
+	}
+}
+
+// TestUpstreamAnswers: the upstream's answers that are not outcomes. isError
+// and the refusing JSON-RPC errors fail without effect; an internal error may
+// come after the tool acted, so it is a plain error (indeterminate for an
+// Effectful tool).
+func TestUpstreamAnswers(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			for _, tt := range []struct {
+				remote   string
+				noEffect bool
+				check    func(error) bool
+			}{
+				{"fail", true, func(err error) bool {
+					var te *mcptool.ToolError
+					return errors.As(err, &te) && te.Tool == "fail" && te.Upstream == "test" && te.Message == "the flight is full"
+				}},
+				{"invalid_params", true, func(err error) bool {
+					var re *mcptool.RPCError
+					return errors.As(err, &re) && re.Code == -32602 && strings.Contains(re.Message, "not a flight")
+				}},
+				{"no_such_tool", true, func(err error) bool {
+					var re *mcptool.RPCError
+					return errors.As(err, &re) && re.Code == -32602
+				}},
+				{"internal_error", false, func(err error) bool {
+					var re *mcptool.RPCError
+					return errors.As(err, &re) && re.Code == -32603
+				}},
+			} {
+				out, err := f.call(t, tool.Effectful, tt.remote, callCtx, `{}`)
+				if err == nil || tool.IsNoEffect(err) != tt.noEffect || !tt.check(err) {
+					t.Errorf("%s: %q, %v (no effect: %v); want no effect %v", tt.remote, out, err, tool.IsNoEffect(err), tt.noEffect)
+				}
+				if errors.Is(err, mcptool.ErrNotSent) {
+					t.Errorf("%s: %v matches ErrNotSent, but the request was answered", tt.remote, err)
+				}
+			}
+			if kind == "stdio" {
+				// Only the new protocol returns input-required results (the
+				// SDK's HTTP server tries to fulfil them itself, and answers
+				// a JSON-RPC error when it cannot).
+				_, err := f.call(t, tool.Effectful, "needs_input", callCtx, `{}`)
+				if !errors.Is(err, mcptool.ErrInputRequired) || !tool.IsNoEffect(err) {
+					t.Errorf("needs_input: %v; want ErrInputRequired without effect", err)
+				}
+			}
+		})
+	}
+}
+
+// TestKilledMidCall: a stdio server killed while it runs a call leaves that
+// call's outcome unknown (a plain error, not "no effect"), and the next call
+// runs on a new process.
+func TestKilledMidCall(t *testing.T) {
+	for _, kind := range []string{"stdio", "stdio-legacy"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.call(t, tool.Effectful, "hang", callCtx, `{"entity":"e1"}`)
+				done <- err
+			}()
+			first := mcptest.WaitEffects(t, f.effects, 1, 30*time.Second)[0]
+			if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err == nil || tool.IsNoEffect(err) || errors.Is(err, mcptool.ErrNotSent) {
+					t.Errorf("call in flight when the server was killed: %v; want an unknown outcome", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the call in flight did not end after the server was killed")
+			}
+			out, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e2"}`)
+			if err != nil || out != "done" {
+				t.Fatalf("call after the kill: %q, %v", out, err)
+			}
+			effects := mcptest.Effects(t, f.effects)
+			if len(effects) != 2 || effects[1].PID == first.PID {
+				t.Errorf("effects %+v; want a second one from a new process", effects)
+			}
+		})
+	}
+}
+
+// TestConnectionDroppedMidCall: over HTTP, the connection carrying a call
+// dropped before its answer leaves the outcome unknown; the next call works.
+func TestConnectionDroppedMidCall(t *testing.T) {
+	for _, kind := range []string{"http", "http-legacy"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.call(t, tool.Effectful, "hang", callCtx, `{"entity":"e1"}`)
+				done <- err
+			}()
+			mcptest.WaitEffects(t, f.effects, 1, 30*time.Second)
+			f.srv.CloseClientConnections()
+			select {
+			case err := <-done:
+				if err == nil || tool.IsNoEffect(err) || errors.Is(err, mcptool.ErrNotSent) {
+					t.Errorf("call whose connection dropped: %v; want an unknown outcome", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the call did not end after its connection dropped")
+			}
+			if out, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e2"}`); err != nil || out != "done" {
+				t.Fatalf("call after the drop: %q, %v", out, err)
+			}
+		})
+	}
+}
+
+// TestHTTPStatus: a 5xx answer to the tools/call POST is an unknown outcome;
+// a refusing 4xx is "no effect".
+func TestHTTPStatus(t *testing.T) {
+	f := open(t, "http", mcptest.Options{}, mcptool.Config{})
+	for _, tt := range []struct {
+		code     int
+		noEffect bool
+	}{
+		{500, false}, {502, false}, {503, false}, {504, false},
+		{400, true}, {403, true}, {409, true}, {429, true},
+	} {
+		f.faults.status.Store(int32(tt.code))
+		_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e"}`)
+		var se *httptool.StatusError
+		if !errors.As(err, &se) || se.StatusCode != tt.code || tool.IsNoEffect(err) != tt.noEffect || errors.Is(err, mcptool.ErrNotSent) {
+			t.Errorf("status %d: %v (no effect: %v); want a StatusError, no effect %v", tt.code, err, tool.IsNoEffect(err), tt.noEffect)
+		}
+	}
+	f.faults.status.Store(0)
+	if out, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e"}`); err != nil || out != "done" {
+		t.Fatalf("call after the faults: %q, %v", out, err)
+	}
+	if n := len(mcptest.Effects(t, f.effects)); n != 1 {
+		t.Errorf("%d effects; want 1 (the faults stopped the others)", n)
+	}
+}
+
+// TestCannotStart: an upstream that cannot be started or connected fails
+// Open with ErrUnavailable.
+func TestCannotStart(t *testing.T) {
+	failFile := t.TempDir() + "/fail"
+	if err := os.WriteFile(failFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	failing, failingEnv := mcptest.Command(mcptest.Options{FailFile: failFile})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String() + "/mcp?token=hunter2"
+	ln.Close()
+	for _, tt := range []struct {
+		name string
+		cfg  mcptool.Config
+	}{
+		{"no such program", mcptool.Config{Command: []string{"/nonexistent/mcp-server"}}},
+		{"exits before answering", mcptool.Config{Command: failing, Env: failingEnv}},
+		{"connection refused", mcptool.Config{URL: refused}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Name = "test"
+			tt.cfg.Logger = testenv.Logger()
+			u, err := mcptool.Open(testenv.Context(t, time.Minute), tt.cfg)
+			if !errors.Is(err, mcptool.ErrUnavailable) {
+				t.Errorf("Open: %v, %v; want ErrUnavailable", u, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error repeats the URL's query: %v", err)
+			}
+		})
+	}
+}
+
+// TestNotSent: a call to an HTTP upstream that went away fails without
+// effect, as never sent.
+func TestNotSent(t *testing.T) {
+	f := open(t, "http", mcptest.Options{}, mcptool.Config{})
+	f.srv.Close()
+	_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e"}`)
+	if !tool.IsNoEffect(err) || !errors.Is(err, mcptool.ErrNotSent) {
+		t.Errorf("call to a closed server: %v; want ErrNotSent without effect", err)
+	}
+}
+
+// TestRestart: a stdio server that dies is started again for the next call;
+// one that cannot start is not tried again before the restart delay, and
+// calls meanwhile fail at once without effect.
+func TestRestart(t *testing.T) {
+	failFile := t.TempDir() + "/fail"
+	logs := &testenv.LogBuffer{}
+	f := open(t, "stdio", mcptest.Options{FailFile: failFile}, mcptool.Config{
+		MinRestartDelay: 300 * time.Millisecond, MaxRestartDelay: time.Second,
+		Logger: bufferLogger(logs),
+	})
+	if _, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e1"}`); err != nil {
+		t.Fatal(err)
+	}
+	first := mcptest.Effects(t, f.effects)[0]
+	if err := os.WriteFile(failFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Once it is gone (a request written to a process still dying would
+	// be an unknown outcome), the next call finds it cannot start.
+	waitFor(t, 30*time.Second, "the killed server to be reaped", func() bool {
+		return errors.Is(syscall.Kill(first.PID, 0), syscall.ESRCH)
+	})
+	_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e2"}`)
+	if !errors.Is(err, mcptool.ErrUnavailable) || !errors.Is(err, mcptool.ErrNotSent) || !tool.IsNoEffect(err) {
+		t.Fatalf("call while the server cannot start: %v; want ErrUnavailable, not sent", err)
+	}
+	starts := strings.Count(logs.String(), "mcp server failed to start")
+	_, err = f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e3"}`)
+	if !errors.Is(err, mcptool.ErrUnavailable) || !strings.Contains(err.Error(), "next attempt in") {
+		t.Errorf("call within the restart delay: %v; want ErrUnavailable naming the next attempt", err)
+	}
+	if n := strings.Count(logs.String(), "mcp server failed to start"); n != starts {
+		t.Errorf("%d failed starts logged, then %d: a start was tried within the restart delay", starts, n)
+	}
+	if err := os.Remove(failFile); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	waitFor(t, 30*time.Second, "a call to succeed once the server can start", func() bool {
+		out, err = f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e4"}`)
+		return err == nil
+	})
+	effects := mcptest.Effects(t, f.effects)
+	if out != "done" || len(effects) != 2 || effects[1].PID == first.PID || effects[1].Arguments != `{"entity":"e4"}` {
+		t.Errorf("after the restart: %q, effects %+v", out, effects)
+	}
+}
+
+// TestStderrIsLogged: what a stdio server writes on its standard error is
+// logged, line by line.
+func TestStderrIsLogged(t *testing.T) {
+	logs := &testenv.LogBuffer{}
+	open(t, "stdio", mcptest.Options{}, mcptool.Config{Logger: bufferLogger(logs)})
+	waitFor(t, 30*time.Second, "the server's start-up line in the log", func() bool {
+		s := logs.String()
+		return strings.Contains(s, "upstream stderr") && strings.Contains(s, "mcptest: serving on stdio")
+	})
+}
+
+// TestConcurrentCalls: one upstream process serves many calls at once.
+func TestConcurrentCalls(t *testing.T) {
+	for _, kind := range []string{"stdio", "http"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			const n = 32
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tc := callCtx
+					tc.IdempotencyKey = strings.Repeat("k", i+1)
+					if out, err := f.call(t, tool.Effectful, "effect", tc, `{"entity":"e"}`); err != nil || out != "done" {
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("concurrent call: %v", err)
+			}
+			effects := mcptest.Effects(t, f.effects)
+			pids := map[int]bool{}
+			for _, e := range effects {
+				pids[e.PID] = true
+			}
+			if len(effects) != n || len(pids) != 1 {
+				t.Errorf("%d effects from %d processes; want %d from 1", len(effects), len(pids), n)
+			}
+		})
+	}
+}
+
+// TestClose: a call in flight when the upstream closes has an unknown
+// outcome; calls after it fail without effect; Close waits for the process.
+func TestClose(t *testing.T) {
+	f := open(t, "stdio", mcptest.Options{}, mcptool.Config{StopTimeout: 2 * time.Second})
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.call(t, tool.Effectful, "hang", callCtx, `{"entity":"e"}`)
+		done <- err
+	}()
+	pid := mcptest.WaitEffects(t, f.effects, 1, 30*time.Second)[0].PID
+	if err := f.u.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil || tool.IsNoEffect(err) {
+		t.Errorf("call in flight at Close: %v; want an unknown outcome", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the server process %d is still there after Close (kill 0: %v)", pid, err)
+	}
+	_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e"}`)
+	if !errors.Is(err, mcptool.ErrClosed) || !tool.IsNoEffect(err) {
+		t.Errorf("call after Close: %v; want ErrClosed without effect", err)
+	}
+}
+
+// TestConfigErrors: Open refuses a bad configuration before starting
+// anything, naming the field.
+func TestConfigErrors(t *testing.T) {
+	cmd := []string{"/bin/true"}
+	for _, tt := range []struct {
+		name  string
+		cfg   mcptool.Config
+		field string
+	}{
+		{"no name", mcptool.Config{Command: cmd}, "name"},
+		{"name not a token", mcptool.Config{Name: "a b", Command: cmd}, "name"},
+		{"neither command nor url", mcptool.Config{Name: "s"}, "command"},
+		{"both command and url", mcptool.Config{Name: "s", Command: cmd, URL: "http://x.example/mcp"}, "command"},
+		{"empty program", mcptool.Config{Name: "s", Command: []string{""}}, "command"},
+		{"env name with =", mcptool.Config{Name: "s", Command: cmd, Env: map[string]string{"A=B": "c"}}, "env"},
+		{"headers with a command", mcptool.Config{Name: "s", Command: cmd, Headers: map[string]string{"A": "b"}}, "headers"},
+		{"url not http", mcptool.Config{Name: "s", URL: "ftp://x.example/mcp"}, "url"},
+		{"url without host", mcptool.Config{Name: "s", URL: "http:///mcp"}, "url"},
+		{"env with a url", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Env: map[string]string{"A": "b"}}, "env"},
+		{"dir with a url", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Dir: "/tmp"}, "dir"},
+		{"Idempotency-Key header", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"idempotency-key": "k"}}, "headers"},
+		{"Mcp-Session-Id header", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"Mcp-Session-Id": "k"}}, "headers"},
+		{"Toolexec- header", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"Toolexec-Tenant": "k"}}, "headers"},
+		{"bad header name", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"a b": "k"}}, "headers"},
+		{"header value with a newline", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"A": "b\nC: d"}}, "headers"},
+		{"negative timeout", mcptool.Config{Name: "s", Command: cmd, StartTimeout: -time.Second}, "timeouts"},
+		{"restart delays crossed", mcptool.Config{Name: "s", Command: cmd, MinRestartDelay: time.Minute, MaxRestartDelay: time.Second}, "timeouts"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := mcptool.Open(testenv.Context(t, time.Minute), tt.cfg)
+			var ce *mcptool.ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.field || !errors.Is(err, mcptool.ErrInvalidConfig) {
+				t.Errorf("Open: %v; want a ConfigError on %s", err, tt.field)
+			}
+			if strings.Contains(err.Error(), "b\nC") {
+				t.Errorf("the error repeats a header value: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,538 @@
+package mcptool
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/tesserix/toolexec/events"
+)
+
+// Defaults of the [Config] durations.
+const (
+	DefaultStartTimeout    = 30 * time.Second
+	DefaultStopTimeout     = 5 * time.Second
+	DefaultMinRestartDelay = time.Second
+	DefaultMaxRestartDelay = 30 * time.Second
+)
+
+// Config says how to reach an upstream MCP server: either a command run as a
+// stdio server, or the URL of a Streamable HTTP endpoint.
+type Config struct {
+	// Name names the upstream in logs and errors (the tools file's server
+	// name), a token of [A-Za-z0-9_-]{1,128}.
+	Name string
+
+	// Command is the argv of a stdio server: Command[0] is looked up in PATH
+	// when it holds no slash.
+	Command []string
+	// Env is added to the child's environment, which otherwise holds only the
+	// variables [InheritedEnv] names.
+	Env map[string]string
+	// Dir is the child's working directory; empty means the executor's.
+	Dir string
+
+	// URL is the absolute http or https URL of a Streamable HTTP endpoint.
+	URL string
+	// Headers are sent with every request to URL (Authorization, say). They
+	// may not set Content-Type, Content-Length, Transfer-Encoding, Connection,
+	// Host, Accept, Last-Event-ID, Idempotency-Key, or any Mcp-* or Toolexec-*
+	// header.
+	Headers map[string]string
+	// HTTPClient sends the requests to URL, with Headers and the
+	// Idempotency-Key added by a transport wrapped around its own. Nil means a
+	// client that does not follow redirects, on pooled connections of a clone
+	// of http.DefaultTransport, except that the tools/call of an Effectful tool
+	// goes on a connection of its own. Unused for a Command.
+	HTTPClient *http.Client
+
+	// Logger receives the upstream's starts, exits and restarts, and the lines
+	// a stdio server writes on its standard error. Nil discards them.
+	Logger *slog.Logger
+
+	// StartTimeout bounds starting the server and the initialize handshake;
+	// zero means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// StopTimeout is how long a stdio server is given to exit after its
+	// standard input is closed, and again after SIGTERM, before SIGKILL; zero
+	// means DefaultStopTimeout.
+	StopTimeout time.Duration
+	// MinRestartDelay and MaxRestartDelay bound the wait between failed
+	// starts: after n failures in a row no start is tried for
+	// MinRestartDelay·2^(n-1), at most MaxRestartDelay. Zero means
+	// DefaultMinRestartDelay and DefaultMaxRestartDelay.
+	MinRestartDelay time.Duration
+	MaxRestartDelay time.Duration
+}
+
+// reservedHeaders are the header names (canonicalised) an upstream's Headers
+// may not set: the MCP transport's and the tool's own.
+var reservedHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true, "Host": true,
+	"Accept": true, "Last-Event-Id": true, "Idempotency-Key": true,
+}
+
+// check validates c and fills in its defaults. It returns the headers,
+// canonicalised.
+func (c *Config) check() (http.Header, error) {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Upstream: c.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !events.ValidToken(c.Name) {
+		return nil, bad("name", "must match [A-Za-z0-9_-]{1,128}")
+	}
+	switch {
+	case len(c.Command) > 0 && c.URL != "":
+		return nil, bad("command", "give a command or a url, not both")
+	case len(c.Command) == 0 && c.URL == "":
+		return nil, bad("command", "give a command (a stdio server) or a url (a Streamable HTTP server)")
+	}
+	headers := http.Header{}
+	if len(c.Command) > 0 {
+		if c.Command[0] == "" {
+			return nil, bad("command", "names no program")
+		}
+		for _, a := range c.Command {
+			if strings.IndexByte(a, 0) >= 0 {
+				return nil, bad("command", "holds a NUL byte")
+			}
+		}
+		for k, v := range c.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return nil, bad("env", "%q is not a variable name", k)
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, bad("env", "the value of %s holds a NUL byte", k)
+			}
+		}
+		if len(c.Headers) > 0 {
+			return nil, bad("headers", "apply to a url; a command has none")
+		}
+	} else {
+		u, err := url.Parse(c.URL)
+		switch {
+		case err != nil:
+			return nil, bad("url", "is not a URL")
+		case u.Scheme != "http" && u.Scheme != "https":
+			return nil, bad("url", "must be an http or https URL (scheme is %q)", u.Scheme)
+		case u.Hostname() == "":
+			return nil, bad("url", "has no host")
+		case len(c.Env) > 0:
+			return nil, bad("env", "applies to a command; a url has none")
+		case c.Dir != "":
+			return nil, bad("dir", "applies to a command; a url has none")
+		}
+		for k, v := range c.Headers {
+			ck := http.CanonicalHeaderKey(k)
+			switch {
+			case !httpguts.ValidHeaderFieldName(k):
+				return nil, bad("headers", "%q is not a valid header name", k)
+			case reservedHeaders[ck] || strings.HasPrefix(ck, "Mcp-") || strings.HasPrefix(ck, "Toolexec-"):
+				return nil, bad("headers", "%q is set by the MCP transport or the tool itself", k)
+			case !httpguts.ValidHeaderFieldValue(v):
+				return nil, bad("headers", "the value of %q holds a control character", k)
+			case headers.Get(ck) != "":
+				return nil, bad("headers", "%q is given twice", k)
+			}
+			headers.Set(ck, v)
+		}
+	}
+	for _, d := range []time.Duration{c.StartTimeout, c.StopTimeout, c.MinRestartDelay, c.MaxRestartDelay} {
+		if d < 0 {
+			return nil, bad("timeouts", "a duration is negative")
+		}
+	}
+	c.StartTimeout = cmpOr(c.StartTimeout, DefaultStartTimeout)
+	c.StopTimeout = cmpOr(c.StopTimeout, DefaultStopTimeout)
+	c.MinRestartDelay = cmpOr(c.MinRestartDelay, DefaultMinRestartDelay)
+	c.MaxRestartDelay = cmpOr(c.MaxRestartDelay, DefaultMaxRestartDelay)
+	if c.MinRestartDelay > c.MaxRestartDelay {
+		return nil, bad("timeouts", "the minimum restart delay exceeds the maximum")
+	}
+	return headers, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Upstream is one MCP server, shared by all the tools that call it: one
+// process (stdio) or one MCP session (Streamable HTTP) at a time, safe for
+// concurrent calls. It is connected by [Open] and restarted on demand when
+// the connection ends; [Upstream.Close] ends it for good.
+type Upstream struct {
+	cfg    Config
+	log    *slog.Logger
+	client *mcp.Client
+	http   *http.Client // for a URL
+	idle   []func()     // close the idle connections of the transports we made
+	// safeURL is the URL without query or user information, for messages;
+	// secretURLs are the forms of the URL that hold them (none when it does
+	// not).
+	safeURL    string
+	secretURLs []string
+	stderr     *stderrLimiter // for a command
+	life       context.Context
+	endLife    context.CancelFunc // aborts a start in progress, on Close
+	wg         sync.WaitGroup     // starts and session watchers
+
+	mu       sync.Mutex    // protects the fields below
+	cur      *session      // the live session; nil when there is none
+	starting chan struct{} // closed when the start in progress ends; nil when none is
+	failures int           // failed starts in a row
+	lastErr  error         // why the last start failed; nil after a success
+	retryAt  time.Time     // no start before this, after a failed one
+	closed   bool
+}
+
+// session is one connection to the upstream (one run of a stdio server).
+type session struct {
+	cs       *mcp.ClientSession
+	conn     *probeConn
+	proc     *process      // nil over HTTP
+	ended    chan struct{} // closed once the connection is gone
+	stopping atomic.Bool   // we are ending it: its process's exit is expected
+}
+
+func (s *session) isEnded() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+		return false
+	}
+}
+
+// Open checks cfg and connects to the upstream: it starts a stdio server's
+// process, or opens an MCP session with a Streamable HTTP server, and
+// completes the initialize handshake, within ctx and [Config.StartTimeout].
+// Connecting at once means a misconfigured upstream stops the executor at
+// start instead of failing its first call, and that its tools can be listed.
+//
+// It returns an error matching [ErrInvalidConfig] (a [*ConfigError]) for a bad
+// configuration, and one matching [ErrUnavailable] when the upstream cannot be
+// started or connected.
+func Open(ctx context.Context, cfg Config) (*Upstream, error) {
+	headers, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	u := &Upstream{cfg: cfg, log: log.With("mcp_server", cfg.Name)}
+	u.client = mcp.NewClient(&mcp.Implementation{Name: "toolexec", Version: moduleVersion()}, &mcp.ClientOptions{
+		Logger:       u.log,
+		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation to offer
+		// An input-required result is answered to the caller, not fulfilled
+		// and retried: one body run is one tools/call.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	if len(cfg.Command) > 0 {
+		u.stderr = newStderrLimiter()
+	} else {
+		u.http = u.httpClient(headers)
+		pu, _ := url.Parse(cfg.URL) // checked
+		safe := &url.URL{Scheme: pu.Scheme, Host: pu.Host, Path: pu.Path, RawPath: pu.RawPath}
+		u.safeURL = safe.String()
+		if pu.User != nil || pu.RawQuery != "" || pu.Fragment != "" {
+			// The longer first, should one hold the other.
+			u.secretURLs = []string{cfg.URL, pu.String()}
+			slices.SortFunc(u.secretURLs, func(a, b string) int { return len(b) - len(a) })
+		}
+	}
+	u.life, u.endLife = context.WithCancel(context.Background())
+	if _, err := u.session(ctx); err != nil {
+		u.Close()
+		return nil, err
+	}
+	return u, nil
+}
+
+// httpClient returns the client that sends the requests to a URL upstream.
+func (u *Upstream) httpClient(headers http.Header) *http.Client {
+	if c := u.cfg.HTTPClient; c != nil {
+		inner := c.Transport
+		if inner == nil {
+			inner = http.DefaultTransport
+		}
+		cp := *c
+		cp.Transport = &roundTripper{headers: headers, pooled: inner}
+		return &cp
+	}
+	pooled := http.DefaultTransport.(*http.Transport).Clone()
+	single := pooled.Clone()
+	single.DisableKeepAlives = true
+	u.idle = append(u.idle, pooled.CloseIdleConnections, single.CloseIdleConnections)
+	return &http.Client{
+		Transport:     &roundTripper{headers: headers, pooled: pooled, single: single},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// moduleVersion is this module's version as the build recorded it, for the
+// client's name in the initialize handshake.
+var moduleVersion = sync.OnceValue(func() string {
+	const path = "github.com/tesserix/toolexec"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path == path && bi.Main.Version != "" {
+			return bi.Main.Version
+		}
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				return d.Version
+			}
+		}
+	}
+	return "(devel)"
+})
+
+// Name returns the upstream's name.
+func (u *Upstream) Name() string { return u.cfg.Name }
+
+// session returns the live session, starting one when there is none. Starts
+// are shared: callers that arrive while one is in progress wait for it. After
+// a failed start no other is tried until the restart delay has passed; calls
+// in the meantime fail at once with an error matching ErrUnavailable.
+func (u *Upstream) session(ctx context.Context) (*session, error) {
+	for {
+		u.mu.Lock()
+		switch {
+		case u.closed:
+			u.mu.Unlock()
+			return nil, ErrClosed
+		case u.cur != nil && !u.cur.isEnded():
+			s := u.cur
+			u.mu.Unlock()
+			return s, nil
+		case u.starting != nil:
+			ch := u.starting
+			u.mu.Unlock()
+			select {
+			case <-ch:
+				u.mu.Lock()
+				err := u.lastErr
+				u.mu.Unlock()
+				if err != nil {
+					return nil, err
+				}
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("waiting for mcp server %q to start: %w", u.cfg.Name, ctx.Err())
+			}
+		}
+		if wait := time.Until(u.retryAt); u.lastErr != nil && wait > 0 {
+			err := fmt.Errorf("%w: mcp server %q failed to start %d times in a row, next attempt in %s: %w",
+				ErrUnavailable, u.cfg.Name, u.failures, wait.Round(time.Millisecond), u.lastErr)
+			u.mu.Unlock()
+			return nil, err
+		}
+		ch := make(chan struct{})
+		u.starting = ch
+		u.wg.Add(1)
+		u.mu.Unlock()
+		go u.start(ch)
+	}
+}
+
+// start connects a new session, outside any caller's context (a caller that
+// gives up does not abort a start others wait for), and makes it the live one.
+func (u *Upstream) start(done chan struct{}) {
+	defer u.wg.Done()
+	ctx, cancel := context.WithTimeout(u.life, u.cfg.StartTimeout)
+	s, err := u.connect(ctx)
+	cancel()
+
+	u.mu.Lock()
+	if err == nil && u.closed {
+		s.stopping.Store(true)
+		s.conn.Connection.Close()
+		err = ErrClosed
+	}
+	if err != nil {
+		u.failures++
+		u.lastErr = err
+		delay := u.cfg.MinRestartDelay << min(u.failures-1, 30)
+		if delay <= 0 || delay > u.cfg.MaxRestartDelay {
+			delay = u.cfg.MaxRestartDelay
+		}
+		u.retryAt = time.Now().Add(delay)
+		u.log.Warn("mcp server failed to start", "failures", u.failures, "retry_in", delay, "error", err)
+	} else {
+		u.cur, u.failures, u.lastErr = s, 0, nil
+	}
+	u.starting = nil
+	close(done)
+	u.mu.Unlock()
+}
+
+// connect starts the process or opens the HTTP session, and initializes it.
+func (u *Upstream) connect(ctx context.Context) (*session, error) {
+	var (
+		pt   *probeTransport
+		proc *process
+	)
+	if len(u.cfg.Command) > 0 {
+		var err error
+		proc, err = startProcess(&u.cfg, u.log, u.stderr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: mcp server %q: starting %s: %w", ErrUnavailable, u.cfg.Name, u.cfg.Command[0], err)
+		}
+		pt = &probeTransport{inner: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, out: proc.stdin}
+	} else {
+		pt = &probeTransport{inner: &mcp.StreamableClientTransport{
+			Endpoint: u.cfg.URL, HTTPClient: u.http,
+			DisableStandaloneSSE: true, // answers come on each call's own stream
+		}}
+	}
+	cs, err := u.client.Connect(ctx, pt, nil)
+	if err != nil {
+		if proc != nil {
+			u.wg.Add(1)
+			go func() {
+				defer u.wg.Done()
+				proc.stop(u.cfg.StopTimeout)
+				u.log.Warn("mcp server process exited", "pid", proc.cmd.Process.Pid, "status", proc.describeExit())
+			}()
+		}
+		return nil, fmt.Errorf("%w: mcp server %q: initialize: %w", ErrUnavailable, u.cfg.Name, u.redact(err))
+	}
+	s := &session{cs: cs, conn: pt.conn, proc: proc, ended: make(chan struct{})}
+	attrs := []any{"protocol", cs.InitializeResult().ProtocolVersion}
+	if proc != nil {
+		attrs = append(attrs, "pid", proc.cmd.Process.Pid)
+	}
+	u.log.Info("mcp server connected", attrs...)
+	u.wg.Add(1)
+	go u.watch(s)
+	if proc != nil {
+		u.wg.Add(1)
+		go u.watchProcess(s)
+	}
+	return s, nil
+}
+
+// watch waits for a session's connection to end, then forgets the session
+// and stops its process.
+func (u *Upstream) watch(s *session) {
+	defer u.wg.Done()
+	err := s.cs.Wait()
+	close(s.ended)
+	u.mu.Lock()
+	if u.cur == s {
+		u.cur = nil
+	}
+	u.mu.Unlock()
+	s.cs.Close()
+	if s.stopping.Load() {
+		u.log.Debug("mcp server connection closed")
+	} else {
+		u.log.Warn("mcp server connection lost; the next call starts a new one", "error", err)
+	}
+	if s.proc != nil {
+		s.proc.stop(u.cfg.StopTimeout)
+	}
+}
+
+// exitGrace is how long the connection of a stdio server that exited may
+// stay open (a child of it holding its standard output) before it is closed.
+const exitGrace = 2 * time.Second
+
+// watchProcess logs the exit of a session's process, and closes the
+// connection should it outlive the process.
+func (u *Upstream) watchProcess(s *session) {
+	defer u.wg.Done()
+	<-s.proc.exited
+	pid, status := s.proc.cmd.Process.Pid, s.proc.describeExit()
+	if s.stopping.Load() {
+		u.log.Info("mcp server process exited", "pid", pid, "status", status)
+	} else {
+		u.log.Warn("mcp server process exited unexpectedly", "pid", pid, "status", status)
+	}
+	t := time.NewTimer(exitGrace)
+	defer t.Stop()
+	select {
+	case <-s.ended:
+	case <-t.C:
+		s.conn.Connection.Close()
+	}
+}
+
+// end closes a session the caller found unusable, so that the next call
+// starts a new one instead of waiting for the watcher to notice.
+func (u *Upstream) end(s *session) {
+	u.mu.Lock()
+	if u.cur == s {
+		u.cur = nil
+	}
+	u.mu.Unlock()
+	s.stopping.Store(true)
+	s.conn.Connection.Close()
+}
+
+// Close ends the live session: a stdio server's standard input is closed and
+// the process given [Config.StopTimeout] to exit (then SIGTERM, then
+// SIGKILL); an HTTP session is deleted. Calls still in flight fail with an
+// unknown outcome. Close waits for all of it; calls after it fail with an
+// error matching [ErrClosed] and [ErrNotSent]. It always returns nil, and is
+// safe to call more than once.
+func (u *Upstream) Close() error {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil
+	}
+	u.closed = true
+	s := u.cur
+	u.cur = nil
+	u.mu.Unlock()
+	u.endLife()
+	if s != nil {
+		s.stopping.Store(true)
+		s.conn.Connection.Close()
+	}
+	u.wg.Wait()
+	for _, f := range u.idle {
+		f()
+	}
+	return nil
+}
+
+// redact hides the query and user information of a URL upstream's address in
+// err's message (net/http's errors repeat the URL in full, and these errors
+// travel in answer events), keeping err's chain for errors.Is and errors.As.
+func (u *Upstream) redact(err error) error {
+	if err == nil || len(u.secretURLs) == 0 {
+		return err
+	}
+	msg := err.Error()
+	for _, s := range u.secretURLs {
+		msg = strings.ReplaceAll(msg, s, u.safeURL)
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose message was redacted.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
