@@ -84,6 +84,19 @@ var reservedHeaders = map[string]bool{
 	"Accept": true, "Last-Event-Id": true, "Idempotency-Key": true,
 }
 
+// Validate checks c without starting anything, as [Open] does first. It
+// returns a [*ConfigError] naming the field at fault: a Name that is not a
+// token; both or neither of Command and URL; an empty program or a NUL byte in
+// Command; an Env name that is empty or holds "=" (or a value with a NUL);
+// Headers with a Command, or Env or Dir with a URL; a URL that is not an
+// absolute http or https URL; a header name that is not a token, is given
+// twice or is reserved (see [Config.Headers]), or a value with a control
+// character; a negative duration, or MinRestartDelay above MaxRestartDelay.
+func (c Config) Validate() error {
+	_, err := c.check()
+	return err
+}
+
 // check validates c and fills in its defaults. It returns the headers,
 // canonicalised.
 func (c *Config) check() (http.Header, error) {
