@@ -10,8 +10,10 @@ import (
 var ErrInvalid = errors.New("toolsfile: invalid tools file")
 
 // Error is one problem in a tools file. It matches [ErrInvalid], and unwraps to
-// the underlying error when there is one (a [*tool.SpecError] refusing the
-// declaration, so that errors.Is(err, tool.ErrUnknownArgument) works).
+// the underlying error when there is one: a [*tool.SpecError] refusing the
+// declaration (so that errors.Is(err, tool.ErrUnknownArgument) works), or, from
+// [File.Open], an error of package mcptool (an upstream that cannot be started
+// matches mcptool.ErrUnavailable).
 type Error struct {
 	// File is the name the file was parsed under.
 	File string
@@ -20,10 +22,17 @@ type Error struct {
 	// Tool is the name of the tool at fault, "" when it has none or the problem
 	// is outside any tool.
 	Tool string
-	// Index is the tool's position in the tools list, from 0; -1 outside any tool.
+	// Server is the name of the MCP server at fault (an mcp_servers entry, its
+	// import included), "" when it has none or the problem is elsewhere.
+	Server string
+	// List is the list holding the entry at fault, "tools" or "mcp_servers";
+	// "" for the file as a whole.
+	List string
+	// Index is the entry's position in List, from 0; -1 outside any entry.
 	Index int
-	// Field is the dotted path of the field at fault within the tool (or the file),
-	// e.g. "idempotency.key_arguments"; "" for the tool or file as a whole.
+	// Field is the dotted path of the field at fault within the entry (or the
+	// file), e.g. "idempotency.key_arguments" or
+	// "import.tools.search.timeout"; "" for the entry or file as a whole.
 	Field string
 	// Msg says what is wrong.
 	Msg string
@@ -41,8 +50,10 @@ func (e *Error) Error() string {
 	switch {
 	case e.Tool != "":
 		fmt.Fprintf(&b, "tool %q: ", e.Tool)
-	case e.Index >= 0:
-		fmt.Fprintf(&b, "tools[%d]: ", e.Index)
+	case e.Server != "":
+		fmt.Fprintf(&b, "mcp server %q: ", e.Server)
+	case e.List != "" && e.Index >= 0:
+		fmt.Fprintf(&b, "%s[%d]: ", e.List, e.Index)
 	}
 	if e.Field != "" {
 		b.WriteString(e.Field + ": ")

@@ -8,19 +8,31 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes to Parse. It must never panic or hang, and its
-// answer must keep its promises: declarations that all build, or no declarations
-// and an error made only of *toolsfile.Error values naming the file. The seed
+// answer must keep its promises: declarations that all build (MCP tools naming
+// declared servers, servers whose configuration is valid), or no file and an
+// error made only of *toolsfile.Error values naming the file. The seed
 // corpus is under testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(full))
-	env := envOf(map[string]string{"AIRLINE_URL": "http://127.0.0.1:8080", "AIRLINE_TOKEN": "t", "TOKEN": "t"})
+	f.Add([]byte(mcpFile))
+	env := envOf(map[string]string{"AIRLINE_URL": "http://127.0.0.1:8080", "AIRLINE_TOKEN": "t", "TOKEN": "t",
+		"SERVER_JS": "/opt/s.js", "MEMORY_FILE": "/tmp/m.json"})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		decls, err := toolsfile.Parse(data, "fuzz.yaml", env)
+		f, err := toolsfile.Parse(data, "fuzz.yaml", env)
 		if err == nil {
-			if len(decls) == 0 {
-				t.Fatal("no error and no declarations")
+			imports := false
+			servers := map[string]bool{}
+			for _, s := range f.Servers {
+				imports = imports || s.Import != nil
+				servers[s.Config.Name] = true
+				if err := s.Config.Validate(); err != nil {
+					t.Errorf("a server Parse accepted is refused: %v", err)
+				}
 			}
-			for _, d := range decls {
+			if len(f.Tools)+len(f.MCPTools) == 0 && !imports {
+				t.Fatal("no error and no tools")
+			}
+			for _, d := range f.Tools {
 				if d.File != "fuzz.yaml" {
 					t.Errorf("declaration names file %q", d.File)
 				}
@@ -28,10 +40,15 @@ func FuzzParse(f *testing.F) {
 					t.Errorf("a declaration Parse accepted does not build: %v", err)
 				}
 			}
+			for _, m := range f.MCPTools {
+				if !servers[m.Server] || m.Tool == "" {
+					t.Errorf("an MCP tool Parse accepted names server %q, tool %q", m.Server, m.Tool)
+				}
+			}
 			return
 		}
-		if decls != nil {
-			t.Errorf("declarations returned with an error")
+		if f != nil {
+			t.Errorf("a file returned with an error")
 		}
 		if !errors.Is(err, toolsfile.ErrInvalid) {
 			t.Errorf("error does not match ErrInvalid: %v", err)

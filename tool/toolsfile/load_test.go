@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
 )
@@ -22,10 +23,12 @@ import (
 func TestExampleFileLoads(t *testing.T) {
 	t.Setenv("AIRLINE_URL", "http://127.0.0.1:8080")
 	t.Setenv("AIRLINE_TOKEN", "example-token")
-	tools, err := toolsfile.Load(filepath.Join("..", "..", "examples", "tools.yaml"))
+	ts, err := toolsfile.Load(testenv.Context(t, time.Minute), filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
+	defer ts.Close()
+	tools := ts.Tools()
 	want := []struct {
 		name      string
 		kind      tool.Kind
@@ -64,7 +67,7 @@ func TestExampleFileLoads(t *testing.T) {
 }
 
 func TestExampleFileNamesUnsetVariables(t *testing.T) {
-	_, err := toolsfile.LoadWith(filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{Env: envOf(nil)})
+	_, err := toolsfile.Load(testenv.Context(t, time.Minute), filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{Env: envOf(nil)})
 	for _, name := range []string{"${AIRLINE_URL}", "${AIRLINE_TOKEN}"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("err = %v; want it to name %s", err, name)
@@ -73,7 +76,7 @@ func TestExampleFileNamesUnsetVariables(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := toolsfile.Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	_, err := toolsfile.Load(testenv.Context(t, time.Minute), filepath.Join(t.TempDir(), "nope.yaml"), toolsfile.Options{})
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("err = %v; want ErrNotExist", err)
 	}
@@ -111,13 +114,14 @@ func TestLoadedToolCallsTheEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := &countingTransport{}
-	tools, err := toolsfile.LoadWith(path, toolsfile.Options{
+	ts, err := toolsfile.Load(testenv.Context(t, time.Minute), path, toolsfile.Options{
 		Env:    envOf(map[string]string{"BASE": srv.URL, "TOKEN": "t0k"}),
 		Client: &http.Client{Transport: rt},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	tools := ts.Tools()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := tools[0].Call(ctx, tool.Context{IdempotencyKey: "k1", Tenant: "acme", RunID: "r", CallID: "c", Tool: "book", Attempt: 1},

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -23,8 +22,9 @@ import (
 	"github.com/tesserix/toolexec/tool/httptool"
 )
 
-// Declaration is one tool of a tools file, checked: [Declaration.Build] turns it
-// into a tool. Its Endpoint may be adjusted first (a Client with custom TLS, say).
+// Declaration is one HTTP tool of a tools file, checked: [Declaration.Build]
+// turns it into a tool. Its Endpoint may be adjusted first (a Client with
+// custom TLS, say).
 type Declaration struct {
 	// File is the name the file was parsed under; Line is the line of the tool's
 	// entry in the tools list.
@@ -35,8 +35,7 @@ type Declaration struct {
 	// Endpoint is where its requests go, with ${VAR} references expanded.
 	Endpoint httptool.Endpoint
 
-	index int            // position in the tools list
-	lines map[string]int // field path → line, to place errors from Build
+	site site
 }
 
 // Build returns the HTTP tool the declaration describes. Its errors are
@@ -45,34 +44,39 @@ type Declaration struct {
 func (d Declaration) Build() (*tool.Tool, error) {
 	t, err := httptool.New(d.Spec, d.Endpoint)
 	if err != nil {
-		return nil, d.locate(err)
+		return nil, d.site.locate(err, "")
 	}
 	return t, nil
 }
 
-// locate turns an error from httptool.New into an *Error at the right line.
-func (d Declaration) locate(err error) *Error {
-	e := &Error{File: d.File, Line: d.Line, Tool: d.Spec.Name, Index: d.index, Msg: err.Error(), Err: err}
-	var se *tool.SpecError
-	if !errors.As(err, &se) {
-		return e
+// site places the errors found in one entry of a file, after parsing too.
+type site struct {
+	file   string
+	line   int            // the entry's line
+	list   string         // "tools" or "mcp_servers"
+	index  int            // the entry's position in its list
+	name   string         // the entry's name, "" when it has none
+	lines  map[string]int // field path → line of its key ("path/arg" → line of a listed argument)
+	server bool           // an mcp_servers entry
+}
+
+// errorf returns an *Error on the entry's field, at the field's line (or the
+// closest enclosing field's, or the entry's).
+func (s site) errorf(field string, err error, format string, args ...any) *Error {
+	e := &Error{File: s.file, Line: s.lineOf(field), List: s.list, Index: s.index, Field: field, Msg: fmt.Sprintf(format, args...), Err: err}
+	if s.server {
+		e.Server = s.name
+	} else {
+		e.Tool = s.name
 	}
-	field := se.Field
-	if field == "key_arguments" || field == "check_arguments" {
-		field = "idempotency." + field
-	}
-	e.Field, e.Msg = field, se.Msg
-	if se.Argument != "" {
-		e.Msg = fmt.Sprintf("%q %s", se.Argument, se.Msg)
-		if l, ok := d.lines[field+"/"+se.Argument]; ok {
-			e.Line = l
-			return e
-		}
-	}
+	return e
+}
+
+// lineOf finds the line of field, or of the closest field that holds it.
+func (s site) lineOf(field string) int {
 	for f := field; f != ""; {
-		if l, ok := d.lines[f]; ok {
-			e.Line = l
-			break
+		if l, ok := s.lines[f]; ok {
+			return l
 		}
 		i := strings.LastIndexByte(f, '.')
 		if i < 0 {
@@ -80,64 +84,63 @@ func (d Declaration) locate(err error) *Error {
 		}
 		f = f[:i]
 	}
+	return s.line
+}
+
+// locate turns an error refusing a declaration (from tool.New, httptool.New,
+// mcptool) into an *Error at the right line. base is the path of the
+// declaration's fields within the entry ("" for a tool, "import.tools.NAME."
+// for an import override).
+func (s site) locate(err error, base string) *Error {
+	var se *tool.SpecError
+	if !errors.As(err, &se) {
+		return s.errorf(strings.TrimSuffix(base, "."), err, "%s", err.Error())
+	}
+	field := se.Field
+	if field == "key_arguments" || field == "check_arguments" {
+		field = "idempotency." + field
+	}
+	field = base + field
+	if se.Argument == "" {
+		return s.errorf(field, err, "%s", se.Msg)
+	}
+	e := s.errorf(field, err, "%q %s", se.Argument, se.Msg)
+	if l, ok := s.lines[field+"/"+se.Argument]; ok {
+		e.Line = l
+	}
 	return e
 }
 
-// Options configure [LoadWith].
-type Options struct {
-	// Env looks up the variables ${VAR} refers to; nil means os.LookupEnv.
-	Env func(string) (string, bool)
-	// Client, if set, sends every tool's requests (see httptool.Endpoint.Client).
-	Client *http.Client
-}
-
-// Load reads the tools file at path, expanding ${VAR} from the process
-// environment, and builds its tools. Its errors are those of [Parse], or the
-// error reading the file.
-func Load(path string) ([]*tool.Tool, error) { return LoadWith(path, Options{}) }
-
-// LoadWith is [Load] with options.
-func LoadWith(path string, opts Options) ([]*tool.Tool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("toolsfile: %w", err)
-	}
-	decls, err := Parse(data, path, opts.Env)
-	if err != nil {
-		return nil, err
-	}
-	tools := make([]*tool.Tool, 0, len(decls))
-	var errs []error
-	for _, d := range decls {
-		if opts.Client != nil {
-			d.Endpoint.Client = opts.Client
-		}
-		t, err := d.Build()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		tools = append(tools, t)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return tools, nil
+// File is a tools file, parsed and checked as far as it can be without I/O:
+// [File.Open] connects to its MCP servers and builds every tool.
+type File struct {
+	// Name is the name the file was parsed under.
+	Name string
+	// Tools are the HTTP tools of the tools list, in file order.
+	Tools []Declaration
+	// MCPTools are the tools of the tools list whose body is a tool of an MCP
+	// server, in file order.
+	MCPTools []MCPDeclaration
+	// Servers are the mcp_servers entries, in file order.
+	Servers []Server
 }
 
 // Parse reads a tools file held in data; name is used in error messages. env
 // looks up the variables ${VAR} refers to (nil means os.LookupEnv). Every
-// declaration is checked as [Declaration.Build] would check it.
+// declaration is checked as far as it can be without the MCP servers: an HTTP
+// tool as [Declaration.Build] would check it; an MCP tool's key and check
+// arguments only when it gives its parameters (otherwise [File.Open] checks
+// them against the server's schema, and an import's overrides likewise).
 //
 // Parse reports every problem it finds: the error is nil or an errors.Join of
 // [*Error] values in file order, each matching [ErrInvalid]. On error it returns
-// no declarations.
-func Parse(data []byte, name string, env func(string) (string, bool)) ([]Declaration, error) {
+// no file.
+func Parse(data []byte, name string, env func(string) (string, bool)) (*File, error) {
 	if env == nil {
 		env = os.LookupEnv
 	}
 	p := &parser{file: name, env: env, conv: converter{budget: maxNodes}}
-	decls := p.parse(data)
+	f := p.parse(data)
 	if len(p.errs) > 0 {
 		slices.SortStableFunc(p.errs, func(a, b error) int {
 			var ea, eb *Error
@@ -147,7 +150,7 @@ func Parse(data []byte, name string, env func(string) (string, bool)) ([]Declara
 		})
 		return nil, errors.Join(p.errs...)
 	}
-	return decls, nil
+	return f, nil
 }
 
 // parser collects the errors of one file.
@@ -158,18 +161,32 @@ type parser struct {
 	conv converter // shared, so the node budget covers the whole file
 }
 
-// where says which tool a problem belongs to; nil means the file itself.
+// where says which entry a problem belongs to; nil means the file itself.
 type where struct {
-	name  string
-	index int
+	name   string
+	index  int
+	server bool // an mcp_servers entry, else a tools entry
 }
 
 func (p *parser) fail(line int, w *where, field, format string, args ...any) {
 	e := &Error{File: p.file, Line: line, Index: -1, Field: field, Msg: fmt.Sprintf(format, args...)}
-	if w != nil {
-		e.Tool, e.Index = w.name, w.index
+	switch {
+	case w == nil:
+	case w.server:
+		e.Server, e.List, e.Index = w.name, "mcp_servers", w.index
+	default:
+		e.Tool, e.List, e.Index = w.name, "tools", w.index
 	}
 	p.errs = append(p.errs, e)
+}
+
+// site returns the site of the entry w, at line.
+func (p *parser) site(w *where, line int) site {
+	s := site{file: p.file, line: line, list: "tools", index: w.index, name: w.name, lines: map[string]int{}, server: w.server}
+	if w.server {
+		s.list = "mcp_servers"
+	}
+	return s
 }
 
 // yamlLine matches the position in the YAML parser's messages.
@@ -201,7 +218,7 @@ func decode(data []byte) (doc *yaml.Node, extra int, err error) {
 	return &n, max(more.Line, 1), nil
 }
 
-func (p *parser) parse(data []byte) []Declaration {
+func (p *parser) parse(data []byte) *File {
 	doc, extra, err := decode(data)
 	if err != nil {
 		line, msg := 0, err.Error()
@@ -228,29 +245,48 @@ func (p *parser) parse(data []byte) []Declaration {
 		p.fail(top.Line, nil, "", "must be a mapping with a tools list, not %s", describe(top))
 		return nil
 	}
-	f := p.fields(top, nil, "", "tools")
+	file := &File{Name: p.file}
+	f := p.fields(top, nil, "", "tools", "mcp_servers")
+	servers := map[string]*serverUse{} // by name, for the tools that name them
+	if e, ok := f["mcp_servers"]; ok {
+		file.Servers = p.servers(e, servers)
+	}
+	imports := false
+	for _, s := range file.Servers {
+		imports = imports || s.Import != nil
+	}
 	list, ok := f["tools"]
-	if !ok {
-		p.fail(top.Line, nil, "tools", "is required")
+	if !ok && !imports {
+		p.fail(top.Line, nil, "tools", "is required (or an MCP server whose tools are imported)")
 		return nil
 	}
-	seq := resolve(list.val)
-	if seq.Kind != yaml.SequenceNode {
-		p.fail(seq.Line, nil, "tools", "must be a list of tools, not %s", describe(seq))
-		return nil
-	}
-	if len(seq.Content) == 0 {
-		p.fail(seq.Line, nil, "tools", "is empty: the file declares no tools")
-		return nil
-	}
-	var decls []Declaration
-	first := map[string]int{} // tool name → line of its first declaration
-	for i, n := range seq.Content {
-		if d, ok := p.tool(i, n, first); ok {
-			decls = append(decls, d)
+	if ok {
+		seq := resolve(list.val)
+		if seq.Kind != yaml.SequenceNode {
+			p.fail(seq.Line, nil, "tools", "must be a list of tools, not %s", describe(seq))
+			return nil
+		}
+		if len(seq.Content) == 0 {
+			p.fail(seq.Line, nil, "tools", "is empty: the file declares no tools")
+			return nil
+		}
+		first := map[string]int{} // tool name → line of its first declaration
+		for i, n := range seq.Content {
+			d, m := p.tool(i, n, first, servers)
+			switch {
+			case d != nil:
+				file.Tools = append(file.Tools, *d)
+			case m != nil:
+				file.MCPTools = append(file.MCPTools, *m)
+			}
 		}
 	}
-	return decls
+	for _, s := range file.Servers {
+		if u := servers[s.Config.Name]; u != nil && !u.used && s.Import == nil {
+			p.errs = append(p.errs, s.site.errorf("", nil, "declares no tools: import them (import), or name the server in a tool's mcp.server"))
+		}
+	}
+	return file
 }
 
 // entry is one key and value of a mapping.
@@ -327,92 +363,120 @@ func describe(n *yaml.Node) string {
 	return "an unexpected node"
 }
 
-// tool reads the i-th entry of the tools list.
-func (p *parser) tool(i int, raw *yaml.Node, first map[string]int) (Declaration, bool) {
+// tool reads the i-th entry of the tools list: an HTTP tool or an MCP tool,
+// nil for both when it is wrong.
+func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[string]*serverUse) (*Declaration, *MCPDeclaration) {
 	n := resolve(raw)
 	w := &where{index: i}
 	before := len(p.errs)
 	if n.Kind != yaml.MappingNode {
 		p.fail(n.Line, w, "", "must be a mapping, not %s", describe(n))
-		return Declaration{}, false
+		return nil, nil
 	}
 	// Learn the name first, so that every error about this tool can carry it.
-	for j := 0; j+1 < len(n.Content); j += 2 {
-		if k := resolve(n.Content[j]); k.Kind == yaml.ScalarNode && k.Value == "name" {
-			if v := resolve(n.Content[j+1]); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
-				w.name = v.Value
-			}
-			break
-		}
-	}
-	d := Declaration{File: p.file, Line: n.Line, index: i, lines: map[string]int{}}
-	f := p.fields(n, w, "", "name", "description", "idempotency", "timeout", "retry", "parameters", "http")
+	w.name = nameOf(n)
+	st := p.site(w, n.Line)
+	f := p.fields(n, w, "", "name", "description", "idempotency", "timeout", "retry", "parameters", "http", "mcp")
 	for k, e := range f {
-		d.lines[k] = e.key.Line
+		st.lines[k] = e.key.Line
 	}
 
 	// The declaration proper: what tool.New checks.
 	mark := len(p.errs)
+	var spec tool.Spec
 	var nameLine int
 	if e, ok := f["name"]; !ok {
 		p.fail(n.Line, w, "name", "is required")
 	} else if s, ok := p.text(e, w, "name"); ok {
-		d.Spec.Name, nameLine = s, e.key.Line
+		spec.Name, nameLine = s, e.key.Line
 	}
 	if e, ok := f["description"]; ok {
-		d.Spec.Description, _ = p.text(e, w, "description")
+		spec.Description, _ = p.text(e, w, "description")
 	}
 	if e, ok := f["idempotency"]; ok {
-		d.Spec.Idempotency = p.policy(e, w, d.lines)
+		spec.Idempotency = p.policy(e, w, "", st.lines)
 	}
 	if e, ok := f["timeout"]; ok {
-		d.Spec.Timeout, _ = p.duration(e, w, "timeout")
+		spec.Timeout, _ = p.duration(e, w, "timeout")
 	}
 	if e, ok := f["retry"]; ok {
-		d.Spec.Retry = p.retry(e, w, d.lines)
+		spec.Retry = p.retry(e, w, "", st.lines)
 	}
 	if e, ok := f["parameters"]; ok {
-		d.Spec.Parameters = p.json(e, w, "parameters")
+		spec.Parameters = p.json(e, w, "parameters")
 	}
 	specOK := len(p.errs) == mark
 
 	if nameLine > 0 {
-		if line, dup := first[d.Spec.Name]; dup {
-			p.fail(nameLine, w, "name", "tool %q is declared twice (first at line %d)", d.Spec.Name, line)
+		if line, dup := first[spec.Name]; dup {
+			p.fail(nameLine, w, "name", "tool %q is declared twice (first at line %d)", spec.Name, line)
 		} else {
-			first[d.Spec.Name] = nameLine
+			first[spec.Name] = nameLine
 		}
 	}
 
-	// The endpoint: what httptool.New checks.
-	mark = len(p.errs)
-	if e, ok := f["http"]; !ok {
-		p.fail(n.Line, w, "http", "is required: a tools file declares HTTP tools")
-	} else {
-		d.Endpoint = p.endpoint(e, w, d.lines)
+	httpEntry, isHTTP := f["http"]
+	mcpEntry, isMCP := f["mcp"]
+	switch {
+	case isHTTP && isMCP:
+		p.fail(mcpEntry.key.Line, w, "mcp", "a tool has http or mcp, not both")
+		return nil, nil
+	case !isHTTP && !isMCP:
+		p.fail(n.Line, w, "http", "is required: give http (an HTTP endpoint) or mcp (a tool of an MCP server)")
+		return nil, nil
+	case isMCP:
+		m := &MCPDeclaration{File: p.file, Line: n.Line, Spec: spec, site: st}
+		m.Server, m.Tool = p.mcpTarget(mcpEntry, w, spec.Name, st.lines, servers)
+		if specOK {
+			if err := m.check(); err != nil {
+				p.errs = append(p.errs, err)
+			}
+		}
+		if len(p.errs) > before {
+			return nil, nil
+		}
+		return nil, m
 	}
+
+	// The endpoint: what httptool.New checks.
+	d := &Declaration{File: p.file, Line: n.Line, Spec: spec, site: st}
+	mark = len(p.errs)
+	d.Endpoint = p.endpoint(httpEntry, w, st.lines)
 	httpOK := len(p.errs) == mark
 
 	if len(p.errs) == before {
 		if _, err := d.Build(); err != nil {
 			p.errs = append(p.errs, err)
-			return Declaration{}, false
+			return nil, nil
 		}
-		return d, true
+		return d, nil
 	}
 	// Something is wrong already; check what can still be checked, so that one
 	// pass reports as much as it can.
 	if specOK {
 		if _, err := tool.New(d.Spec, noBody); err != nil {
-			p.errs = append(p.errs, d.locate(err))
+			p.errs = append(p.errs, st.locate(err, ""))
 		}
 	}
 	if httpOK {
 		if _, err := httptool.New(tool.Spec{Name: "endpoint"}, d.Endpoint); err != nil {
-			p.errs = append(p.errs, d.locate(err))
+			p.errs = append(p.errs, st.locate(err, ""))
 		}
 	}
-	return Declaration{}, false
+	return nil, nil
+}
+
+// nameOf returns the scalar under a mapping's name key, "" when there is none.
+func nameOf(n *yaml.Node) string {
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if k := resolve(n.Content[j]); k.Kind == yaml.ScalarNode && k.Value == "name" {
+			if v := resolve(n.Content[j+1]); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
+				return v.Value
+			}
+			break
+		}
+	}
+	return ""
 }
 
 // noBody stands in for a body where only the declaration is being checked.
@@ -479,15 +543,16 @@ func (p *parser) mapping(e entry, w *where, field string, known ...string) (map[
 	return p.fields(v, w, field, known...), true
 }
 
-// list reads a list of names. The result is non-nil, even for [].
-func (p *parser) list(e entry, w *where, field string, lines map[string]int) ([]string, bool) {
+// list reads a list of names (what they are: "argument", "tool"). The result
+// is non-nil, even for [].
+func (p *parser) list(e entry, w *where, field, what string, lines map[string]int) ([]string, bool) {
 	v := resolve(e.val)
 	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
 		p.fail(v.Line, w, field, "is null: write [] for none, or leave the field out")
 		return nil, false
 	}
 	if v.Kind != yaml.SequenceNode {
-		p.fail(v.Line, w, field, "must be a list of argument names, not %s", describe(v))
+		p.fail(v.Line, w, field, "must be a list of %s names, not %s", what, describe(v))
 		return nil, false
 	}
 	out := make([]string, 0, len(v.Content))
@@ -495,7 +560,7 @@ func (p *parser) list(e entry, w *where, field string, lines map[string]int) ([]
 	for _, c := range v.Content {
 		c = resolve(c)
 		if c.Kind != yaml.ScalarNode || c.ShortTag() == "!!null" {
-			p.fail(c.Line, w, field, "must list argument names, not %s", describe(c))
+			p.fail(c.Line, w, field, "must list %s names, not %s", what, describe(c))
 			ok = false
 			continue
 		}
@@ -507,50 +572,55 @@ func (p *parser) list(e entry, w *where, field string, lines map[string]int) ([]
 	return out, ok
 }
 
-func (p *parser) policy(e entry, w *where, lines map[string]int) *tool.Policy {
+// policy reads an idempotency block; base is the path of the block's parent
+// ("" for a tool, "import.tools.NAME." for an override).
+func (p *parser) policy(e entry, w *where, base string, lines map[string]int) *tool.Policy {
+	field := base + "idempotency"
 	if v := resolve(e.val); v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
-		p.fail(v.Line, w, "idempotency", "is empty: give a kind, or leave the block out for no policy")
+		p.fail(v.Line, w, field, "is empty: give a kind, or leave the block out for no policy")
 		return nil
 	}
-	f, ok := p.mapping(e, w, "idempotency", "kind", "key_arguments", "check_arguments")
+	f, ok := p.mapping(e, w, field, "kind", "key_arguments", "check_arguments")
 	if !ok {
 		return nil
 	}
 	for k, x := range f {
-		lines["idempotency."+k] = x.key.Line
+		lines[field+"."+k] = x.key.Line
 	}
 	pol := &tool.Policy{}
 	if k, ok := f["kind"]; !ok {
-		p.fail(e.key.Line, w, "idempotency.kind", "is required (read_only, idempotent or effectful)")
-	} else if s, ok := p.text(k, w, "idempotency.kind"); ok {
+		p.fail(e.key.Line, w, field+".kind", "is required (read_only, idempotent or effectful)")
+	} else if s, ok := p.text(k, w, field+".kind"); ok {
 		kind, err := tool.ParseKind(s)
 		if err != nil {
-			p.fail(resolve(k.val).Line, w, "idempotency.kind", "%q is not a kind (read_only, idempotent or effectful)", s)
+			p.fail(resolve(k.val).Line, w, field+".kind", "%q is not a kind (read_only, idempotent or effectful)", s)
 		}
 		pol.Kind = kind
 	}
 	if k, ok := f["key_arguments"]; ok { // absent: nil, every argument counts
-		pol.KeyArguments, _ = p.list(k, w, "idempotency.key_arguments", lines)
+		pol.KeyArguments, _ = p.list(k, w, field+".key_arguments", "argument", lines)
 	}
 	if k, ok := f["check_arguments"]; ok {
-		pol.CheckArguments, _ = p.list(k, w, "idempotency.check_arguments", lines)
+		pol.CheckArguments, _ = p.list(k, w, field+".check_arguments", "argument", lines)
 	}
 	return pol
 }
 
-func (p *parser) retry(e entry, w *where, lines map[string]int) tool.Retry {
+// retry reads a retry block; base is as for policy.
+func (p *parser) retry(e entry, w *where, base string, lines map[string]int) tool.Retry {
 	var r tool.Retry
-	f, ok := p.mapping(e, w, "retry", "max_attempts", "initial_backoff", "max_backoff", "multiplier")
+	field := base + "retry"
+	f, ok := p.mapping(e, w, field, "max_attempts", "initial_backoff", "max_backoff", "multiplier")
 	if !ok {
 		return r
 	}
 	for k, x := range f {
-		lines["retry."+k] = x.key.Line
+		lines[field+"."+k] = x.key.Line
 	}
 	if x, ok := f["max_attempts"]; ok {
-		if n, ok := p.integer(x, w, "retry.max_attempts"); ok {
+		if n, ok := p.integer(x, w, field+".max_attempts"); ok {
 			if n < 1 || n > math.MaxInt32 {
-				p.fail(resolve(x.val).Line, w, "retry.max_attempts", "must be at least 1 (it counts the first attempt)")
+				p.fail(resolve(x.val).Line, w, field+".max_attempts", "must be at least 1 (it counts the first attempt)")
 			}
 			r.MaxAttempts = int(min(max(n, 0), math.MaxInt32))
 		}
@@ -560,18 +630,18 @@ func (p *parser) retry(e entry, w *where, lines map[string]int) tool.Retry {
 		dst  *time.Duration
 	}{{"initial_backoff", &r.InitialBackoff}, {"max_backoff", &r.MaxBackoff}} {
 		if x, ok := f[b.name]; ok {
-			if d, ok := p.duration(x, w, "retry."+b.name); ok {
+			if d, ok := p.duration(x, w, field+"."+b.name); ok {
 				if d <= 0 {
-					p.fail(resolve(x.val).Line, w, "retry."+b.name, "must be positive")
+					p.fail(resolve(x.val).Line, w, field+"."+b.name, "must be positive")
 				}
 				*b.dst = d
 			}
 		}
 	}
 	if x, ok := f["multiplier"]; ok {
-		if m, ok := p.number(x, w, "retry.multiplier"); ok {
+		if m, ok := p.number(x, w, field+".multiplier"); ok {
 			if m < 1 {
-				p.fail(resolve(x.val).Line, w, "retry.multiplier", "must be at least 1")
+				p.fail(resolve(x.val).Line, w, field+".multiplier", "must be at least 1")
 			}
 			r.Multiplier = m
 		}
@@ -611,27 +681,7 @@ func (p *parser) endpoint(e entry, w *where, lines map[string]int) httptool.Endp
 		ep.Method, _ = p.text(x, w, "http.method")
 	}
 	if x, ok := f["headers"]; ok {
-		hv := resolve(x.val)
-		if hv.Kind != yaml.MappingNode {
-			p.fail(hv.Line, w, "http.headers", "must be a mapping of header names to values, not %s", describe(hv))
-		} else {
-			ep.Headers = make(map[string]string, len(hv.Content)/2)
-			for i := 0; i+1 < len(hv.Content); i += 2 {
-				k := resolve(hv.Content[i])
-				if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
-					p.fail(hv.Content[i].Line, w, "http.headers", "has a key that is not a header name (%s)", describe(k))
-					continue
-				}
-				field := "http.headers." + k.Value
-				if _, dup := ep.Headers[k.Value]; dup {
-					p.fail(k.Line, w, field, "is given twice")
-					continue
-				}
-				if v, ok := p.text(entry{k, hv.Content[i+1]}, w, field); ok {
-					ep.Headers[k.Value], _ = p.expand(v, resolve(hv.Content[i+1]).Line, w, field)
-				}
-			}
-		}
+		ep.Headers = p.stringMap(x, w, "http.headers", "header")
 	}
 	if x, ok := f["max_response_bytes"]; ok {
 		if n, ok := p.integer(x, w, "http.max_response_bytes"); ok {
@@ -642,6 +692,33 @@ func (p *parser) endpoint(e entry, w *where, lines map[string]int) httptool.Endp
 		}
 	}
 	return ep
+}
+
+// stringMap reads a mapping of names (what they are: "header", "variable") to
+// strings, each with ${VAR} references expanded; nil when it is not a mapping.
+func (p *parser) stringMap(x entry, w *where, field, what string) map[string]string {
+	v := resolve(x.val)
+	if v.Kind != yaml.MappingNode {
+		p.fail(v.Line, w, field, "must be a mapping of %s names to values, not %s", what, describe(v))
+		return nil
+	}
+	out := make(map[string]string, len(v.Content)/2)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k := resolve(v.Content[i])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
+			p.fail(v.Content[i].Line, w, field, "has a key that is not a %s name (%s)", what, describe(k))
+			continue
+		}
+		kf := field + "." + k.Value
+		if _, dup := out[k.Value]; dup {
+			p.fail(k.Line, w, kf, "is given twice")
+			continue
+		}
+		if s, ok := p.text(entry{k, v.Content[i+1]}, w, kf); ok {
+			out[k.Value], _ = p.expand(s, resolve(v.Content[i+1]).Line, w, kf)
+		}
+	}
+	return out
 }
 
 // expand expands ${VAR} references, reporting each unset variable.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -24,11 +25,14 @@ var testEnv = envOf(map[string]string{"AIRLINE_URL": "http://127.0.0.1:8080", "T
 // parse parses src as "tools.yaml" with testEnv, failing the test on error.
 func parse(t *testing.T, src string) []toolsfile.Declaration {
 	t.Helper()
-	decls, err := toolsfile.Parse([]byte(src), "tools.yaml", testEnv)
+	f, err := toolsfile.Parse([]byte(src), "tools.yaml", testEnv)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	return decls
+	if len(f.MCPTools) > 0 || len(f.Servers) > 0 {
+		t.Fatalf("Parse found MCP tools or servers in %q", src)
+	}
+	return f.Tools
 }
 
 // sameJSON reports whether a and b hold equal JSON values.
@@ -276,12 +280,12 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			decls, err := toolsfile.Parse([]byte(tt.src), "tools.yaml", testEnv)
+			f, err := toolsfile.Parse([]byte(tt.src), "tools.yaml", testEnv)
 			if err == nil {
-				t.Fatalf("no error; declarations %+v", decls)
+				t.Fatalf("no error; file %+v", f)
 			}
-			if decls != nil {
-				t.Errorf("declarations returned with the error")
+			if f != nil {
+				t.Errorf("a file returned with the error")
 			}
 			if !errors.Is(err, toolsfile.ErrInvalid) {
 				t.Errorf("err does not match ErrInvalid: %v", err)
@@ -311,7 +315,8 @@ var aliasBomb = func() string {
 	return b.String()
 }()
 
-// checkError finds, among the joined errors in err, one matching want.
+// checkError finds, among the joined errors in err, one matching want, in a
+// file named tools.yaml.
 func checkError(t *testing.T, err error, want wantError) {
 	t.Helper()
 	var all []string
@@ -322,11 +327,11 @@ func checkError(t *testing.T, err error, want wantError) {
 			continue
 		}
 		all = append(all, fe.Error())
-		if fe.File != "tools.yaml" || want.line != 0 && fe.Line != want.line || fe.Field != want.field || want.tool != "" && fe.Tool != want.tool {
+		if filepath.Base(fe.File) != "tools.yaml" || want.line != 0 && fe.Line != want.line || fe.Field != want.field || want.tool != "" && fe.Tool != want.tool {
 			continue
 		}
 		msg := fe.Error()
-		prefix := "tools.yaml:" + strconv.Itoa(fe.Line) + ": "
+		prefix := fe.File + ":" + strconv.Itoa(fe.Line) + ": "
 		if fe.Line < 1 || !strings.HasPrefix(msg, prefix) {
 			t.Errorf("message %q does not start with %q", msg, prefix)
 		}
@@ -413,11 +418,11 @@ func TestSecretsStayOutOfErrors(t *testing.T) {
 
 func TestNilEnvUsesProcessEnvironment(t *testing.T) {
 	t.Setenv("TOOLSFILE_TEST_URL", "http://from-env.example")
-	decls, err := toolsfile.Parse([]byte("tools:\n  - name: a\n    http: {url: \"${TOOLSFILE_TEST_URL}/a\"}\n"), "f.yaml", nil)
+	f, err := toolsfile.Parse([]byte("tools:\n  - name: a\n    http: {url: \"${TOOLSFILE_TEST_URL}/a\"}\n"), "f.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := decls[0].Endpoint.URL; got != "http://from-env.example/a" {
+	if got := f.Tools[0].Endpoint.URL; got != "http://from-env.example/a" {
 		t.Errorf("URL = %q", got)
 	}
 }

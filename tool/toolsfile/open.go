@@ -1,0 +1,216 @@
+package toolsfile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+
+	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/mcptool"
+)
+
+// Options configure [Load] and [File.Open].
+type Options struct {
+	// Env looks up the variables ${VAR} refers to, for Load; nil means
+	// os.LookupEnv.
+	Env func(string) (string, bool)
+	// Client, if set, sends every HTTP request the tools make: the requests of
+	// HTTP tools (see httptool.Endpoint.Client) and those to MCP servers
+	// reached by URL (see mcptool.Config.HTTPClient).
+	Client *http.Client
+	// Logger receives what the MCP servers log: starts, exits, restarts and
+	// the lines stdio servers write on their standard error. Nil discards it.
+	Logger *slog.Logger
+}
+
+// Load reads the tools file at path, expanding ${VAR} with opts.Env, and opens
+// it ([File.Open]). Its errors are those of [Parse] and [File.Open], or the
+// error reading the file. Close the returned Toolset when its tools are no
+// longer called.
+func Load(ctx context.Context, path string, opts Options) (*Toolset, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("toolsfile: %w", err)
+	}
+	f, err := Parse(data, path, opts.Env)
+	if err != nil {
+		return nil, err
+	}
+	return f.Open(ctx, opts)
+}
+
+// Toolset is what [File.Open] built: the tools, and the MCP servers their
+// bodies call.
+type Toolset struct {
+	tools     []*tool.Tool
+	upstreams []*mcptool.Upstream
+}
+
+// Tools returns the tools: those of the tools list in file order, then those
+// imported, server by server.
+func (s *Toolset) Tools() []*tool.Tool { return slices.Clone(s.tools) }
+
+// Close closes the MCP servers (see mcptool.Upstream.Close): a call still in
+// flight ends with an unknown outcome, so close them once the executor has
+// drained. It always returns nil, and is safe to call more than once.
+func (s *Toolset) Close() error {
+	for _, up := range s.upstreams {
+		up.Close()
+	}
+	return nil
+}
+
+// Open builds the file's tools. It connects to each MCP server (starting a
+// stdio server's process; see mcptool.Open), one after the other, lists its
+// tools, builds the tools that name it — with the server's input schema when
+// the file gives no parameters — and imports its tools. HTTP tools are built
+// as [Declaration.Build] builds them.
+//
+// It reports every problem it finds, as [Parse] does: an errors.Join of
+// [*Error] values in file order, each placed at its entry's line and
+// unwrapping to the cause — a server that cannot be started
+// (mcptool.ErrUnavailable), a tool the server does not list
+// (mcptool.ErrUnknownTool), a name an import cannot use (mcptool.ErrBadName), a
+// key argument that is not a parameter of the server's schema
+// (tool.ErrUnknownArgument), a tool name given twice across the file and its
+// imports. On error the servers already started are closed and no Toolset is
+// returned.
+func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
+	ts := &Toolset{}
+	type built struct {
+		t    *tool.Tool
+		line int
+		site site // where its name is declared, for duplicates
+	}
+	var (
+		all  []built
+		errs []error
+	)
+	for _, d := range f.Tools {
+		if opts.Client != nil {
+			d.Endpoint.Client = opts.Client
+		}
+		t, err := d.Build()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		all = append(all, built{t, d.Line, d.site})
+	}
+	var imported []built
+	for _, s := range f.Servers {
+		cfg := s.Config
+		cfg.Logger = opts.Logger
+		if cfg.URL != "" {
+			cfg.HTTPClient = opts.Client
+		}
+		up, err := mcptool.Open(ctx, cfg)
+		if err != nil {
+			errs = append(errs, s.site.errorf(configField(err), err, "%v", err))
+			continue
+		}
+		ts.upstreams = append(ts.upstreams, up)
+		listed, err := up.ListTools(ctx)
+		if err != nil {
+			errs = append(errs, s.site.errorf("", err, "%v", err))
+			continue
+		}
+		for _, m := range f.MCPTools {
+			if m.Server != cfg.Name {
+				continue
+			}
+			t, err := m.build(up, listed)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			all = append(all, built{t, m.Line, m.site})
+		}
+		if s.Import == nil {
+			continue
+		}
+		tools, err := up.Import(ctx, *s.Import)
+		if err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, s.importError(e))
+			}
+			continue
+		}
+		for _, t := range tools {
+			imported = append(imported, built{t, s.Line, s.site})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b built) int { return cmp.Compare(a.line, b.line) })
+	all = append(all, imported...)
+	first := map[string]built{}
+	for _, b := range all {
+		if prev, dup := first[b.t.Name()]; dup {
+			field := "name"
+			if b.site.server {
+				field = "import"
+			}
+			errs = append(errs, b.site.errorf(field, tool.ErrDuplicateTool, "tool %q is also declared at line %d", b.t.Name(), prev.line))
+			continue
+		}
+		first[b.t.Name()] = b
+		ts.tools = append(ts.tools, b.t)
+	}
+	if len(errs) > 0 {
+		ts.Close()
+		slices.SortStableFunc(errs, func(a, b error) int {
+			var ea, eb *Error
+			errors.As(a, &ea)
+			errors.As(b, &eb)
+			return cmp.Compare(ea.Line, eb.Line)
+		})
+		return nil, errors.Join(errs...)
+	}
+	return ts, nil
+}
+
+// configField is the field an error from mcptool.Open is about: that of a
+// *mcptool.ConfigError, the entry as a whole otherwise.
+func configField(err error) string {
+	var ce *mcptool.ConfigError
+	if errors.As(err, &ce) {
+		return ce.Field
+	}
+	return ""
+}
+
+// importError places an error of the server's import: on the override or
+// exclusion that names the tool when there is one, on the import otherwise.
+func (s Server) importError(err error) *Error {
+	var ie *mcptool.ImportError
+	if !errors.As(err, &ie) {
+		return s.site.errorf("import", err, "%v", err)
+	}
+	override := "import.tools." + ie.Tool
+	_, overridden := s.Import.Tools[ie.Tool]
+	var se *tool.SpecError
+	switch {
+	case overridden && errors.As(ie.Err, &se):
+		return s.site.locate(ie.Err, override+".")
+	case errors.Is(ie.Err, mcptool.ErrUnknownTool) && overridden:
+		return s.site.errorf(override, err, "the server lists no tool %q", ie.Tool)
+	case errors.Is(ie.Err, mcptool.ErrUnknownTool):
+		e := s.site.errorf("import.exclude", err, "the server lists no tool %q", ie.Tool)
+		if l, ok := s.site.lines["import.exclude/"+ie.Tool]; ok {
+			e.Line = l
+		}
+		return e
+	}
+	return s.site.errorf("import", err, "tool %q: %v", ie.Tool, ie.Err)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
