@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/tool"
@@ -127,14 +129,18 @@ func (t *argsTemplate) render(key, call int) []byte {
 // benchTool finds the declaration of the tool bench calls: in the tools file
 // when one is given, else among the demo airline's tools. It returns nil when
 // the tool is declared in neither: bench then cannot know its kind or derive
-// its keys, and judges the check from the answers alone.
+// its keys, and judges the check from the answers alone. A tools file with MCP
+// servers has them started to learn their tools, then stopped again.
 func benchTool(name, toolsFile string) (*tool.Tool, error) {
 	if toolsFile != "" {
-		tools, err := toolsfile.Load(toolsFile)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ts, err := toolsfile.Load(ctx, toolsFile, toolsfile.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("--tools-file: %w", err)
 		}
-		for _, t := range tools {
+		defer ts.Close() // the declarations stay usable; their bodies are not called
+		for _, t := range ts.Tools() {
 			if t.Name() == name {
 				return t, nil
 			}

@@ -89,7 +89,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.maxDeliver, "max-deliver", 10, "deliveries of one call before JetStream gives up on it")
 	fs.BoolVar(&c.binaryAnswers, "binary-answers", false, "publish answers in CloudEvents binary mode instead of structured mode")
 
-	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring HTTP tools")
+	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring the tools (HTTP endpoints, MCP servers)")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
 	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")

@@ -39,10 +39,6 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	tools, err := loadTools(cfg)
-	if err != nil {
-		return usageError{err}
-	}
 
 	var closers []func()
 	defer func() {
@@ -50,6 +46,13 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 			closers[i]()
 		}
 	}()
+	// The tools' MCP servers are stopped last: after the executor has drained
+	// the calls that use them.
+	tools, closeTools, err := loadTools(ctx, cfg, log)
+	if err != nil {
+		return usageError{err}
+	}
+	closers = append(closers, closeTools)
 
 	traces, err := tracing.Setup(ctx, tracing.Config{})
 	if err != nil {
@@ -191,19 +194,28 @@ func serverLogger(cfg config, log *slog.Logger, logOut io.Writer) *slog.Logger {
 	return l.With("component", "nats-server")
 }
 
-func loadTools(cfg config) (*tool.Registry, error) {
+// loadTools returns the demo's tools and the tools file's, and a function
+// that stops the MCP servers the file's tools call.
+func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registry, func(), error) {
 	var all []*tool.Tool
 	if cfg.demo {
 		all = append(all, demo.New().Tools()...)
 	}
+	closeTools := func() {}
 	if cfg.toolsFile != "" {
-		fromFile, err := toolsfile.Load(cfg.toolsFile)
+		ts, err := toolsfile.Load(ctx, cfg.toolsFile, toolsfile.Options{Logger: log.With("component", "mcp")})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		all = append(all, fromFile...)
+		closeTools = func() { ts.Close() }
+		all = append(all, ts.Tools()...)
 	}
-	return tool.NewRegistry(all...)
+	reg, err := tool.NewRegistry(all...)
+	if err != nil {
+		closeTools()
+		return nil, nil, err
+	}
+	return reg, closeTools, nil
 }
 
 // connectNATS connects to the configured server, waiting for it while it

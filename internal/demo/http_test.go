@@ -26,18 +26,19 @@ func TestExampleToolsAgainstTheHandler(t *testing.T) {
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	env := map[string]string{"AIRLINE_URL": srv.URL, "AIRLINE_TOKEN": "t"}
-	tools, err := toolsfile.LoadWith(filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts, err := toolsfile.Load(ctx, filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{
 		Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ts.Close()
 	byName := map[string]*tool.Tool{}
-	for _, tl := range tools {
+	for _, tl := range ts.Tools() {
 		byName[tl.Name()] = tl
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	run := func(name, args string) (string, error) {
 		t.Helper()
 		return byName[name].Call(ctx, tool.Context{IdempotencyKey: strings.Repeat("0", 64), Tenant: "acme", RunID: "run_1",

@@ -37,11 +37,12 @@ func (s *scenario) startInProcess(name string, js jetstream.JetStream, store kvs
 	if err := os.WriteFile(path, []byte(toolsYAML(s.witness, name)), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	tools, err := toolsfile.Load(path)
+	ts, err := toolsfile.Load(context.Background(), path, toolsfile.Options{})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	reg, err := tool.NewRegistry(tools...)
+	s.t.Cleanup(func() { ts.Close() })
+	reg, err := tool.NewRegistry(ts.Tools()...)
 	if err != nil {
 		s.t.Fatal(err)
 	}
