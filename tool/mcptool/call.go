@@ -130,9 +130,10 @@ func (u *Upstream) classify(ctx context.Context, s *session, remote string, p *p
 	if code := int(p.status.Load()); code != 0 && (code < 200 || code > 299) {
 		serr := fmt.Errorf("%s: %w (%w)", what, &httptool.StatusError{StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code))}, err)
 		if httptool.RefusedStatus(code) {
-			// 404 is also how a server says it forgot the session: a new
-			// one is needed, and the call may be tried on it.
-			return "", code == http.StatusNotFound, tool.NoEffect(serr)
+			// 404 on a session is how a server says it forgot it: a new one
+			// is needed, and the call may be tried on it. (A sessionless
+			// server's 404 says nothing of the calls in flight beside it.)
+			return "", code == http.StatusNotFound && s.cs.ID() != "", tool.NoEffect(serr)
 		}
 		return "", false, serr
 	}

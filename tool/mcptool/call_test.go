@@ -251,6 +251,28 @@ func TestHTTPStatus(t *testing.T) {
 	}
 }
 
+// TestSessionForgotten: an HTTP server restarted behind the same URL answers
+// 404 to the old session; the call is tried once more on a new session, and
+// runs once.
+func TestSessionForgotten(t *testing.T) {
+	for _, kind := range []string{"http", "http-legacy"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			f := open(t, kind, mcptest.Options{}, mcptool.Config{})
+			if _, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e1"}`); err != nil {
+				t.Fatal(err)
+			}
+			f.faults.restart()
+			if out, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e2"}`); err != nil || out != "done" {
+				t.Fatalf("call after the server forgot the session: %q, %v", out, err)
+			}
+			if n := len(mcptest.Effects(t, f.effects)); n != 2 {
+				t.Errorf("%d effects; want 2", n)
+			}
+		})
+	}
+}
+
 // TestCannotStart: an upstream that cannot be started or connected fails
 // Open with ErrUnavailable.
 func TestCannotStart(t *testing.T) {

@@ -81,9 +81,9 @@
 //   - An HTTP status that is not 2xx answering the POST: an
 //     [*httptool.StatusError]; wrapped with [tool.NoEffect] when
 //     [httptool.RefusedStatus] says the status refuses a request before acting
-//     (a 404 also ends the session: it is how a server says it forgot it, and
-//     the call is tried once on a new one). 5xx and the rest are unknown
-//     outcomes.
+//     (a 404 to a request in an MCP session also ends the session: it is how a
+//     server says it forgot it, and the call is tried once on a new one). 5xx
+//     and the rest are unknown outcomes.
 //   - A JSON-RPC error response: an [*RPCError]. Parse error, invalid request,
 //     method not found and invalid params (also what servers answer for an
 //     unknown tool) refuse the request before it runs, so they are wrapped with

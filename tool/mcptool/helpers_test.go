@@ -78,8 +78,11 @@ func serveHTTP(t *testing.T, o mcptest.Options) (srv *httptest.Server, h *faultH
 	t.Helper()
 	ch := make(chan struct{})
 	o.Release = ch
-	s := mcptest.NewServer(o)
-	h = &faultHandler{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
+	h = &faultHandler{start: func() http.Handler {
+		s := mcptest.NewServer(o)
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	}}
+	h.restart()
 	srv = httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	var once sync.Once
@@ -91,8 +94,16 @@ func serveHTTP(t *testing.T, o mcptest.Options) (srv *httptest.Server, h *faultH
 // faultHandler answers every tools/call POST with status, when it is not
 // zero, without passing it on.
 type faultHandler struct {
-	next   http.Handler
+	start  func() http.Handler
+	next   atomic.Pointer[http.Handler]
 	status atomic.Int32
+}
+
+// restart replaces the server with a new one, which knows none of the old
+// one's sessions (a server restarted behind the same URL).
+func (h *faultHandler) restart() {
+	next := h.start()
+	h.next.Store(&next)
 }
 
 func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +115,7 @@ func (h *faultHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.next.ServeHTTP(w, r)
+	(*h.next.Load()).ServeHTTP(w, r)
 }
 
 // call calls the upstream's tool remote once, as a tool of kind k (nil: no
