@@ -1,0 +1,16 @@
+// Package mcp tests MCP interoperability against peers that no one here wrote,
+// from the npm harness in tests/mcp/node (see internal/testkit/nodetest): the
+// TypeScript SDK's client, the official conformance suite and
+// @modelcontextprotocol/server-memory.
+//
+// Its first tests prove the harness itself against a reference server written
+// with the Go SDK inside the test (tools only, served over Streamable HTTP by
+// httptest and over stdio by running the test binary again): the TypeScript
+// client over both transports, the conformance scenarios that apply to a
+// tools-only server, and the Go SDK's client creating an entity in
+// server-memory over stdio.
+//
+// The package has no code of its own; run it with go test ./tests/mcp. Its
+// tests need node and the harness's packages (`npm ci` in tests/mcp/node):
+// without them they skip, and under CI=true they fail.
+package mcp
