@@ -31,8 +31,10 @@ type HTTPConfig struct {
 	// request without a known token is refused 401.
 	Tokens *Tokens
 	// AllowedOrigins are the browser origins ("https://app.example.com") whose
-	// requests are served. A request with another Origin header is refused
-	// 403; a request without one (not from a browser) is served.
+	// requests are served, besides the gateway's own (an Origin naming the
+	// very host and port the request was sent to). A request with another
+	// Origin header is refused 403; a request without one (not from a
+	// browser) is served.
 	AllowedOrigins []string
 	// MaxRequestBytes bounds a request body; default DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -82,15 +84,23 @@ func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
 	return checkOrigin(cfg.AllowedOrigins, h), nil
 }
 
-// checkOrigin refuses, 403, a request whose Origin header is present and not
-// one of allowed: a web page the user visits must not reach the gateway
-// through the user's browser.
+// checkOrigin refuses, 403, a request whose Origin header is present and
+// neither the gateway's own origin nor one of allowed: a web page the user
+// visits must not reach the gateway through the user's browser. (A rebinding
+// page's requests carry its own host name, which the SDK refuses on a
+// loopback listener, and which is not the gateway's.)
 func checkOrigin(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Values("Origin"); len(o) > 0 && (len(o) > 1 || !slices.Contains(allowed, o[0])) {
+		o := r.Header.Values("Origin")
+		if len(o) > 0 && (len(o) > 1 || !(sameOrigin(o[0], r) || slices.Contains(allowed, o[0]))) {
 			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameOrigin reports whether origin names the host and port r was sent to.
+func sameOrigin(origin string, r *http.Request) bool {
+	return origin == "http://"+r.Host || origin == "https://"+r.Host
 }

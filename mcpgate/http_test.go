@@ -72,7 +72,10 @@ func TestHTTPFences(t *testing.T) {
 		{"an allowed origin's look-alike", with(auth(acmeToken), "Origin", "https://app.example.com.evil.net"), initialize, http.StatusForbidden},
 		{"a null origin", with(auth(acmeToken), "Origin", "null"), initialize, http.StatusForbidden},
 		{"an allowed origin", with(auth(acmeToken), "Origin", "https://app.example.com"), initialize, http.StatusOK},
+		{"the gateway's own origin", with(auth(acmeToken), "Origin", url), initialize, http.StatusOK},
+		{"the gateway's host on another port", with(auth(acmeToken), "Origin", url+"1"), initialize, http.StatusForbidden},
 		{"a rebinding host", with(auth(acmeToken), "Host", "evil.example.com"), initialize, http.StatusForbidden},
+		{"a rebinding host with its own origin", with(with(auth(acmeToken), "Host", "evil.example.com"), "Origin", "http://evil.example.com"), initialize, http.StatusForbidden},
 		{"a body over the bound", auth(acmeToken), strings.Replace(initialize, `"raw"`, `"`+strings.Repeat("x", 9<<10)+`"`, 1), http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
