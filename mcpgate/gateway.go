@@ -28,7 +28,7 @@ const (
 	// DefaultMaxWait is how long a tools/call waits for its answer.
 	DefaultMaxWait = 5 * time.Minute
 	// DefaultProgressEvery is the period of progress notifications.
-	DefaultProgressEvery = 2 * time.Second
+	DefaultProgressEvery = time.Second
 	// DefaultSource is the CloudEvents source of the calls a gateway makes.
 	DefaultSource = "/toolexec/mcp"
 )

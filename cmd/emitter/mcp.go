@@ -18,8 +18,8 @@ import (
 )
 
 type mcpOptions struct {
-	tenant  string
-	maxWait time.Duration
+	tenant                 string
+	maxWait, progressEvery time.Duration
 }
 
 func newMCPCmd(g *globalOptions) *cobra.Command {
@@ -47,6 +47,7 @@ Logs go to standard error; standard output carries MCP messages only.`,
 	f := cmd.Flags()
 	f.StringVar(&o.tenant, "tenant", "", "the tenant of every call (required)")
 	f.DurationVar(&o.maxWait, "max-wait", mcpgate.DefaultMaxWait, "how long a tools/call waits for its answer before returning one that names the call, to ask again")
+	f.DurationVar(&o.progressEvery, "progress-every", mcpgate.DefaultProgressEvery, "how often a client that sent a progressToken hears that its call still waits")
 	mustRequire(cmd, "tenant")
 	return cmd
 }
@@ -55,8 +56,8 @@ func runMCP(cmd *cobra.Command, g *globalOptions, o *mcpOptions) error {
 	if err := events.CheckToken("--tenant", o.tenant); err != nil {
 		return badInput(err)
 	}
-	if o.maxWait <= 0 {
-		return badInput(fmt.Errorf("--max-wait %v: must be positive", o.maxWait))
+	if o.maxWait <= 0 || o.progressEvery <= 0 {
+		return badInput(fmt.Errorf("--max-wait %v, --progress-every %v: must be positive", o.maxWait, o.progressEvery))
 	}
 	s, err := g.connect(cmd, bus.ClientConfig{})
 	if err != nil {
@@ -64,7 +65,7 @@ func runMCP(cmd *cobra.Command, g *globalOptions, o *mcpOptions) error {
 	}
 	defer s.Close()
 	log := slog.New(slog.NewTextHandler(s.logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	gw, err := mcpgate.New(s.nc, mcpgate.Config{MaxWait: o.maxWait, Logger: log})
+	gw, err := mcpgate.New(s.nc, mcpgate.Config{MaxWait: o.maxWait, ProgressEvery: o.progressEvery, Logger: log})
 	if err != nil {
 		return err
 	}

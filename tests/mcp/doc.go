@@ -10,6 +10,13 @@
 // tools-only server, and the Go SDK's client creating an entity in
 // server-memory over stdio.
 //
+// Then the same peers meet toolexec's own MCP gateway (package mcpgate) in
+// front of an executor: the TypeScript client over Streamable HTTP with a
+// bearer token and over stdio (spawning emitter mcp) sees completed,
+// deduplicated and indeterminate answers; every applicable conformance
+// scenario passes against the gateway; and the README's TypeScript client
+// runs as written.
+//
 // The package has no code of its own; run it with go test ./tests/mcp. Its
 // tests need node and the harness's packages (`npm ci` in tests/mcp/node):
 // without them they skip, and under CI=true they fail.
