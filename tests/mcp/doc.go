@@ -14,8 +14,10 @@
 // front of an executor: the TypeScript client over Streamable HTTP with a
 // bearer token and over stdio (spawning emitter mcp) sees completed,
 // deduplicated and indeterminate answers; every applicable conformance
-// scenario passes against the gateway; and the README's TypeScript client
-// runs as written.
+// scenario passes against the gateway; the README's TypeScript client runs as
+// written; and server-memory behind two executors, with two gateways in front,
+// takes a storm of 200 identical calls as one effect, and a crash after a
+// request was sent as an unknown outcome that is never run again.
 //
 // The package has no code of its own; run it with go test ./tests/mcp. Its
 // tests need node and the harness's packages (`npm ci` in tests/mcp/node):
