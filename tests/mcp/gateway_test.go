@@ -204,20 +204,7 @@ func TestGatewayTypeScriptClient(t *testing.T) {
 // others do not apply.
 func TestGatewayConformance(t *testing.T) {
 	suite := nodetest.Conformance(t)
-	f := startGatewayFleet(t)
-	start := time.Now()
-	results, err := suite.Run(testenv.Context(t, conformanceWait), f.plainURL, nodetest.ToolsOnly()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d scenarios against the gateway in %v", len(results), time.Since(start).Round(time.Millisecond))
-	for _, r := range results {
-		t.Logf("%-30s %-4s %d passed, %d failed, %d warnings", r.Scenario, verdict(r),
-			r.Count(nodetest.StatusSuccess), r.Count(nodetest.StatusFailure), r.Count(nodetest.StatusWarning))
-		if !r.Passed() {
-			t.Errorf("scenario %s failed: %+v\n%s", r.Scenario, r.Failures(), r.Output)
-		}
-	}
+	passesConformance(t, suite, startGatewayFleet(t).plainURL)
 }
 
 // TestREADMEClient runs the README's TypeScript client, as written but for

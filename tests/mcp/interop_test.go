@@ -155,14 +155,20 @@ func jsonEqual(got json.RawMessage, want string) bool {
 // is in the test log (go test -v).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	suite := nodetest.Conformance(t)
-	url := serveHTTP(t, "")
+	passesConformance(t, nodetest.Conformance(t), serveHTTP(t, ""))
+}
+
+// passesConformance runs the scenarios that apply to a tools-only server
+// against the server at url, logs a line per scenario, and fails the test for
+// each scenario that does not pass.
+func passesConformance(t *testing.T, suite *nodetest.Suite, url string) {
+	t.Helper()
 	start := time.Now()
 	results, err := suite.Run(testenv.Context(t, conformanceWait), url, nodetest.ToolsOnly()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d scenarios in %v", len(results), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d scenarios against %s in %v", len(results), url, time.Since(start).Round(time.Millisecond))
 	for _, r := range results {
 		t.Logf("%-30s %-4s %d passed, %d failed, %d warnings", r.Scenario, verdict(r),
 			r.Count(nodetest.StatusSuccess), r.Count(nodetest.StatusFailure), r.Count(nodetest.StatusWarning))
