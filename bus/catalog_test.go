@@ -164,3 +164,22 @@ func TestCatalogRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogClientBounded: a responder that answers every page with the same
+// tool and "more" cannot keep the client reading for ever: a page that does
+// not move past the last tool read is an error.
+func TestCatalogClientBounded(t *testing.T) {
+	h := newHarness(t)
+	data, err := json.Marshal(bus.CatalogResponse{Tools: []bus.ToolDecl{{Name: "loop", Parameters: []byte(`{"type":"object"}`)}}, More: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := h.nc.Subscribe(wire.CatalogSubjects, func(m *nats.Msg) { _ = m.Respond(data) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if got, err := h.client.Tools(ctxT(t), "acme"); err == nil || !strings.Contains(err.Error(), "out of order") {
+		t.Fatalf("Tools = %v, %v; want an out-of-order error", got, err)
+	}
+}

@@ -211,3 +211,25 @@ func TestCancelStopsWaitingNotTheCall(t *testing.T) {
 		t.Fatalf("a call_id of another tool: %v %q", other.Meta, text(other))
 	}
 }
+
+// TestMaxWait: a call whose answer does not come within MaxWait is an error
+// result that names the call; the call goes on, and a retry naming its
+// call_id and run_id gets its answer without running it again.
+func TestMaxWait(t *testing.T) {
+	f := startFleet(t)
+	gw := f.gateway(t, mcpgate.Config{MaxWait: 300 * time.Millisecond})
+	cs := connectStdio(t, gw, "acme", nil)
+	r := callTool(t, cs, "hold", map[string]any{"tag": "slow"}, nil)
+	callID, runID := metaOf(r, "call_id"), metaOf(r, "run_id")
+	if !r.IsError || metaOf(r, "kind") != nil || callID == nil || runID == nil || !strings.Contains(text(r), "may still run") {
+		t.Fatalf("a call past MaxWait: %v %q; want an error result naming the call", r.Meta, text(r))
+	}
+	f.hold.open()
+	again := callTool(t, cs, "hold", map[string]any{"tag": "slow"}, mcp.Meta{mcpgate.MetaCallID: callID, mcpgate.MetaRunID: runID})
+	if again.IsError || metaOf(again, "kind") != "completed" || metaOf(again, "call_id") != callID {
+		t.Fatalf("the retry by call_id: %v %q; want the call's completed answer", again.Meta, text(again))
+	}
+	if n := f.hold.entered.Load(); n != 1 {
+		t.Fatalf("hold entered %d times, want 1", n)
+	}
+}
