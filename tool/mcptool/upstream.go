@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/buildinfo"
 )
 
 // Defaults of the [Config] durations.
@@ -250,7 +250,7 @@ func Open(ctx context.Context, cfg Config) (*Upstream, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	u := &Upstream{cfg: cfg, log: log.With("mcp_server", cfg.Name)}
-	u.client = mcp.NewClient(&mcp.Implementation{Name: "toolexec", Version: moduleVersion()}, &mcp.ClientOptions{
+	u.client = mcp.NewClient(&mcp.Implementation{Name: "toolexec", Version: buildinfo.Get().Version}, &mcp.ClientOptions{
 		Logger:       u.log,
 		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation to offer
 		// An input-required result is answered to the caller, not fulfilled
@@ -298,23 +298,6 @@ func (u *Upstream) httpClient(headers http.Header) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
-
-// moduleVersion is this module's version as the build recorded it, for the
-// client's name in the initialize handshake.
-var moduleVersion = sync.OnceValue(func() string {
-	const path = "github.com/tesserix/toolexec"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path == path && bi.Main.Version != "" {
-			return bi.Main.Version
-		}
-		for _, d := range bi.Deps {
-			if d.Path == path {
-				return d.Version
-			}
-		}
-	}
-	return "(devel)"
-})
 
 // Name returns the upstream's name.
 func (u *Upstream) Name() string { return u.cfg.Name }
