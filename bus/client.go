@@ -179,6 +179,9 @@ func setPublishHeaders(msg *nats.Msg, msgID, stream string) {
 // answer subject before publishing, so the answer cannot slip past; if the
 // PubAck says the call had been published before, it also looks for an answer
 // already stored in TOOLEXEC_EVENTS (as Attach reads it: see HistoryPath).
+// The answer it waits for is the call id's under any run id: a call id
+// published again with another run (within the duplicate window, so not
+// stored again) gets the answer of its first publication.
 //
 // Every answer is returned with a nil error, rejected, failed and indeterminate
 // ones included (dispatch.AnswerError turns one into an error). Errors: the
@@ -190,7 +193,10 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	if err != nil {
 		return events.Answer{}, err
 	}
-	filter := wire.AnswerFilter(call.Tenant, call.Tool, call.RunID, call.CallID)
+	// Any run: a call id names one call of its tenant, and a call id published
+	// before under another run (a retry from a new session that did not know the
+	// first run) is a duplicate whose answer is the first publication's.
+	filter := wire.AnswerFilter(call.Tenant, call.Tool, "*", call.CallID)
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.nc.ChanSubscribe(filter, ch)
 	if err != nil {

@@ -40,8 +40,12 @@
 //     reconnects sets it to keep its run, and so its keys.
 //   - call_id: the call's id. A request naming the id of an earlier call is
 //     answered with that call's answer if it is stored, and otherwise waits
-//     for it: nothing is published twice (within the calls stream's duplicate
-//     window; a call still running must be retried with its run_id).
+//     for it, whatever run the retry names: the calls stream drops the
+//     repeated publication within its duplicate window (2 minutes by
+//     default), and the wait hears the first publication's answer. A retry
+//     of a call still running after that window is stored as a new call: it
+//     runs under its own run id, so give the first call's run_id too (every
+//     result and error result names it) to keep its idempotency key.
 //
 // The answer becomes the result: completed and deduplicated ones a normal
 // result (the outcome as text, and as structuredContent when it is a JSON

@@ -233,3 +233,43 @@ func TestMaxWait(t *testing.T) {
 		t.Fatalf("hold entered %d times, want 1", n)
 	}
 }
+
+// TestCallIDRetryFromAnotherSession: a client that set only a call_id, lost its
+// session while the call ran, and retries that call_id from a new session
+// (whose run is another) gets the first call's answer: the call runs once and
+// the retry does not wait for an answer under its own run that never comes.
+func TestCallIDRetryFromAnotherSession(t *testing.T) {
+	f := startFleet(t)
+	gw := f.gateway(t, mcpgate.Config{MaxWait: 20 * time.Second})
+	url := serveHTTP(t, gw, mcpgate.HTTPConfig{Tenant: "acme"}).URL
+	ids := mcp.Meta{mcpgate.MetaCallID: "call-other-session"}
+	args := map[string]any{"tag": "s"}
+
+	ctx, cancel := context.WithCancel(ctxT(t))
+	first := make(chan error, 1)
+	go func() {
+		_, err := connectHTTP(t, url, "", nil).CallTool(ctx, &mcp.CallToolParams{Name: "hold", Arguments: args, Meta: ids})
+		first <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); f.hold.entered.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first call did not start within a minute")
+		}
+	}
+	cancel() // the client goes away; the call runs on
+	if err := <-first; err == nil {
+		t.Fatal("the cancelled request returned no error")
+	}
+
+	retried := make(chan *mcp.CallToolResult, 1)
+	go func() { retried <- callTool(t, connectHTTP(t, url, "", nil), "hold", args, ids) }()
+	time.Sleep(200 * time.Millisecond) // the retry is published while the call still runs
+	f.hold.open()
+	r := <-retried
+	if r.IsError || metaOf(r, "kind") != "completed" || metaOf(r, "call_id") != "call-other-session" {
+		t.Fatalf("retry by call_id from another session: %v %q, want the call's completed answer", r.Meta, text(r))
+	}
+	if n := f.hold.entered.Load(); n != 1 {
+		t.Fatalf("hold entered %d times, want 1", n)
+	}
+}
