@@ -67,6 +67,8 @@
 // Origin header is present and not allowed is refused 403; requests that
 // reach a loopback address under another Host name are refused (DNS
 // rebinding); bearer tokens are compared in constant time; request bodies are
-// bounded. cmd/executor listens on loopback unless told otherwise, and will
+// bounded; each tenant may hold at most [HTTPConfig.MaxSessions] sessions open
+// (a further initialize is refused 429), and a session idle for
+// [HTTPConfig.SessionTimeout] is closed. cmd/executor listens on loopback unless told otherwise, and will
 // not listen elsewhere without a tokens file.
 package mcpgate

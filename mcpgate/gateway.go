@@ -19,6 +19,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/buildinfo"
 )
 
 // Defaults of [Config].
@@ -40,7 +41,7 @@ var ErrInvalidConfig = errors.New("mcpgate: invalid configuration")
 // Config configures a [Gateway]. The zero value is usable.
 type Config struct {
 	// Name and Version identify the gateway to clients (serverInfo); default
-	// "toolexec" and "dev".
+	// "toolexec" and the module version of the running build.
 	Name, Version string
 	// Source is the CloudEvents source of its calls; default DefaultSource.
 	Source string
@@ -79,7 +80,7 @@ func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
 		cfg.Name = "toolexec"
 	}
 	if cfg.Version == "" {
-		cfg.Version = "dev"
+		cfg.Version = buildinfo.Get().Version
 	}
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
@@ -151,6 +152,8 @@ type tenantServer struct {
 	// the stdio session's; "" over HTTP, where each such call gets a run of
 	// its own.
 	run string
+
+	sessMu sync.Mutex // held while an HTTP session opens (see capSessions)
 
 	mu      sync.Mutex        // held while the list is read and applied
 	listed  map[string]string // tool name → its declaration's JSON, as listed

@@ -1,9 +1,14 @@
 package mcpgate
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +25,8 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	// DefaultSessionTimeout closes a session idle for this long.
 	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultMaxSessions bounds the open sessions of one tenant.
+	DefaultMaxSessions = 1024
 )
 
 // HTTPConfig configures [Gateway.Handler]. Exactly one of Tenant and Tokens
@@ -41,6 +48,12 @@ type HTTPConfig struct {
 	// SessionTimeout closes sessions idle this long; default
 	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the sessions one tenant may hold open at once;
+	// default DefaultMaxSessions. An initialize request that would open one
+	// more is refused 429 with Retry-After, until a session is closed
+	// (DELETE) or times out; the tenant's open sessions, its sessionless
+	// requests and other tenants are unaffected.
+	MaxSessions int
 }
 
 // Handler returns the Streamable HTTP handler of the gateway. It returns an
@@ -66,22 +79,89 @@ func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	tenantOf := func(r *http.Request) (string, bool) {
+		if cfg.Tokens == nil {
+			return cfg.Tenant, true
+		}
+		info := auth.TokenInfoFromContext(r.Context())
+		if info == nil {
+			return "", false
+		}
+		return info.UserID, true
+	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		tenant := cfg.Tenant
-		if info := auth.TokenInfoFromContext(r.Context()); cfg.Tokens != nil {
-			if info == nil {
-				return nil
-			}
-			tenant = info.UserID
+		tenant, ok := tenantOf(r)
+		if !ok {
+			return nil
 		}
 		return g.serverFor(r.Context(), tenant).srv
 	}, &mcp.StreamableHTTPOptions{
 		Logger: g.log, SessionTimeout: cfg.SessionTimeout, MaxRequestBodyBytes: cfg.MaxRequestBytes,
 	})
+	h = g.capSessions(cfg.MaxSessions, cfg.MaxRequestBytes, cfg.SessionTimeout, tenantOf, h)
 	if cfg.Tokens != nil {
 		h = auth.RequireBearerToken(cfg.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
 	return checkOrigin(cfg.AllowedOrigins, h), nil
+}
+
+// capSessions refuses, 429, an initialize request (the only request that
+// opens a lasting session: see the SDK's StreamableHTTPHandler) of a tenant
+// that holds max initialized sessions already. A tenant's initialize requests
+// are served one at a time, their bodies read first, so that a burst cannot
+// slip past the bound between the count and the session's start.
+func (g *Gateway) capSessions(max int, maxBytes int64, idle time.Duration, tenantOf func(*http.Request) (string, bool), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, ok := tenantOf(r)
+		if !ok || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &msg) != nil || msg.Method != "initialize" {
+			next.ServeHTTP(w, r) // the SDK answers what is not an initialize
+			return
+		}
+		ts := g.serverFor(r.Context(), tenant)
+		ts.sessMu.Lock()
+		defer ts.sessMu.Unlock()
+		if n := ts.initialized(); n >= max {
+			g.log.Warn("mcp: session refused: the tenant holds the most open sessions allowed", "tenant", tenant, "max_sessions", max)
+			w.Header().Set("Retry-After", strconv.Itoa(int(min(idle, time.Minute).Seconds())))
+			http.Error(w, fmt.Sprintf("Too Many Requests: tenant %s holds %d open MCP sessions, the most allowed; "+
+				"close sessions no longer used (HTTP DELETE) or wait for idle ones to time out", tenant, max), http.StatusTooManyRequests)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// initialized counts the tenant's sessions that completed their initialize
+// request (others are closed by the SDK when their request ends).
+func (ts *tenantServer) initialized() int {
+	n := 0
+	for s := range ts.srv.Sessions() {
+		if s.InitializeParams() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // checkOrigin refuses, 403, a request whose Origin header is present and

@@ -6,8 +6,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -170,5 +173,76 @@ func TestParseTokens(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSessionCap: a tenant holding MaxSessions open sessions cannot open one
+// more (429 with Retry-After), while its open sessions go on working, another
+// tenant opens its own, and closing one makes room.
+func TestSessionCap(t *testing.T) {
+	f := startFleet(t)
+	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tokens: tokens(t), MaxSessions: 2}).URL
+	open := []*mcp.ClientSession{connectHTTP(t, url, acmeToken, nil), connectHTTP(t, url, acmeToken, nil)}
+
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(initialize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+acmeToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "2 open MCP sessions") {
+		t.Fatalf("a third acme session: %d Retry-After=%q %q; want 429 naming the bound", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if r := callTool(t, open[1], "lookup_fare", map[string]any{"flight": "BA117"}, nil); r.IsError {
+		t.Fatalf("an open session at the bound: %q", text(r))
+	}
+	if r := callTool(t, connectHTTP(t, url, globexToken, nil), "lookup_fare", map[string]any{"flight": "BA117"}, nil); r.IsError {
+		t.Fatalf("globex while acme is at its bound: %q", text(r))
+	}
+
+	if err := open[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, _ := post(t, url, initialize, map[string]string{"Authorization": "Bearer " + acmeToken})
+		if status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a session closed, a new one is still refused: %d", status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSessionCapBurst: initialize requests sent all at once cannot open more
+// sessions than the bound between them.
+func TestSessionCapBurst(t *testing.T) {
+	f := startFleet(t)
+	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tenant: "acme", MaxSessions: 3}).URL
+	statuses := make(chan int, 12)
+	var wg sync.WaitGroup
+	for range cap(statuses) {
+		wg.Go(func() {
+			status, _ := post(t, url, initialize, nil)
+			statuses <- status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusOK] != 3 || count[http.StatusTooManyRequests] != 9 {
+		t.Fatalf("12 initialize requests at once against a bound of 3: %v; want 3 OK and 9 refused", count)
 	}
 }

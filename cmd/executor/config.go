@@ -12,6 +12,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/mcpgate"
 )
 
 // config is everything the executor is told, by flags or TOOLEXEC_* variables.
@@ -97,6 +98,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.mcp.addr, "mcp-addr", "", "address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, and the tokens file on any address but loopback")
 	fs.StringVar(&c.mcp.tenant, "mcp-tenant", "", "the tenant of every MCP request (one tenant per gateway)")
 	fs.StringVar(&c.mcp.tokensFile, "mcp-tokens-file", "", "file of \"<tenant> <token>\" lines: each MCP request acts for the tenant of its bearer token (write tokens hashed: emitter mcp-token)")
+	fs.IntVar(&c.mcp.maxSessions, "mcp-max-sessions", mcpgate.DefaultMaxSessions, "the most MCP sessions one tenant may hold open; an initialize beyond it is refused 429 until one closes or idles out (30 min); 0: the default")
 	fs.StringSliceVar(&c.mcp.origins, "mcp-allowed-origins", nil, "browser origins (scheme://host[:port]) whose MCP requests are served; a request from any other Origin is refused 403")
 	fs.StringVar(&c.adminAccount, "admin-account", "", "serve admin requests (toolexec.admin.>, the operators' history included) only from this NATS account, as the server names it where a request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {

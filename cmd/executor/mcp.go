@@ -20,11 +20,15 @@ const mcpPath = "/mcp"
 type mcpFlags struct {
 	addr, tenant, tokensFile string
 	origins                  []string
+	maxSessions              int
 }
 
 // check refuses MCP settings that cannot work or would be unsafe: a gateway
 // with no tenant, or one reachable from other hosts with no tokens.
 func (f mcpFlags) check() error {
+	if f.maxSessions < 0 {
+		return fmt.Errorf("--mcp-max-sessions %d: give a positive bound", f.maxSessions)
+	}
 	if f.addr == "" {
 		if f.tenant != "" || f.tokensFile != "" || len(f.origins) > 0 {
 			return errors.New("--mcp-tenant, --mcp-tokens-file and --mcp-allowed-origins need --mcp-addr")
@@ -66,7 +70,7 @@ func startMCP(f mcpFlags, nc *nats.Conn, log *slog.Logger) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := mcpgate.HTTPConfig{Tenant: f.tenant, AllowedOrigins: f.origins}
+	hc := mcpgate.HTTPConfig{Tenant: f.tenant, AllowedOrigins: f.origins, MaxSessions: f.maxSessions}
 	if f.tokensFile != "" {
 		if hc.Tokens, err = mcpgate.LoadTokens(f.tokensFile); err != nil {
 			return nil, usageError{fmt.Errorf("--mcp-tokens-file: %w", err)}

@@ -35,6 +35,7 @@ func TestMCPFlags(t *testing.T) {
 		{"one tenant on a host name", mcpFlags{addr: "gateway.internal:8090", tenant: "acme"}, "not a loopback address"},
 		{"a tenant that is not a token", mcpFlags{addr: "127.0.0.1:8090", tenant: "acme.globex"}, "--mcp-tenant"},
 		{"a tenant without an address", mcpFlags{tenant: "acme"}, "need --mcp-addr"},
+		{"a negative session bound", mcpFlags{addr: "127.0.0.1:8090", tenant: "acme", maxSessions: -1}, "--mcp-max-sessions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.f.check()
