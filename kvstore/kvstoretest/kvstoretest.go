@@ -113,6 +113,7 @@ var checks = []check{
 	{name: "ResolveRelease", run: checkResolveRelease},
 	{name: "ResolveWrongState", run: checkResolveWrongState},
 	{name: "List", run: checkList},
+	{name: "Count", run: checkCount},
 	{name: "InvalidInput", run: checkInvalidInput},
 	{name: "NoArguments", run: checkNoArguments},
 	{name: "Outage", run: checkOutage},

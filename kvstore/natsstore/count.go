@@ -1,0 +1,63 @@
+package natsstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+var _ kvstore.Census = (*Store)(nil)
+
+// Count returns, per tenant, how many live records are in state and when the
+// oldest of them was last written. The bucket holds no index by state, so it
+// reads the latest value of every key of every tenant through one watch on
+// "*.*" (an ordered consumer, which any replica may serve): one call costs a
+// pass over all the bucket's live records, whatever their state. It returns
+// kvstore.ErrInvalid for an unknown state and an error wrapping
+// kvstore.ErrUnavailable when JetStream cannot be reached. It implements
+// kvstore.Census.
+func (s *Store) Count(ctx context.Context, state kvstore.State) (map[string]kvstore.TenantCount, error) {
+	const op = "count"
+	if err := state.Validate(); err != nil {
+		return nil, fmt.Errorf("natsstore: %s: %w", op, err)
+	}
+	if err := s.usable(op); err != nil {
+		return nil, err
+	}
+	w, err := s.kv.Watch(ctx, "*.*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, unavailable(op, err)
+	}
+	defer w.Stop()
+	out := map[string]kvstore.TenantCount{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, unavailable(op, ctx.Err())
+		case <-s.done:
+			return nil, unavailable(op, errClosed)
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, unavailable(op, errWatchClosed)
+			}
+			if e == nil { // every key's latest value has been delivered
+				return out, nil
+			}
+			tenant, digest, ok := strings.Cut(e.Key(), ".")
+			if !ok || kvstore.CheckKey(tenant, digest) != nil {
+				continue
+			}
+			v, err := decodeValue(e.Value())
+			if err != nil {
+				return nil, fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
+			}
+			if kvstore.State(v.State) == state {
+				out[tenant] = out[tenant].Add(s.recordOf(tenant, digest, v, e))
+			}
+		}
+	}
+}
