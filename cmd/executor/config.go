@@ -39,16 +39,18 @@ type config struct {
 	maxDeliver    int
 	binaryAnswers bool
 
-	toolsFile    string
-	demo         bool
-	metricsAddr  string // /metrics, /healthz and /readyz
-	consoleAddr  string
-	consoleToken string
-	mcp          mcpFlags
-	adminAccount string
-	logFormat    string
-	logLevel     string
-	drain        time.Duration
+	toolsFile   string
+	demo        bool
+	metricsAddr string // /metrics, /healthz and /readyz
+	// awaitingInterval: how often the keys awaiting decision are counted
+	awaitingInterval time.Duration
+	consoleAddr      string
+	consoleToken     string
+	mcp              mcpFlags
+	adminAccount     string
+	logFormat        string
+	logLevel         string
+	drain            time.Duration
 }
 
 // envName is the variable that stands in for a flag: --nats-url is
@@ -93,6 +95,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring the tools (HTTP endpoints, MCP servers)")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
+	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute, "how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on PostgreSQL, over all its records on JetStream and Redis); 0: not counted")
 	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")
 	fs.StringVar(&c.consoleToken, "console-token", "", "the token operators sign in to the console with (prefer TOOLEXEC_CONSOLE_TOKEN: flags show in ps)")
 	fs.StringVar(&c.mcp.addr, "mcp-addr", "", "address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, and the tokens file on any address but loopback")
@@ -144,6 +147,9 @@ func (c *config) check() error {
 	}
 	if c.toolsFile == "" && !c.demo {
 		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or both"))
+	}
+	if c.awaitingInterval < 0 {
+		errs = append(errs, fmt.Errorf("--awaiting-interval %v: must not be negative (0 turns the count off)", c.awaitingInterval))
 	}
 	if c.natsWait < 0 {
 		errs = append(errs, fmt.Errorf("--nats-wait %v: must not be negative (0 waits until stopped)", c.natsWait))

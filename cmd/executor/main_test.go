@@ -86,6 +86,7 @@ func TestCheck(t *testing.T) {
 		{"negative max values", func(c *config) { c.limits.Values = -1 }, "--max-values"},
 		{"zero in-flight memory", func(c *config) { c.inflightMiB = 0 }, "--max-inflight-memory-mib"},
 		{"negative nats wait", func(c *config) { c.natsWait = -time.Second }, "--nats-wait"},
+		{"negative awaiting interval", func(c *config) { c.awaitingInterval = -time.Second }, "--awaiting-interval"},
 		{"admin account on the embedded server", func(c *config) { c.adminAccount = "ADMIN" }, "--admin-account needs --nats-url"},
 	}
 	for _, tt := range tests {

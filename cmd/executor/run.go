@@ -78,6 +78,9 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	// The ops endpoint comes first, so that /readyz can say what the executor
 	// waits for.
 	ready := &readiness{}
+	if err := registerBuildAndReady(reg, ready); err != nil {
+		return err
+	}
 	if cfg.metricsAddr != "" {
 		stop, err := serveHTTP("--metrics-addr", cfg.metricsAddr, opsHandler(ready, reg), log)
 		if err != nil {
@@ -138,6 +141,11 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		return err
 	}
 	closers = append(closers, ex.Close)
+	stopStoreMetrics, err := startStoreMetrics(cfg, reg, m, js, rawStore, log)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopStoreMetrics)
 	ready.running(store)
 	if cfg.consoleAddr != "" {
 		stop, err := startConsole(cfg, js, ex.Admin(), log)

@@ -6,7 +6,9 @@
 //
 // Labels are bounded and never identify a call: tool (a registered tool's
 // name, "(unknown)" otherwise), kind, reason, code, operation, store and
-// error. No metric carries arguments, keys, tenants, run ids or call ids.
+// error. No metric carries arguments, keys, run ids or call ids, and only the
+// gauges of keys awaiting decision carry a tenant (bounded by
+// AwaitingConfig.MaxTenants: past it, tenants are summed as "(other)").
 //
 // The series, all prefixed toolexec_:
 //
@@ -28,4 +30,20 @@
 //	messages_rejected_total{code}           calls the worker rejected before dispatching
 //	calls_handed_back_total                 calls negatively acknowledged for redelivery
 //	answer_publish_retries_total            answer publications tried again
+//
+// Beside them, registered on their own ([BuildInfo], [Ready], [Consumer],
+// [Metrics.Awaiting]):
+//
+//	build_info{version,revision,goversion}  the build that runs; always 1
+//	ready                                   1 while /readyz says ready
+//	consumer_pending_messages               calls not yet delivered (the shared consumer's lag)
+//	consumer_ack_pending_messages           calls delivered, not yet acknowledged
+//	consumer_redelivered_messages           of those, calls delivered more than once
+//	consumer_info_errors_total              scrapes that could not read the consumer
+//	keys_awaiting_decision{tenant}          indeterminate keys waiting for an operator
+//	keys_awaiting_decision_oldest_timestamp_seconds{tenant}
+//	keys_awaiting_decision_refreshed_timestamp_seconds
+//
+// The consumer's and the awaiting series describe shared state: every
+// executor reports the same numbers, so aggregate them with max, not sum.
 package metrics

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/internal/buildinfo"
+	"github.com/tesserix/toolexec/internal/metrics"
+	"github.com/tesserix/toolexec/kvstore"
+)
+
+// scrapeTimeout bounds what a scrape of /metrics waits for: the readiness
+// check and the consumer's state.
+const scrapeTimeout = 2 * time.Second
+
+// registerBuildAndReady registers toolexec_build_info and toolexec_ready (what
+// /readyz answers, asked at each scrape).
+func registerBuildAndReady(reg prometheus.Registerer, ready *readiness) error {
+	if err := metrics.BuildInfo(reg, buildinfo.Get()); err != nil {
+		return err
+	}
+	return metrics.Ready(reg, scrapeTimeout, func(ctx context.Context) bool { return len(ready.problems(ctx)) == 0 })
+}
+
+// startStoreMetrics registers the shared consumer's backlog and, unless
+// interval is 0 or the store cannot count, the keys awaiting decision,
+// refreshed every interval. It returns a function that stops the refreshes.
+func startStoreMetrics(cfg config, reg prometheus.Registerer, m *metrics.Metrics, js jetstream.JetStream,
+	store kvstore.Store, log *slog.Logger,
+) (func(), error) {
+	if err := metrics.Consumer(reg, scrapeTimeout, func(ctx context.Context) (metrics.ConsumerStats, error) {
+		c, err := js.Consumer(ctx, wire.CallStream, bus.DefaultDurable)
+		if err != nil {
+			return metrics.ConsumerStats{}, err
+		}
+		info := c.CachedInfo()
+		return metrics.ConsumerStats{
+			Pending: info.NumPending, AckPending: uint64(max(info.NumAckPending, 0)), Redelivered: uint64(max(info.NumRedelivered, 0)),
+		}, nil
+	}); err != nil {
+		return nil, err
+	}
+	if cfg.awaitingInterval == 0 {
+		log.Info("keys awaiting decision are not counted (--awaiting-interval 0)")
+		return func() {}, nil
+	}
+	census, ok := store.(kvstore.Census)
+	if !ok {
+		log.Warn("the store cannot count its records: toolexec_keys_awaiting_decision is not exported", "store", cfg.store.Kind)
+		return func() {}, nil
+	}
+	a, err := m.Awaiting(reg, metrics.AwaitingConfig{
+		Census: census, Store: cfg.store.Kind, Interval: cfg.awaitingInterval, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Run(ctx) })
+	return func() { cancel(); wg.Wait() }, nil
+}
