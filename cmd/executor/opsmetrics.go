@@ -16,6 +16,18 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
+// metricsRegistry is what the executor registers its metrics with and
+// /metrics serves.
+type metricsRegistry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// newRegistry makes the executor's registry. Tests replace it to learn every
+// metric the executor registers (the dashboard and the alert rules may query
+// those only).
+var newRegistry = func() metricsRegistry { return prometheus.NewRegistry() }
+
 // scrapeTimeout bounds what a scrape of /metrics waits for: the readiness
 // check and the consumer's state.
 const scrapeTimeout = 2 * time.Second

@@ -68,7 +68,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 			}
 		})
 	}
-	reg := prometheus.NewRegistry()
+	reg := newRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m, err := metrics.New(reg, metrics.Config{Tools: tools.Names()})
 	if err != nil {
