@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -61,18 +62,23 @@ func (r rendered) kind(kind string) []manifest {
 // one returns the one object of kind, failing the test otherwise.
 func (r rendered) one(t *testing.T, kind string) manifest {
 	t.Helper()
-	os := r.kind(kind)
-	if len(os) != 1 {
-		t.Fatalf("%d %s objects rendered, want 1", len(os), kind)
+	objs := r.kind(kind)
+	if len(objs) != 1 {
+		t.Fatalf("%d %s objects rendered, want 1", len(objs), kind)
 	}
-	return os[0]
+	return objs[0]
 }
 
-// template renders the chart with the values given as --set pairs.
+// template renders the chart with the values given as --set pairs (or, with
+// the prefix "file:", --set-file pairs).
 func template(t *testing.T, helm string, set ...string) (rendered, error) {
 	t.Helper()
 	args := []string{"template", "rel", chart, "--namespace", "ops"}
 	for _, s := range set {
+		if f, ok := strings.CutPrefix(s, "file:"); ok {
+			args = append(args, "--set-file", f)
+			continue
+		}
 		args = append(args, "--set", s)
 	}
 	out, errOut, err := run(t, ".", helm, args...)
@@ -395,5 +401,32 @@ func TestHelmRefusesBadValues(t *testing.T) {
 	r := mustTemplate(t, helm, "nats.url=nats://n:4222", "tools.demo=true", "store.kind=postgres", "store.url=postgres://db/x")
 	if args := strs(container(t, r)["args"]); !slices.Contains(args, "--ensure-schema") || !slices.Contains(args, "--store=postgres") {
 		t.Errorf("postgres store: args %v, want --store=postgres and --ensure-schema", args)
+	}
+}
+
+// TestHelmToolsFile: a tools file given to the chart reaches the executor as
+// written, through a ConfigMap mounted where --tools-file points; an existing
+// ConfigMap is used instead of one of the chart's.
+func TestHelmToolsFile(t *testing.T) {
+	helm := tool(t, "helm", "TOOLEXEC_HELM", helmFix)
+	file := filepath.Join(root, "examples", "tools.yaml")
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustTemplate(t, helm, "nats.url=nats://n:4222", "file:tools.file="+file)
+	got, _ := r.one(t, "ConfigMap").get("data", "tools.yaml").(string)
+	if strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+		t.Errorf("the ConfigMap's tools.yaml differs from %s:\n%s", file, got)
+	}
+	if args := strs(container(t, r)["args"]); slices.Contains(args, "--demo") {
+		t.Error("--demo without tools.demo")
+	}
+	r = mustTemplate(t, helm, "nats.url=nats://n:4222", "tools.existingConfigMap=my-tools")
+	if n := len(r.kind("ConfigMap")); n != 0 {
+		t.Errorf("with an existing ConfigMap, the chart makes %d", n)
+	}
+	if v := r.one(t, "Deployment").get("spec", "template", "spec", "volumes", 1, "configMap", "name"); v != "my-tools" {
+		t.Errorf("the tools volume is ConfigMap %v, want my-tools", v)
 	}
 }
