@@ -43,10 +43,13 @@ func registerBuildAndReady(reg prometheus.Registerer, ready *readiness) error {
 
 // startStoreMetrics registers the shared consumer's backlog and, unless
 // interval is 0 or the store cannot count, the keys awaiting decision,
-// refreshed every interval. It returns a function that stops the refreshes.
+// refreshed every interval; nothing without --metrics-addr. It returns a function that stops the refreshes.
 func startStoreMetrics(cfg config, reg prometheus.Registerer, m *metrics.Metrics, js jetstream.JetStream,
 	store kvstore.Store, log *slog.Logger,
 ) (func(), error) {
+	if cfg.metricsAddr == "" {
+		return func() {}, nil // nothing would serve them: spend no store reads
+	}
 	if err := metrics.Consumer(reg, scrapeTimeout, func(ctx context.Context) (metrics.ConsumerStats, error) {
 		c, err := js.Consumer(ctx, wire.CallStream, bus.DefaultDurable)
 		if err != nil {

@@ -1,10 +1,20 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tesserix/toolexec/internal/metrics"
+	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/kvstore/memstore"
 )
 
 // TestOpsMetrics: the executor exports its build, its readiness, the shared
@@ -59,4 +69,57 @@ func TestAwaitingOff(t *testing.T) {
 	if strings.Contains(body, "toolexec_keys_awaiting_decision") || !strings.Contains(body, "toolexec_ready") {
 		t.Errorf("with --awaiting-interval 0: awaiting series present or ready absent:\n%s", body)
 	}
+}
+
+// TestNoMetricsAddrNoCount: without --metrics-addr nothing would serve the
+// store's metrics, so none is registered and the store is never counted.
+func TestNoMetricsAddrNoCount(t *testing.T) {
+	store := &countingStore{Store: memstore.New(memstore.Config{})}
+	t.Cleanup(func() { store.Close() })
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config{awaitingInterval: time.Millisecond}
+	stop, err := startStoreMetrics(cfg, reg, m, nil, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	stop()
+	if n := store.counts.Load(); n != 0 {
+		t.Errorf("the store was counted %d times with no --metrics-addr", n)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "toolexec_keys_awaiting_decision_refreshed_timestamp_seconds", "toolexec_consumer_info_errors_total"); n != 0 {
+		t.Errorf("%d store series registered with no --metrics-addr", n)
+	}
+
+	// With an address, the same store is counted.
+	cfg.metricsAddr = "127.0.0.1:0"
+	reg = prometheus.NewRegistry()
+	m, _ = metrics.New(reg, metrics.Config{})
+	stop, err = startStoreMetrics(cfg, reg, m, nil, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for store.counts.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if store.counts.Load() == 0 {
+		t.Error("with --metrics-addr the store was never counted")
+	}
+}
+
+// countingStore counts the census calls made on it.
+type countingStore struct {
+	*memstore.Store
+	counts atomic.Int64
+}
+
+func (s *countingStore) Count(ctx context.Context, st kvstore.State) (map[string]kvstore.TenantCount, error) {
+	s.counts.Add(1)
+	return s.Store.Count(ctx, st)
 }
