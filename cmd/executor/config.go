@@ -39,18 +39,19 @@ type config struct {
 	maxDeliver    int
 	binaryAnswers bool
 
-	toolsFile   string
-	demo        bool
-	metricsAddr string // /metrics, /healthz and /readyz
-	// awaitingInterval: how often the keys awaiting decision are counted
+	toolsFile    string
+	demo         bool
+	metricsAddr  string // /metrics, /healthz and /readyz
+	consoleAddr  string
+	consoleToken string
+	mcp          mcpFlags
+	adminAccount string
+	logFormat    string
+	logLevel     string
+	drain        time.Duration
+
+	// awaitingInterval is how often the keys awaiting decision are counted.
 	awaitingInterval time.Duration
-	consoleAddr      string
-	consoleToken     string
-	mcp              mcpFlags
-	adminAccount     string
-	logFormat        string
-	logLevel         string
-	drain            time.Duration
 }
 
 // envName is the variable that stands in for a flag: --nats-url is
