@@ -54,8 +54,8 @@ func adminError(ctx context.Context, g *globalOptions, tenant, key string, err e
 			"tenant %s has no record for key %s: never claimed, released, expired or forgotten", tenant, key)}
 	case errors.Is(err, kvstore.ErrNotIndeterminate):
 		return &exitError{code: exitFailed, err: fmt.Errorf(
-			"key %s of tenant %s is not indeterminate, so there is nothing to resolve (see 'emitter inspect --tenant %s --key %s')",
-			key, tenant, tenant, key)}
+			"key %s of tenant %s is not indeterminate, so there is nothing to resolve (see 'emitter%s inspect --tenant %s --key %s')",
+			key, tenant, hintArgs(g), tenant, key)}
 	case errors.Is(err, kvstore.ErrInvalid), errors.Is(err, kvstore.ErrTooLarge):
 		return badInput(fmt.Errorf("the executor refused the request: %w", err))
 	case errors.Is(err, kvstore.ErrUnavailable):

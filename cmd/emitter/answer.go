@@ -138,20 +138,21 @@ func writeAnswerText(w io.Writer, a events.Answer) error {
 // printAnswer writes a as --json asks and returns the error that gives the
 // command its exit status: nil for completed and deduplicated, exitFailed for
 // failed and rejected, exitIndeterminate for indeterminate. The error explains
-// the answer on stderr, with what to do next.
-func printAnswer(w io.Writer, asJSON bool, a events.Answer) error {
+// the answer on stderr, with what to do next, in commands that repeat g's
+// connection options.
+func printAnswer(w io.Writer, g *globalOptions, a events.Answer) error {
 	write := writeAnswerText
-	if asJSON {
+	if g.json {
 		write = writeAnswerJSON
 	}
 	if err := write(w, a); err != nil {
 		return fmt.Errorf("writing the answer: %w", err)
 	}
-	return answerStatus(a)
+	return answerStatus(g, a)
 }
 
 // answerStatus returns the error carrying a's exit status (nil for success).
-func answerStatus(a events.Answer) error {
+func answerStatus(g *globalOptions, a events.Answer) error {
 	if a.Kind == events.KindResolved {
 		return nil
 	}
@@ -160,17 +161,29 @@ func answerStatus(a events.Answer) error {
 		return nil
 	}
 	var ind *dispatch.IndeterminateOutcomeError
-	if errors.As(err, &ind) {
-		if a.Key == "" {
-			return &exitError{code: exitIndeterminate, err: err}
-		}
-		return &exitError{code: exitIndeterminate, err: fmt.Errorf("%w\n"+
-			"  the effect may or may not have landed; the key stays indeterminate until an operator settles it:\n"+
-			"  emitter inspect --tenant %s --key %s\n"+
-			"  emitter resolve --tenant %s --key %s --complete --outcome TEXT   (or --release)",
-			err, a.Tenant, a.Key, a.Tenant, a.Key)}
+	if !errors.As(err, &ind) {
+		return &exitError{code: exitFailed, err: err}
 	}
-	return &exitError{code: exitFailed, err: err}
+	switch {
+	case !a.BodyEntered && a.Reason == events.ReasonStoreUnavailable:
+		// The executor could not reach its store before the tool started, and
+		// this was the call's first delivery: nothing ran, and the key has no
+		// record to settle.
+		return &exitError{code: exitIndeterminate, err: fmt.Errorf("%w\n"+
+			"  nothing ran: the executor could not reach its idempotency store before the tool started.\n"+
+			"  Retrying is safe (the key still guards it): run the same call again once the store is back", err)}
+	case !a.BodyEntered && a.Reason == events.ReasonKeyUnderivable:
+		return &exitError{code: exitIndeterminate, err: fmt.Errorf("%w\n"+
+			"  nothing ran: a key argument is missing, so the call cannot be told apart from its repeats; call it again with every key argument", err)}
+	case a.Key == "":
+		return &exitError{code: exitIndeterminate, err: err}
+	}
+	conn, note := g.hint()
+	return &exitError{code: exitIndeterminate, err: fmt.Errorf("%w\n"+
+		"  the effect may or may not have landed; the key stays indeterminate until an operator settles it:\n"+
+		"  emitter%s inspect --tenant %s --key %s\n"+
+		"  emitter%s resolve --tenant %s --key %s --complete --outcome TEXT   (or --release)%s",
+		err, conn, a.Tenant, a.Key, conn, a.Tenant, a.Key, note)}
 }
 
 // orDash stands "-" in for an empty token.

@@ -73,5 +73,5 @@ func runAttach(cmd *cobra.Command, g *globalOptions, o *attachOptions) error {
 		}
 		return noStreamHint(fmt.Errorf("reading the answer: %w", err))
 	}
-	return printAnswer(cmd.OutOrStdout(), g.json, a)
+	return printAnswer(cmd.OutOrStdout(), g, a)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/idemkey/canonical"
 )
 
 type callOptions struct {
@@ -90,6 +92,9 @@ func buildCall(cmd *cobra.Command, g *globalOptions, o *callOptions) (events.Cal
 	if err != nil {
 		return events.Call{}, err
 	}
+	if err := argsSyntax(raw); err != nil {
+		return events.Call{}, badInput(err)
+	}
 	c := events.Call{
 		Tenant: o.tenant, Tool: o.tool, RunID: o.run, CallID: o.callID,
 		Source: o.source, Arguments: raw, TraceParent: o.traceParent,
@@ -113,6 +118,24 @@ func buildCall(cmd *cobra.Command, g *globalOptions, o *callOptions) (events.Cal
 		return events.Call{}, badInput(fmt.Errorf("the call is not a valid CloudEvent: %w", err))
 	}
 	return c, nil
+}
+
+// argsSyntax refuses arguments that are not JSON, naming the byte offset where
+// the parser stopped and what it wanted there, as 'emitter key' does.
+func argsSyntax(raw []byte) error {
+	if json.Valid(raw) {
+		return nil // the wire's own checks (an object, sizes) come next
+	}
+	_, err := idemkey.Parse(raw)
+	var ce *canonical.Error
+	if errors.As(err, &ce) {
+		return fmt.Errorf("--args: not valid JSON at byte %d: %s (%s)", ce.Offset, ce.Msg, ce.Code)
+	}
+	var se *json.SyntaxError
+	if err := json.Unmarshal(raw, new(json.RawMessage)); errors.As(err, &se) {
+		return fmt.Errorf("--args: not valid JSON at byte %d: %s", se.Offset-1, se.Error())
+	}
+	return fmt.Errorf("--args: not valid JSON")
 }
 
 // callFlagError restates a refusal of wire.CallEvent in terms of the flags.
@@ -168,7 +191,7 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 		if ack.Duplicate {
 			note = "already published (duplicate call id): stored once"
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s; pick up the answer with:\n  %s\n", note, attachCommand(c))
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s; pick up the answer with:\n  %s\n", note, attachCommand(g, c))
 		return nil
 	}
 
@@ -179,7 +202,7 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 		}
 		return publishError(err)
 	}
-	return printAnswer(out, g.json, a)
+	return printAnswer(out, g, a)
 }
 
 // publishError gives the exit status of a Call or Publish error: bad input for a
@@ -200,7 +223,7 @@ func waitError(parent context.Context, g *globalOptions, c events.Call, what str
 		why = "interrupted"
 	}
 	return fmt.Errorf("%s (%s): %w\n"+
-		"the call may still be answered; pick up its answer with:\n  %s", why, what, err, attachCommand(c))
+		"the call may still be answered; pick up its answer with:\n  %s", why, what, err, attachCommand(g, c))
 }
 
 // ended reports whether ctx has ended or its deadline has passed. The
@@ -214,9 +237,11 @@ func ended(ctx context.Context) bool {
 	return ok && !time.Now().Before(d)
 }
 
-// attachCommand is the emitter command line that finds c's answer.
-func attachCommand(c events.Call) string {
-	return fmt.Sprintf("emitter attach --tenant %s --tool %s --run %s --call-id %s", c.Tenant, c.Tool, c.RunID, c.CallID)
+// attachCommand is the emitter command line that finds c's answer, on the
+// server g reached, the way g reached it.
+func attachCommand(g *globalOptions, c events.Call) string {
+	conn, note := g.hint()
+	return fmt.Sprintf("emitter%s attach --tenant %s --tool %s --run %s --call-id %s%s", conn, c.Tenant, c.Tool, c.RunID, c.CallID, note)
 }
 
 // readArgs returns the arguments --args names: the value itself, stdin for "-",

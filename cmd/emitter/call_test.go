@@ -67,7 +67,7 @@ func TestCallOutcomes(t *testing.T) {
 		if !ind.MatchString(r.stdout) {
 			t.Fatalf("indeterminate: stdout %q", r.stdout)
 		}
-		for _, want := range []string{"indeterminate", "emitter inspect --tenant acme --key " + failKey, "emitter resolve --tenant acme --key " + failKey} {
+		for _, want := range []string{"indeterminate", "emitter -s " + e.url + " inspect --tenant acme --key " + failKey, "emitter -s " + e.url + " resolve --tenant acme --key " + failKey} {
 			if !strings.Contains(r.stderr, want) {
 				t.Fatalf("indeterminate: stderr %q does not say %q", r.stderr, want)
 			}
@@ -218,6 +218,7 @@ func TestCallBadInputPublishesNothing(t *testing.T) {
 		{"missing tenant", []string{"call", "--tool", "book"}, "", `"tenant"`},
 		{"stray argument", with("book"), "", `unexpected argument "book"`},
 		{"two ways to authenticate", with("--user", "u", "--token", "t"), "", "one of"},
+		{"creds and a password", with("--creds", "x.creds", "--user", "u", "--password", "p"), "", "one of"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.emit(t, tt.stdin, tt.args...)
@@ -241,7 +242,7 @@ func TestCallTimeoutThenAttach(t *testing.T) {
 	r := e.emit(t, "", "call", "--tenant", tenant, "--run", "run_t", "--call-id", "call_t", "--tool", "lookup_fare",
 		"--args", fareArgs, "--timeout", "300ms")
 	mustExit(t, r, exitFailure)
-	attach := "emitter attach --tenant acme --tool lookup_fare --run run_t --call-id call_t"
+	attach := "emitter -s " + e.url + " attach --tenant acme --tool lookup_fare --run run_t --call-id call_t"
 	if r.stdout != "" || !strings.Contains(r.stderr, "no answer within --timeout 300ms") ||
 		!strings.Contains(r.stderr, "may still be answered") || !strings.Contains(r.stderr, attach) {
 		t.Fatalf("stdout %q, stderr %q; want the attach hint", r.stdout, r.stderr)
@@ -277,12 +278,12 @@ func TestNoWaitAndAttach(t *testing.T) {
 	r := e.emit(t, "", "call", "--no-wait", "--tenant", tenant, "--run", "run_n", "--tool", "book", "--args", failArgs)
 	mustExit(t, r, exitOK)
 	callID := strings.TrimSuffix(r.stdout, "\n")
-	if !callIDRE.MatchString(callID) || !strings.Contains(r.stderr, "emitter attach --tenant acme --tool book --run run_n --call-id "+callID) {
+	if !callIDRE.MatchString(callID) || !strings.Contains(r.stderr, "emitter -s "+e.url+" attach --tenant acme --tool book --run run_n --call-id "+callID) {
 		t.Fatalf("--no-wait: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	r = e.emit(t, "", "attach", "--tenant", tenant, "--tool", "book", "--run", "run_n", "--call-id", callID)
 	mustExit(t, r, exitIndeterminate)
-	if !strings.HasPrefix(r.stdout, "TOOL_INDETERMINATE  book  run=run_n call="+callID) || !strings.Contains(r.stderr, "emitter resolve") {
+	if !strings.HasPrefix(r.stdout, "TOOL_INDETERMINATE  book  run=run_n call="+callID) || !strings.Contains(r.stderr, "emitter -s "+e.url+" resolve") {
 		t.Fatalf("attach: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 
@@ -305,7 +306,7 @@ func TestNoWaitAndAttach(t *testing.T) {
 	}
 	r = e.emit(t, "", "attach", "--tenant", tenant, "--tool", "book", "--run", "run_n", "--call-id", "never", "--timeout", "200ms")
 	mustExit(t, r, exitFailure)
-	if !strings.Contains(r.stderr, "emitter attach --tenant acme --tool book --run run_n --call-id never") {
+	if !strings.Contains(r.stderr, "emitter -s "+e.url+" attach --tenant acme --tool book --run run_n --call-id never") {
 		t.Fatalf("attach timeout: stderr %q", r.stderr)
 	}
 }

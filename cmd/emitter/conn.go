@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/cmd/internal/natsflags"
 )
 
 // defaultTimeout is the default of --timeout.
@@ -24,29 +27,59 @@ const defaultTimeout = 30 * time.Second
 // long to wait, and whether to print JSON. Every command that talks to NATS
 // reads them.
 type globalOptions struct {
-	server, creds, nkey, user, password, token string
-	tlsCert, tlsKey, tlsCA                     string
-	inboxPrefix                                string
-	timeout                                    time.Duration
-	json                                       bool
+	nats    natsflags.Flags
+	timeout time.Duration
+	json    bool
+
+	// conn is what the connection options came to, once resolved.
+	conn *natsflags.Resolved
+	// lookup reads the environment; tests replace it.
+	lookup natsflags.Lookup
 }
 
-// register defines the persistent flags on root, named as the nats CLI names
-// them.
+// register defines the persistent flags on root: the connection flags named as
+// the nats CLI names them (package natsflags), --timeout and --json.
 func (g *globalOptions) register(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringVarP(&g.server, "server", "s", "", "NATS server URL(s), comma-separated (default $NATS_URL, else nats://127.0.0.1:4222)")
-	f.StringVar(&g.creds, "creds", "", "NATS credentials file (.creds)")
-	f.StringVar(&g.nkey, "nkey", "", "NATS user nkey seed file")
-	f.StringVar(&g.user, "user", "", "NATS user name")
-	f.StringVar(&g.password, "password", "", "NATS password")
-	f.StringVar(&g.token, "token", "", "NATS authentication token")
-	f.StringVar(&g.tlsCert, "tlscert", "", "TLS client certificate (PEM file)")
-	f.StringVar(&g.tlsKey, "tlskey", "", "TLS client key (PEM file)")
-	f.StringVar(&g.tlsCA, "tlsca", "", "TLS certificate authorities to trust (PEM file)")
-	f.StringVar(&g.inboxPrefix, "inbox-prefix", "", "prefix of reply subjects instead of _INBOX, for credentials allowed to subscribe under a prefix of their own only (the tenants of deploy/accounts.conf need none)")
+	g.nats.Register(f, natsflags.Config{SelectedContext: true})
 	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for an answer or a reply; 0 waits for ever")
 	f.BoolVar(&g.json, "json", false, "print JSON for programs instead of text for people")
+}
+
+// resolve works out the connection options from the flags, the NATS_*
+// variables and the nats CLI's context, once.
+func (g *globalOptions) resolve() (*natsflags.Resolved, error) {
+	if g.conn != nil {
+		return g.conn, nil
+	}
+	lookup := g.lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	r, err := g.nats.Resolve(lookup)
+	if errors.Is(err, natsflags.ErrInvalid) {
+		return nil, badInput(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.conn = &r
+	return g.conn, nil
+}
+
+// hint is the connection part of the emitter commands this one suggests, so
+// that a pasted suggestion reaches the same server as this command did: the
+// options, then, on lines of their own, the variables they need that are not
+// set. Empty before the options are resolved.
+func (g *globalOptions) hint() (args, note string) {
+	if g.conn == nil {
+		return "", ""
+	}
+	h := g.conn.Hint()
+	if len(h.Needs) > 0 {
+		note = fmt.Sprintf("\n  (set %s first: secrets given on the command line are not repeated)", strings.Join(h.Needs, " and "))
+	}
+	return h.String(), note
 }
 
 // check refuses option values no command can work with.
@@ -85,13 +118,14 @@ func (s *session) Close() {
 // The connection's notices (disconnections, permission errors) go to stderr.
 // Flags that contradict each other (two ways of authenticating) are bad input.
 func (g *globalOptions) connect(cmd *cobra.Command, cc bus.ClientConfig) (*session, error) {
+	r, err := g.resolve()
+	if err != nil {
+		return nil, err
+	}
 	logw := &gateWriter{w: cmd.ErrOrStderr()}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg := bus.ConnectConfig{
-		URL: g.server, CredsFile: g.creds, NKeyFile: g.nkey, User: g.user, Password: g.password,
-		Token: g.token, TLSCert: g.tlsCert, TLSKey: g.tlsKey, TLSCA: g.tlsCA, InboxPrefix: g.inboxPrefix,
-		Name: "toolexec-emitter", Logger: log,
-	}
+	cfg := r.ConnectConfig()
+	cfg.Name, cfg.Logger = "toolexec-emitter", log
 	url := cfg.URLOrDefault()
 	nc, err := bus.Connect(cfg)
 	if errors.Is(err, bus.ErrInvalidConfig) {
@@ -151,4 +185,11 @@ func noStreamHint(err error) error {
 		return fmt.Errorf("%w\n(no toolexec stream on this server: start an executor, which creates them, or check --server)", err)
 	}
 	return err
+}
+
+// hintArgs is the connection part of a suggested command, without the note
+// on variables to set.
+func hintArgs(g *globalOptions) string {
+	args, _ := g.hint()
+	return args
 }

@@ -38,21 +38,27 @@ type env struct {
 	js      jetstream.JetStream
 	airline *demo.Airline // nil until startExecutor
 	store   *memstore.Store
+	auth    []nats.Option // how the test's own connections authenticate
 }
 
 // newBareEnv starts a server; with streams it also creates the toolexec
 // streams, as an executor would, but no executor runs.
 func newBareEnv(t *testing.T, streams bool) *env {
 	t.Helper()
-	srv := natstest.Start(t)
-	nc := natstest.Connect(t, srv)
+	return newBareEnvOn(t, natstest.Start(t), streams)
+}
+
+// newBareEnvOn is newBareEnv on a server of the test's own, reached with auth.
+func newBareEnvOn(t *testing.T, srv *server.Server, streams bool, auth ...nats.Option) *env {
+	t.Helper()
+	nc := natstest.Connect(t, srv, auth...)
 	js := natstest.JetStream(t, nc)
 	if streams {
 		if err := bus.EnsureStreams(ctxT(t), js, bus.StreamsConfig{}); err != nil {
 			t.Fatalf("EnsureStreams: %v", err)
 		}
 	}
-	return &env{srv: srv, url: srv.ClientURL(), nc: nc, js: js}
+	return &env{srv: srv, url: srv.ClientURL(), nc: nc, js: js, auth: auth}
 }
 
 // newEnv starts a server with the streams and an executor: a worker, its
@@ -73,7 +79,7 @@ func (e *env) startExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc := natstest.Connect(t, e.srv)
+	nc := natstest.Connect(t, e.srv, e.auth...)
 	js := natstest.JetStream(t, nc)
 	e.store = memstore.New(memstore.Config{})
 	t.Cleanup(func() { _ = e.store.Close() })

@@ -103,11 +103,12 @@ func runIndeterminateList(cmd *cobra.Command, g *globalOptions, o *listOptions) 
 		_, err = cmd.OutOrStdout().Write(append(b, '\n'))
 		return err
 	}
-	return writeList(cmd.OutOrStdout(), o.tenant, state, resp)
+	return writeList(cmd.OutOrStdout(), hintArgs(g), o.tenant, state, resp)
 }
 
-// writeList prints the records as a table for people.
-func writeList(w io.Writer, tenant string, state kvstore.State, resp *admin.ListResponse) error {
+// writeList prints the records as a table for people; conn is the connection
+// part of the command it suggests.
+func writeList(w io.Writer, conn, tenant string, state kvstore.State, resp *admin.ListResponse) error {
 	if len(resp.Records) == 0 {
 		_, err := fmt.Fprintf(w, "tenant %s has no %s records\n", tenant, state)
 		return err
@@ -136,7 +137,7 @@ func writeList(w io.Writer, tenant string, state kvstore.State, resp *admin.List
 		fmt.Fprintf(w, "(more %s records than shown: raise --limit, at most %d)\n", state, admin.MaxListLimit)
 	}
 	if state == kvstore.StateIndeterminate {
-		_, err := fmt.Fprintf(w, "settle one: emitter resolve --tenant %s --key KEY (--complete --outcome TEXT | --release)\n", tenant)
+		_, err := fmt.Fprintf(w, "settle one: emitter%s resolve --tenant %s --key KEY (--complete --outcome TEXT | --release)\n", conn, tenant)
 		return err
 	}
 	return nil

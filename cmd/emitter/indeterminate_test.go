@@ -41,7 +41,7 @@ func TestIndeterminateList(t *testing.T) {
 			t.Errorf("list shows the argument %q", secret)
 		}
 	}
-	if !strings.Contains(lines[3], "emitter resolve --tenant "+tenant) {
+	if !strings.Contains(lines[3], "emitter -s "+e.url+" resolve --tenant "+tenant) {
 		t.Errorf("no hint to resolve: %q", lines[3])
 	}
 

@@ -26,9 +26,10 @@ func newKeyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "key --tenant T --run R --tool N --args JSON [--key-arguments a,b] [--canonical]",
 		Short: "Derive a call's idempotency key",
-		Long: `Derive the idempotency key of a tool call, as the executor does (SPEC section 2),
-and print it, 64 lowercase hex digits, followed by a newline. With --canonical, print
-the canonical envelope that is hashed instead.
+		Long: `Derive the idempotency key of a tool call, as the executor does, and print it, 64
+lowercase hex digits, followed by a newline (docs/PROTOCOL.md, section "The
+idempotency key", describes the derivation). With --canonical, print the canonical
+envelope that is hashed instead.
 
 Without --key-arguments every argument counts; --key-arguments "" counts none (the key
 is tenant, run and tool alone); otherwise the comma-separated names count (a name

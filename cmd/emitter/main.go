@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tesserix/toolexec/internal/buildinfo"
 )
 
 func main() {
@@ -39,6 +41,7 @@ func newRootCmd() *cobra.Command {
 		// run reports errors itself, on stderr, with the exit status they call for.
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       buildinfo.Get().String(),
 	}
 	var g globalOptions
 	g.register(root)

@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/cmd/internal/natsflags"
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/mcpgate"
@@ -17,16 +17,18 @@ import (
 
 // config is everything the executor is told, by flags or TOOLEXEC_* variables.
 type config struct {
-	// NATS: a URL means an existing server; none means the embedded one.
-	natsURL, natsCreds, natsNKey, natsUser, natsPassword, natsToken string
-	tlsCert, tlsKey, tlsCA                                          string
-	natsWait                                                        time.Duration
-	natsHost                                                        string
-	natsPort                                                        int
-	dataDir                                                         string
-	syncInterval                                                    time.Duration
-	replicas                                                        int
-	eventMaxAge                                                     time.Duration
+	// NATS: a server URL (from a flag, a variable or a nats CLI context)
+	// means an existing server; none means the embedded one. conn is what the
+	// connection flags come to, set by resolveNATS.
+	nats         natsflags.Flags
+	conn         natsflags.Resolved
+	natsWait     time.Duration
+	natsHost     string
+	natsPort     int
+	dataDir      string
+	syncInterval time.Duration
+	replicas     int
+	eventMaxAge  time.Duration
 
 	store storeflags.Flags // --store and its backend's flags, --retention
 	lease time.Duration
@@ -63,15 +65,11 @@ func envName(flag string) string { return storeflags.EnvName(flag) }
 var flagAliases = map[string]string{"health-addr": "metrics-addr"}
 
 func (c *config) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.natsURL, "nats-url", "", "NATS server URL(s), comma-separated; empty starts an embedded server (NATS_URL is honoured too)")
-	fs.StringVar(&c.natsCreds, "nats-creds", "", "NATS credentials file (.creds)")
-	fs.StringVar(&c.natsNKey, "nats-nkey", "", "NATS user nkey seed file")
-	fs.StringVar(&c.natsUser, "nats-user", "", "NATS user name")
-	fs.StringVar(&c.natsPassword, "nats-password", "", "NATS password")
-	fs.StringVar(&c.natsToken, "nats-token", "", "NATS token")
-	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS over TLS")
-	fs.StringVar(&c.tlsKey, "tls-key", "", "client key (PEM) for NATS over TLS")
-	fs.StringVar(&c.tlsCA, "tls-ca", "", "certificate authorities (PEM) to trust for NATS over TLS")
+	// The connection flags, as the emitter and the nats CLI name them; the old
+	// names (--nats-url, --nats-creds, --tls-cert, …) and their TOOLEXEC_*
+	// variables still work. No selected nats CLI context: without a server the
+	// executor runs its own.
+	c.nats.Register(fs, natsflags.Config{ProgramEnv: storeflags.EnvPrefix})
 	fs.DurationVar(&c.natsWait, "nats-wait", 0, "with --nats-url: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files fail at once")
 	fs.StringVar(&c.natsHost, "nats-host", "127.0.0.1", "embedded server: address to listen on")
 	fs.IntVar(&c.natsPort, "nats-port", 4222, "embedded server: client port (-1 picks a free one)")
@@ -121,7 +119,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 func applyEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || natsflags.Owns(f.Name) { // natsflags reads their variables
 			return
 		}
 		v, ok := lookup(envName(f.Name))
@@ -179,7 +177,7 @@ func (c *config) check() error {
 		errs = append(errs, err)
 	}
 	if c.adminAccount != "" && c.embedded() {
-		errs = append(errs, errors.New("--admin-account needs --nats-url: the embedded server has one account, so no admin request would come from another and all would be refused"))
+		errs = append(errs, errors.New("--admin-account needs --server: the embedded server has one account, so no admin request would come from another and all would be refused"))
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.logFormat))
@@ -188,14 +186,18 @@ func (c *config) check() error {
 }
 
 // embedded reports whether the executor runs its own NATS server.
-func (c *config) embedded() bool { return c.natsURL == "" }
+func (c *config) embedded() bool { return c.conn.Server == "" }
 
 func (c *config) natsStoreDir() string { return filepath.Join(c.dataDir, "nats") }
 
-// resolveNATSURL takes NATS_URL, as the nats CLI does, when no TOOLEXEC_NATS_URL
-// or --nats-url was given.
-func (c *config) resolveNATSURL() {
-	if c.natsURL == "" {
-		c.natsURL = os.Getenv("NATS_URL")
+// resolveNATS works out the connection options: flags, then TOOLEXEC_*
+// variables, then the nats CLI's NATS_* ones, then the context one of those
+// names (package natsflags).
+func (c *config) resolveNATS(lookup natsflags.Lookup) error {
+	r, err := c.nats.Resolve(lookup)
+	if err != nil {
+		return err
 	}
+	c.conn = r
+	return nil
 }

@@ -6,8 +6,8 @@
 //
 //	executor --demo
 //
-// Every flag can also be set with a TOOLEXEC_* variable (--nats-url is
-// TOOLEXEC_NATS_URL); a flag on the command line wins.
+// Every flag can also be set with a TOOLEXEC_* variable (--server is
+// TOOLEXEC_NATS_URL, --store is TOOLEXEC_STORE); a flag on the command line wins.
 package main
 
 import (
@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tesserix/toolexec/internal/buildinfo"
 )
 
 func main() {
@@ -49,11 +51,17 @@ shared durable consumer of the TOOLEXEC_CALLS stream, claims each call's idempot
 key, runs the tool and publishes exactly one answer per call on
 toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>.
 
-With no --nats-url (nor TOOLEXEC_NATS_URL or NATS_URL) it starts an embedded NATS
+With no server (no --server/-s, TOOLEXEC_NATS_URL, NATS_URL or nats CLI context
+named by --context, TOOLEXEC_CONTEXT or NATS_CONTEXT) it starts an embedded NATS
 server with JetStream on --nats-host:--nats-port, keeping its data under --data-dir.
-Every flag can be set with a TOOLEXEC_* variable: --nats-url is TOOLEXEC_NATS_URL.
-A server given by URL that cannot be reached yet is waited for (--nats-wait
-bounds the wait).
+The connection flags are the nats CLI's (--server, --creds, --nkey, --user,
+--password, --tlscert, --tlskey, --tlsca, --context); each takes, in this order,
+the flag, its TOOLEXEC_* variable (TOOLEXEC_NATS_URL, TOOLEXEC_NATS_CREDS, …,
+TOOLEXEC_TLS_CERT, as before), the nats CLI's variable (NATS_URL, NATS_CREDS,
+NATS_NKEY, NATS_USER, NATS_PASSWORD, NATS_CERT, NATS_KEY, NATS_CA), then the
+context. The context the nats CLI has selected is not used: name it. Every other
+flag can be set with a TOOLEXEC_* variable: --store is TOOLEXEC_STORE.
+A server that cannot be reached yet is waited for (--nats-wait bounds the wait).
 
 Operations: --metrics-addr serves Prometheus /metrics, /healthz and /readyz;
 traces go out when the standard OTEL_* variables ask for them (for example
@@ -68,6 +76,7 @@ completed, deduplicated or indeterminate. Give --mcp-tenant for one tenant, or
 Tenants: on a server with an account per tenant (deploy/accounts.conf), give
 --admin-account ADMIN so that admin requests (forget, inspect, list, resolve)
 are served only when the server says they come from the admin account.`,
+		Version:       buildinfo.Get().String(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -75,7 +84,9 @@ are served only when the server says they come from the admin account.`,
 			if err := applyEnv(cmd.Flags(), os.LookupEnv); err != nil {
 				return usageError{err}
 			}
-			cfg.resolveNATSURL()
+			if err := cfg.resolveNATS(os.LookupEnv); err != nil {
+				return usageError{err}
+			}
 			if err := cfg.check(); err != nil {
 				return usageError{err}
 			}

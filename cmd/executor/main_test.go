@@ -87,7 +87,7 @@ func TestCheck(t *testing.T) {
 		{"zero in-flight memory", func(c *config) { c.inflightMiB = 0 }, "--max-inflight-memory-mib"},
 		{"negative nats wait", func(c *config) { c.natsWait = -time.Second }, "--nats-wait"},
 		{"negative awaiting interval", func(c *config) { c.awaitingInterval = -time.Second }, "--awaiting-interval"},
-		{"admin account on the embedded server", func(c *config) { c.adminAccount = "ADMIN" }, "--admin-account needs --nats-url"},
+		{"admin account on the embedded server", func(c *config) { c.adminAccount = "ADMIN" }, "--admin-account needs --server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestCheck(t *testing.T) {
 	if err := c.check(); err != nil {
 		t.Fatalf("defaults with --demo: %v", err)
 	}
-	c.natsURL, c.adminAccount = "nats://127.0.0.1:4222", "ADMIN"
+	c.conn.Server, c.adminAccount = "nats://127.0.0.1:4222", "ADMIN"
 	if err := c.check(); err != nil {
 		t.Fatalf("--admin-account with --nats-url: %v", err)
 	}

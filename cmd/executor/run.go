@@ -231,17 +231,14 @@ func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registr
 // to it. It returns the connection, the URL for clients, and a function that
 // stops the embedded server (a no-op otherwise).
 func connectNATS(ctx context.Context, cfg config, ready *readiness, log *slog.Logger, logOut io.Writer) (*nats.Conn, string, func(), error) {
-	cc := bus.ConnectConfig{
-		URL: cfg.natsURL, CredsFile: cfg.natsCreds, NKeyFile: cfg.natsNKey, User: cfg.natsUser,
-		Password: cfg.natsPassword, Token: cfg.natsToken, TLSCert: cfg.tlsCert, TLSKey: cfg.tlsKey,
-		TLSCA: cfg.tlsCA, Name: "toolexec-executor", Logger: log,
-	}
+	cc := cfg.conn.ConnectConfig()
+	cc.Name, cc.Logger = "toolexec-executor", log
 	if !cfg.embedded() {
 		nc, err := waitForNATS(ctx, cfg, cc, ready, log)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return nc, cfg.natsURL, func() {}, nil
+		return nc, cfg.conn.Server, func() {}, nil
 	}
 	if err := os.MkdirAll(cfg.natsStoreDir(), 0o750); err != nil {
 		return nil, "", nil, fmt.Errorf("embedded NATS: data directory: %w", err)

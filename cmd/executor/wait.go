@@ -22,7 +22,7 @@ var errStopped = errors.New("stopped while waiting for NATS")
 // waitLogInterval is the least time between two "still waiting for NATS" lines.
 const waitLogInterval = 30 * time.Second
 
-// waitForNATS connects to the server at cfg.natsURL, waiting for it while it
+// waitForNATS connects to the server at cfg.conn.Server, waiting for it while it
 // cannot be reached, for at most cfg.natsWait (0: until ctx ends). It returns
 // errStopped when ctx ends first, and an error naming --nats-wait when the bound
 // passes; other errors (refused credentials, a bad URL, unreadable files) come
@@ -34,7 +34,7 @@ func waitForNATS(ctx context.Context, cfg config, cc bus.ConnectConfig, ready *r
 		wctx, cancel = context.WithTimeout(ctx, cfg.natsWait)
 		defer cancel()
 	}
-	report := &waitReport{url: redactNATSURL(cfg.natsURL), log: log, ready: ready, clock: clock.Real{}}
+	report := &waitReport{url: redactNATSURL(cfg.conn.Server), log: log, ready: ready, clock: clock.Real{}}
 	report.start = report.clock.Now()
 	nc, err := bus.ConnectWait(wctx, cc, bus.WaitConfig{Failed: report.failed})
 	switch {

@@ -258,6 +258,9 @@ func (f *Flags) Resolve(lookup Lookup) (Resolved, error) {
 	}
 	if r.User != "" && r.Password == "" {
 		// As the nats CLI: a user given without a password is a token.
+		if r.Token != "" {
+			return Resolved{}, invalid("give one of a token and a user: a user without a password is a token, and a token is given too")
+		}
 		r.Token, r.User = r.User, ""
 		r.from["token"], r.from["user"] = r.from["user"], Source{}
 	}

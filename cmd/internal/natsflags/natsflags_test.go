@@ -226,6 +226,7 @@ func TestContexts(t *testing.T) {
 		{"a name that leaves the directory", emitterCfg, false, nil, []string{"--context", "../../etc/passwd"}, "", nil, "", false, "not a file name"},
 		{"what toolexec cannot honour", emitterCfg, false, nil, []string{"--context", "nsc"}, "", nil, "", false, "sets nsc, jetstream_domain, tls_first"},
 		{"not JSON", emitterCfg, false, nil, []string{"--context", "broken"}, "", nil, "", false, "is not a nats CLI context"},
+		{"a user-token and a token", emitterCfg, false, nil, []string{"--user", "u", "--token", "t"}, "", nil, "", false, "one of a token and a user"},
 		{"--context with --no-context", emitterCfg, false, nil, []string{"--context", "dev", "--no-context"}, "", nil, "", false, "contradict"},
 	}
 	for _, c := range cases {
