@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -248,6 +249,41 @@ func TestOldFlagNames(t *testing.T) {
 	for _, old := range []string{"--nats-url", "--nats-creds", "--tls-cert"} {
 		if strings.Contains(r.stdout, old) {
 			t.Errorf("--help shows %s", old)
+		}
+	}
+}
+
+// TestREADMEListsEveryCommand: the README's list of the emitter's commands
+// ("Its other commands: …", beside call) names each command the emitter has,
+// and no other.
+func TestREADMEListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "Its other commands:")
+	list, _, ok2 := strings.Cut(rest, ";")
+	if !ok || !ok2 {
+		t.Fatal(`README.md has no "Its other commands: …;" list`)
+	}
+	listed := map[string]bool{"call": true}
+	for _, m := range regexp.MustCompile("`([a-z-]+)`").FindAllStringSubmatch(list, -1) {
+		listed[m[1]] = true
+	}
+	have := map[string]bool{}
+	for _, c := range newRootCmd().Commands() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		have[c.Name()] = true
+		if !listed[c.Name()] {
+			t.Errorf("README.md does not list emitter %s", c.Name())
+		}
+	}
+	for name := range listed {
+		if !have[name] {
+			t.Errorf("README.md lists emitter %s, which does not exist", name)
 		}
 	}
 }
