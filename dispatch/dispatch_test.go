@@ -46,7 +46,7 @@ func checkWire(t *testing.T, a events.Answer) {
 	}
 }
 
-// TestKinds checks every row of the policy table (SPEC §1): which kinds are
+// TestKinds checks every row of the policy table (docs/PROTOCOL.md §1): which kinds are
 // retried on failure, which are deduplicated, and that tools without a policy
 // touch no record at all.
 func TestKinds(t *testing.T) {

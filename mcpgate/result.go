@@ -16,7 +16,7 @@ import (
 // MetaPrefix starts every _meta name toolexec reads or writes.
 const MetaPrefix = "io.tesserix.toolexec/"
 
-// The _meta names of requests and results (SPEC §8).
+// The _meta names of requests and results (docs/PROTOCOL.md §10).
 const (
 	// MetaRunID, in a request, puts the call in that run; in a result, names
 	// the run the call was in.

@@ -9,7 +9,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-// TestResultOf: each kind of answer becomes the result SPEC §8 names, with
+// TestResultOf: each kind of answer becomes the result docs/PROTOCOL.md §10 names, with
 // the _meta a client branches on and a text that says what to do.
 func TestResultOf(t *testing.T) {
 	key := strings.Repeat("ab", 32)

@@ -9,7 +9,7 @@
 //	events/<kind>.json         data of io.tesserix.toolexec.<kind>, one per answer
 //	                           kind (completed, deduplicated, indeterminate, failed,
 //	                           rejected) and the audit kind resolved
-//	vectors/*.json             published idempotency-key vectors (SPEC §2)
+//	vectors/*.json             published idempotency-key vectors (docs/PROTOCOL.md §6)
 //
 // Each schema's $id is [BaseURI] followed by its path here. The package only serves
 // the files; package bus/wire compiles the schemas and validates against them.

@@ -1,7 +1,7 @@
 // Package conformance holds black-box tests of the wire: they build the real
 // cmd/executor and cmd/emitter binaries, run the executor as a process against a
 // NATS server and an HTTP downstream that the tests start, and drive it only with
-// NATS messages written by hand from the contract (SPEC §5): structured and
+// NATS messages written by hand from the contract (docs/PROTOCOL.md): structured and
 // binary CloudEvents, duplicates, and a table of hostile input.
 //
 // The tests never import the packages that implement the wire (bus, bus/wire,

@@ -50,7 +50,7 @@ type call struct {
 	TraceParent                   string
 }
 
-// JSON returns the call in the CloudEvents JSON format: the attributes SPEC §5
+// JSON returns the call in the CloudEvents JSON format: the attributes docs/PROTOCOL.md §4
 // lists and data {"arguments": ...}.
 func (c call) JSON() []byte {
 	var b strings.Builder
@@ -166,7 +166,7 @@ func (a answer) dataStr(t *testing.T, name string) string {
 // answer may have besides its extensions.
 var ceAttributes = []string{"specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema", "data"}
 
-// answerExtensions are the extensions SPEC §5 gives answers (the tracing
+// answerExtensions are the extensions docs/PROTOCOL.md §5 gives answers (the tracing
 // extension's two included).
 var answerExtensions = []string{"tenant", "runid", "callid", "idempotencykey", "traceparent", "tracestate"}
 
@@ -226,7 +226,7 @@ type want struct {
 	BodyEntered *bool
 }
 
-// checkAnswer reads m and checks it against w and SPEC §5: the subject, the
+// checkAnswer reads m and checks it against w and docs/PROTOCOL.md §5: the subject, the
 // type, the extensions, and the data members each kind has, which must also
 // validate against the published schema of the kind.
 func checkAnswer(t *testing.T, m *nats.Msg, w want) answer {
@@ -297,13 +297,13 @@ func checkAnswer(t *testing.T, m *nats.Msg, w want) answer {
 			t.Errorf("%s: traceparent %q, want the trace of %q", m.Subject, got, w.TraceParent)
 		}
 	}
-	// SPEC §5 does not give answers a subject attribute; when there is one, it
-	// names the tool (none for a call without a usable tool).
+	// docs/PROTOCOL.md §5 makes an answer's subject attribute optional; when there
+	// is one, it names the tool (none for a call without a usable tool).
 	if s, ok := a.Attrs["subject"]; ok && a.str(t, "subject") != w.Tool {
 		t.Errorf("%s: subject attribute %s, want %q", m.Subject, s, w.Tool)
 	}
 
-	// Data: the members SPEC §5 lists for the kind, and the kind's schema.
+	// Data: the members docs/PROTOCOL.md §5 lists for the kind, and the kind's schema.
 	required := map[string][]string{
 		"completed":     {"tool", "outcome"},
 		"deduplicated":  {"tool", "outcome"},
@@ -346,7 +346,7 @@ func sameTrace(a, b string) bool {
 	return len(pa) == 4 && len(pb) == 4 && pa[1] == pb[1]
 }
 
-// validToken reports whether s matches [A-Za-z0-9_-]{1,128} (SPEC §5).
+// validToken reports whether s matches [A-Za-z0-9_-]{1,128} (docs/PROTOCOL.md §2).
 func validToken(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
@@ -436,7 +436,7 @@ func validateData(kind string, data []byte) error {
 	return s.Validate(v)
 }
 
-// emitterKey runs `emitter key` (SPEC §6) and returns the key it prints.
+// emitterKey runs `emitter key` (docs/PROTOCOL.md §6) and returns the key it prints.
 func emitterKey(t *testing.T, tenant, run, tool, args string, keyArgs ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(env.bin, "emitter"), "key", "--tenant", tenant, "--run", run, "--tool", tool,
@@ -481,7 +481,7 @@ func kvTraces(t *testing.T, tenant string) map[string]uint64 {
 }
 
 // kvKeys returns the live keys of the idempotency bucket under tenant
-// (<tenant>.<digest>, SPEC §5).
+// (<tenant>.<digest>, docs/PROTOCOL.md §3).
 func kvKeys(t *testing.T, tenant string) []string {
 	t.Helper()
 	kv, err := env.js.KeyValue(ctxT(t), kvBucket)

@@ -36,7 +36,7 @@ const (
 	maxOutcome       = 4096
 )
 
-// Names fixed by SPEC §5.
+// Names fixed by docs/PROTOCOL.md §3 and §4.
 const (
 	callStream  = "TOOLEXEC_CALLS"
 	eventStream = "TOOLEXEC_EVENTS"
