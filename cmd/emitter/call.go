@@ -51,13 +51,17 @@ file. Arguments that are not a JSON object, and a tenant, tool, run id or call i
 is not 1 to 128 characters of A-Z a-z 0-9 _ -, are refused before anything is sent.
 
 When no answer comes within --timeout, the call may still be answered later: the
-command says how to pick the answer up with 'emitter attach'. --no-wait publishes the
+command says how to pick the answer up with 'emitter attach'. The commands it
+suggests (attach, and inspect and resolve after an indeterminate answer) repeat
+the connection options this one used, a password or token only as a variable. --no-wait publishes the
 call, prints its call id and returns at once.
 
 Exit status:
   0  completed, or TOOL_DEDUPLICATED (an earlier call's outcome answered it)
   3  failed or rejected: nothing happened that a retry would repeat
-  4  TOOL_INDETERMINATE: nobody can say whether the effect landed
+  4  TOOL_INDETERMINATE: nobody can say whether the effect landed (except with
+     reason store_unavailable and body_entered=false, or key_underivable: then
+     nothing ran, and the message says so and what to do)
   2  bad input, refused before anything was published
   1  anything else: no connection, no answer within --timeout, interrupted`,
 		Example: `  emitter call --tenant acme --tool lookup_fare --args '{"flight":"BA117"}'
