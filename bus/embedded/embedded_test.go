@@ -49,7 +49,7 @@ func TestStartPortInUse(t *testing.T) {
 		t.Fatalf("error %v is not a *PortInUseError for %s", err, addr)
 	}
 	msg := err.Error()
-	for _, want := range []string{addr + " is already in use", "--nats-port", "TOOLEXEC_NATS_PORT", "--nats-url nats://" + addr} {
+	for _, want := range []string{addr + " is already in use", "--nats-port", "TOOLEXEC_NATS_PORT", "--server nats://" + addr} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q does not say %q", msg, want)
 		}

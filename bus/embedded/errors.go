@@ -29,7 +29,7 @@ type PortInUseError struct {
 func (e *PortInUseError) Error() string {
 	return fmt.Sprintf("embedded NATS: %s is already in use (another NATS server?): "+
 		"choose another port with --nats-port / TOOLEXEC_NATS_PORT, "+
-		"or use the running server with --nats-url nats://%s", e.Addr, e.Addr)
+		"or use the running server with --server nats://%s", e.Addr, e.Addr)
 }
 
 // Is reports whether target is ErrPortInUse.

@@ -70,7 +70,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	// variables still work. No selected nats CLI context: without a server the
 	// executor runs its own.
 	c.nats.Register(fs, natsflags.Config{ProgramEnv: storeflags.EnvPrefix})
-	fs.DurationVar(&c.natsWait, "nats-wait", 0, "with --nats-url: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files fail at once")
+	fs.DurationVar(&c.natsWait, "nats-wait", 0, "with --server: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files fail at once")
 	fs.StringVar(&c.natsHost, "nats-host", "127.0.0.1", "embedded server: address to listen on")
 	fs.IntVar(&c.natsPort, "nats-port", 4222, "embedded server: client port (-1 picks a free one)")
 	fs.StringVar(&c.dataDir, "data-dir", ".toolexec", "embedded server: where JetStream keeps its data (in <dir>/nats)")

@@ -125,7 +125,7 @@ func TestPortTaken(t *testing.T) {
 	if !errors.Is(err, embedded.ErrPortInUse) {
 		t.Fatalf("err = %v; want ErrPortInUse", err)
 	}
-	for _, hint := range []string{fmt.Sprint(port), "--nats-port", "--nats-url"} {
+	for _, hint := range []string{fmt.Sprint(port), "--nats-port", "--server"} {
 		if !strings.Contains(err.Error(), hint) {
 			t.Errorf("error %q does not mention %q", err, hint)
 		}

@@ -60,7 +60,7 @@ var options = []option{
 	{name: "password", aliases: []string{"nats-password"}, natsEnv: "NATS_PASSWORD", program: "NATS_PASSWORD", auth: true, secret: true,
 		usage: "NATS password (prefer $NATS_PASSWORD: flags show in ps)", field: func(v *Values) *string { return &v.Password }},
 	{name: "token", aliases: []string{"nats-token"}, program: "NATS_TOKEN", auth: true, secret: true,
-		usage: "NATS authentication token (prefer a variable: flags show in ps)", field: func(v *Values) *string { return &v.Token }},
+		usage: "NATS authentication token", field: func(v *Values) *string { return &v.Token }},
 	{name: "tlscert", aliases: []string{"tls-cert"}, natsEnv: "NATS_CERT", program: "TLS_CERT", tlsPair: true,
 		usage: "TLS client certificate, PEM file ($NATS_CERT)", field: func(v *Values) *string { return &v.TLSCert }},
 	{name: "tlskey", aliases: []string{"tls-key"}, natsEnv: "NATS_KEY", program: "TLS_KEY", tlsPair: true,
@@ -110,7 +110,11 @@ func (f *Flags) Register(fs *pflag.FlagSet, cfg Config) {
 	f.cfg, f.fs = cfg, fs
 	for _, o := range options {
 		p := o.field(&f.v)
-		fs.StringVarP(p, o.name, o.short, "", o.usage)
+		usage := o.usage
+		if o.natsEnv == "" && cfg.ProgramEnv != "" { // named here, since no NATS_* variable stands for it
+			usage += " (prefer $" + cfg.ProgramEnv + o.program + ": flags show in ps)"
+		}
+		fs.StringVarP(p, o.name, o.short, "", usage)
 		for _, a := range o.aliases {
 			fs.StringVar(p, a, "", "old name of --"+o.name)
 			if err := fs.MarkHidden(a); err != nil {
