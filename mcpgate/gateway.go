@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -118,10 +119,18 @@ func (g *Gateway) ServeStdio(ctx context.Context, tenant string, r io.ReadCloser
 	}
 	ts := g.newTenantServer(ctx, tenant, newID("run_"))
 	err := ts.srv.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
-	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+	// The client closing its end is the session's normal end, whether the
+	// gateway sees it reading (EOF) or writing (a notification sent just then).
+	if ctx.Err() != nil || errors.Is(err, io.EOF) || clientGone(err) {
 		return nil
 	}
 	return err
+}
+
+// clientGone reports whether err is a write to a stdio client that closed
+// its end: a closed pipe, in process or between processes.
+func clientGone(err error) bool {
+	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
 
 // serverFor returns the HTTP server of tenant, made on first use.

@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"context"
 	"errors"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
@@ -271,5 +272,28 @@ func TestCallIDRetryFromAnotherSession(t *testing.T) {
 	}
 	if n := f.hold.entered.Load(); n != 1 {
 		t.Fatalf("hold entered %d times, want 1", n)
+	}
+}
+
+// TestStdioClientGone: a client that closes its end while the gateway writes
+// to it ends the session; ServeStdio does not call that an error.
+func TestStdioClientGone(t *testing.T) {
+	f := startFleet(t)
+	in, toServer := io.Pipe()
+	fromServer, out := io.Pipe()
+	fromServer.Close() // the client reads nothing more: every write fails
+	done := make(chan error, 1)
+	go func() { done <- f.gw.ServeStdio(ctxT(t), "acme", in, out) }()
+	if _, err := io.WriteString(toServer, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ServeStdio with its client gone = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		toServer.Close()
+		t.Fatalf("ServeStdio did not end within 30 s of a failed write; after closing its input: %v", <-done)
 	}
 }
