@@ -12,19 +12,16 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/kvstore"
 )
 
 // Operator lists and settles idempotency records. *admin.Service does it in
@@ -58,14 +55,27 @@ const (
 	DefaultMaxSessions     = 1000
 )
 
-// ErrNoToken is returned by [New] without a token: the console is never open.
-var ErrNoToken = errors.New("console: a token is required (--console-token or TOOLEXEC_CONSOLE_TOKEN)")
+// ErrNoToken is returned by [New] with neither operators nor a token: the
+// console is never open.
+var ErrNoToken = errors.New("console: operators or a token are required (--console-operators-file, or --console-token / TOOLEXEC_CONSOLE_TOKEN)")
+
+// Unverified marks the name of an operator who signed in with the shared
+// Config.Token: it is whatever they typed, and the audit events say so.
+const Unverified = " (unverified)"
 
 // Config configures a [Console].
 type Config struct {
-	// Token is the secret an operator signs in with (or sends as a bearer
-	// token). Required.
+	// Operators sign in with their own tokens (or send them as bearer
+	// tokens), and the resolved audit events carry their names. Operators or
+	// Token is required.
+	Operators *Operators
+	// Token is a secret shared by whoever signs in with it (or sends it as a
+	// bearer token): an admin, named by what they type at sign-in, marked
+	// Unverified. Prefer Operators.
 	Token string
+	// Searcher finds stored events for the admins' view across tenants;
+	// without it, that view searches the live feed's events only.
+	Searcher Searcher
 	// Operator lists and resolves records. Required.
 	Operator Operator
 	// Watcher feeds the live feed. Required.
@@ -113,7 +123,7 @@ var templates embed.FS
 // New returns a console, or ErrNoToken without Config.Token, or an error when
 // Operator or Watcher is missing.
 func New(cfg Config) (*Console, error) {
-	if cfg.Token == "" {
+	if cfg.Token == "" && cfg.Operators == nil {
 		return nil, ErrNoToken
 	}
 	if cfg.Operator == nil || cfg.Watcher == nil {
@@ -139,6 +149,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	pages, err := template.New("").Funcs(template.FuncMap{
 		"short": shortKey,
+		"kinds": events.Kinds,
 		"age":   formatAge,
 		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	}).ParseFS(templates, "assets/templates/*.html")
@@ -177,8 +188,12 @@ func (c *Console) Wait() { c.wg.Wait() }
 // sessionCookie holds a signed-in browser's session id.
 const sessionCookie = "toolexec_console"
 
-// Handler serves the console: the page at /, the feed's event stream at
-// /events, the resolve action at /resolve, sign-in at /login, sign-out at
+// Handler serves the console: the page at / (a tenant's records with
+// ?tenant=), the records alone at /records (which the page's script reloads
+// as the feed shows records come and go), the admins' view across tenants
+// with its search at /all, the feed's event stream at /events, the resolve
+// action at /resolve (a release first answers a page that asks to confirm
+// it), sign-in at /login, sign-out at
 // /logout and the page's stylesheet and script at /static/. Everything but
 // those last three needs the session cookie sign-in sets, or
 // "Authorization: Bearer <token>". Wrong tokens, signing in or bearer, are
@@ -193,6 +208,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /logout", c.logout)
 	mux.Handle("GET /{$}", c.authorized(http.HandlerFunc(c.page)))
 	mux.Handle("GET /events", c.authorized(http.HandlerFunc(c.stream)))
+	mux.Handle("GET /records", c.authorized(http.HandlerFunc(c.records)))
+	mux.Handle("GET /all", c.authorized(http.HandlerFunc(c.all)))
 	mux.Handle("POST /resolve", c.authorized(http.HandlerFunc(c.resolve)))
 	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
 }
@@ -216,8 +233,8 @@ func equal(a, b string) bool {
 
 // caller is who an authorized request comes from.
 type caller struct {
-	session  string // the session id; "" for a bearer token
-	operator string // the name the audit events carry
+	session string // the session id; "" for a bearer token
+	id      Identity
 }
 
 type callerKey struct{}
@@ -227,7 +244,28 @@ func callerOf(r *http.Request) caller {
 	if who, ok := r.Context().Value(callerKey{}).(caller); ok {
 		return who
 	}
-	return caller{operator: DefaultOperator}
+	return caller{}
+}
+
+// identify returns who token signs in as: an operator of the operators file,
+// or, with the shared token, an admin named name (else DefaultOperator),
+// marked Unverified. Both are checked, whatever the first finds, in constant
+// time.
+func (c *Console) identify(token, name string) (Identity, bool) {
+	var id Identity
+	ok := false
+	if c.cfg.Operators != nil {
+		id, ok = c.cfg.Operators.Lookup(token)
+	}
+	shared := c.cfg.Token != "" && equal(token, c.cfg.Token)
+	if !ok && shared {
+		name = strings.TrimSpace(name)
+		if !operatorRE.MatchString(name) {
+			name = DefaultOperator
+		}
+		id, ok = Identity{Name: name + Unverified, Admin: true}, true
+	}
+	return id, ok
 }
 
 // authorized lets through requests with a live session's cookie or the
@@ -237,15 +275,20 @@ func (c *Console) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := c.now()
 		if ck, err := r.Cookie(sessionCookie); err == nil {
-			if name, ok := c.sessions.use(ck.Value, now); ok {
-				h.ServeHTTP(w, withCaller(r, caller{session: ck.Value, operator: name}))
+			if id, ok := c.sessions.use(ck.Value, now); ok {
+				h.ServeHTTP(w, withCaller(r, caller{session: ck.Value, id: id}))
 				return
 			}
 		}
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			right, retry := c.gate.check(r.RemoteAddr, now, func() bool { return equal(tok, c.cfg.Token) })
+			var id Identity
+			right, retry := c.gate.check(r.RemoteAddr, now, func() bool {
+				var ok bool
+				id, ok = c.identify(tok, r.Header.Get("X-Operator"))
+				return ok
+			})
 			if right {
-				h.ServeHTTP(w, withCaller(r, caller{operator: DefaultOperator}))
+				h.ServeHTTP(w, withCaller(r, caller{id: id}))
 				return
 			}
 			if retry > 0 {
@@ -283,30 +326,47 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 
 // loginData is what login.html shows.
 type loginData struct {
-	Failed bool // the last token was wrong
-	Wait   int  // seconds before a token from this address is checked again
+	Failed    bool // the last token was wrong
+	Wait      int  // seconds before a token from this address is checked again
+	Shared    bool // the shared token is accepted: ask for a name
+	Operators bool // operators sign in with their own tokens
+}
+
+func (c *Console) loginData() loginData {
+	return loginData{Shared: c.cfg.Token != "", Operators: c.cfg.Operators != nil}
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, http.StatusOK, "login.html", loginData{Failed: r.URL.Query().Has("failed")})
+	d := c.loginData()
+	d.Failed = r.URL.Query().Has("failed")
+	c.render(w, http.StatusOK, "login.html", d)
 }
 
 var operatorRE = regexp.MustCompile(`^[\p{L}\p{N} ._@-]{1,64}$`)
 
 // login checks the token, through the throttle, and starts a session: its id
-// goes into the cookie, the operator's name (else DefaultOperator) stays with
-// the session for the audit events. A session the browser held before ends.
+// goes into the cookie, which the browser keeps no longer than the session
+// lives (Max-Age and Expires: Config.SessionLifetime); who signed in stays
+// with the session, for the audit events and for what they may see. A session
+// the browser held before ends.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
 	now := c.now()
-	right, retry := c.gate.check(r.RemoteAddr, now, func() bool { return equal(r.PostForm.Get("token"), c.cfg.Token) })
+	var id Identity
+	right, retry := c.gate.check(r.RemoteAddr, now, func() bool {
+		var ok bool
+		id, ok = c.identify(r.PostForm.Get("token"), r.PostForm.Get("operator"))
+		return ok
+	})
 	switch {
 	case retry > 0:
 		setRetryAfter(w, retry)
-		c.render(w, http.StatusTooManyRequests, "login.html", loginData{Wait: retrySeconds(retry)})
+		d := c.loginData()
+		d.Wait = retrySeconds(retry)
+		c.render(w, http.StatusTooManyRequests, "login.html", d)
 		return
 	case !right:
 		http.Redirect(w, r, "/login?failed", http.StatusSeeOther)
@@ -315,13 +375,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(sessionCookie); err == nil {
 		c.sessions.end(ck.Value)
 	}
-	name := strings.TrimSpace(r.PostForm.Get("operator"))
-	if !operatorRE.MatchString(name) {
-		name = DefaultOperator
-	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.sessions.create(name, now), Path: "/",
+	life := c.cfg.SessionLifetime
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.sessions.create(id, now), Path: "/",
+		MaxAge: max(1, int(life/time.Second)), Expires: now.Add(life),
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	c.log.Info("console: signed in", "operator", name, "remote", r.RemoteAddr)
+	c.log.Info("console: signed in", "operator", id.Name, "verified", id.Verified, "admin", id.Admin, "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -338,143 +396,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-var keyRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// record is a row of the indeterminate records table.
-type record struct {
-	*admin.RecordInfo
-	Age time.Duration
-}
-
-// pageData is what page.html shows.
-type pageData struct {
-	Tenant   string
-	Operator string
-	Records  []record
-	More     bool
-	ListErr  string
-	Flash    string
-	FlashBad bool
-	Focus    string // the key the page was opened for
-	Feed     []Item // newest first
-	LastID   uint64
-	Tenants  []string
-}
-
-// page renders the console: the feed so far and, for ?tenant=, its
-// indeterminate records.
-func (c *Console) page(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	d := pageData{Operator: callerOf(r).operator, Focus: q.Get("key")}
-	items := c.hub.since(0)
-	seen := map[string]bool{}
-	for i := len(items) - 1; i >= 0; i-- {
-		d.Feed = append(d.Feed, items[i])
-		if t := items[i].Tenant; !seen[t] && len(d.Tenants) < 20 {
-			seen[t] = true
-			d.Tenants = append(d.Tenants, t)
-		}
-	}
-	if len(items) > 0 {
-		d.LastID = items[len(items)-1].ID
-	}
-	d.Flash, d.FlashBad = flash(q)
-	if t := q.Get("tenant"); t != "" {
-		d.Tenant = t
-		if err := events.CheckToken("tenant", t); err != nil {
-			d.ListErr = err.Error()
-		} else if resp, err := c.cfg.Operator.List(r.Context(), admin.ListRequest{Tenant: t}); err != nil {
-			d.ListErr = err.Error()
-		} else {
-			d.More = resp.More
-			for _, ri := range resp.Records {
-				rec := record{RecordInfo: ri}
-				if ri.UpdatedAt != nil {
-					rec.Age = resp.Now.Sub(*ri.UpdatedAt)
-				}
-				d.Records = append(d.Records, rec)
-			}
-		}
-	}
-	c.render(w, http.StatusOK, "page.html", d)
-}
-
-// flash is the message a resolution left in the query: what was done, or why
-// it was not. Only known values are shown.
-func flash(q url.Values) (string, bool) {
-	key := q.Get("key")
-	if !keyRE.MatchString(key) {
-		return "", false
-	}
-	switch q.Get("done") {
-	case string(events.ActionComplete):
-		return "Resolved " + shortKey(key) + ": completed with the outcome given; duplicates of its call are answered with it.", false
-	case string(events.ActionRelease):
-		return "Resolved " + shortKey(key) + ": released; the next call runs the tool.", false
-	}
-	if msg, ok := failures[q.Get("failed")]; ok {
-		return "Not resolved " + shortKey(key) + ": " + msg, true
-	}
-	return "", false
-}
-
-// failures explains, by admin error code, why a resolution failed.
-var failures = map[string]string{
-	admin.CodeNotIndeterminate: "it is no longer indeterminate (resolved already?).",
-	admin.CodeNotFound:         "the tenant has no record for it (released, expired or forgotten).",
-	admin.CodeInvalid:          "the request was refused as invalid.",
-	admin.CodeTooLarge:         "the outcome is too large to record.",
-	admin.CodeUnavailable:      "the idempotency store cannot be reached; try again.",
-	admin.CodeAuditFailed:      "it WAS resolved, but its audit event could not be stored.",
-	admin.CodeInternal:         "the executor could not do it; see its log.",
-}
-
-// resolve applies a resolution from the page's form and sends the browser
-// back to the tenant's records with the result.
-func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "bad form", http.StatusBadRequest)
-		return
-	}
-	f := r.PostForm
-	req := admin.ResolveRequest{
-		Tenant: f.Get("tenant"), Key: f.Get("key"), Action: events.Action(f.Get("action")), Operator: callerOf(r).operator,
-	}
-	if req.Action == events.ActionComplete {
-		req.Outcome = f.Get("outcome")
-		if !utf8.ValidString(req.Outcome) {
-			http.Error(w, "the outcome is not valid UTF-8", http.StatusBadRequest)
-			return
-		}
-	}
-	back := url.Values{"tenant": {req.Tenant}, "key": {req.Key}}
-	_, err := c.cfg.Operator.Resolve(r.Context(), req)
-	var ae *admin.Error
-	switch {
-	case err == nil:
-		back.Set("done", string(req.Action))
-		c.log.Info("console: key resolved", "tenant", req.Tenant, "key", req.Key, "action", req.Action, "operator", req.Operator)
-	case errors.As(err, &ae):
-		back.Set("failed", ae.Code)
-		c.log.Warn("console: resolution failed", "tenant", req.Tenant, "key", req.Key, "action", req.Action, "error", err)
-	case errors.Is(err, kvstore.ErrInvalid):
-		back.Set("failed", admin.CodeInvalid)
-	default:
-		back.Set("failed", admin.CodeInternal)
-		c.log.Error("console: resolution failed", "tenant", req.Tenant, "key", req.Key, "action", req.Action, "error", err)
-	}
-	if events.CheckToken("tenant", req.Tenant) != nil {
-		back.Del("tenant")
-	}
-	http.Redirect(w, r, "/?"+back.Encode(), http.StatusSeeOther)
-}
-
 // heartbeat keeps idle event streams open through proxies.
 const heartbeat = 20 * time.Second
 
 // stream serves the feed as Server-Sent Events: the kept items after
 // ?after= (or the Last-Event-ID a reconnecting browser sends), then each new
-// one, until the client goes away or, for a browser, its session ends (signed
+// one, of the tenants the caller sees, until the client goes away or, for a browser, its session ends (signed
 // out or expired: the stream ends at the next item or keep-alive).
 func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	who := callerOf(r)
@@ -492,6 +419,9 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request) {
 	send := func(it Item) bool {
 		if !live() {
 			return false
+		}
+		if !who.id.Sees(it.Tenant) {
+			return true // another tenant's: not this operator's to see
 		}
 		b, _ := json.Marshal(it)
 		if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", it.ID, b); err != nil {

@@ -301,7 +301,7 @@ func TestRecordsAndResolve(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "done=complete") {
 		t.Fatalf("POST /resolve: %d to %q", resp.StatusCode, loc)
 	}
-	want := admin.ResolveRequest{Tenant: "acme", Key: key1, Action: events.ActionComplete, Outcome: "K7Q2ZD", Operator: "alice"}
+	want := admin.ResolveRequest{Tenant: "acme", Key: key1, Action: events.ActionComplete, Outcome: "K7Q2ZD", Operator: "alice" + console.Unverified}
 	if got := f.op.resolutions(); len(got) != 1 || got[0] != want {
 		t.Fatalf("resolutions %+v, want %+v", got, want)
 	}
@@ -310,7 +310,7 @@ func TestRecordsAndResolve(t *testing.T) {
 	}
 
 	f.op.failWith(&admin.Error{Code: admin.CodeNotIndeterminate, Message: "completed"})
-	resp, err = cl.PostForm(f.srv.URL+"/resolve", url.Values{"tenant": {"acme"}, "key": {key1}, "action": {"release"}})
+	resp, err = cl.PostForm(f.srv.URL+"/resolve", url.Values{"tenant": {"acme"}, "key": {key1}, "action": {"release"}, "confirm": {"release"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,9 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-// feedKinds are the events the live feed shows: what an operator acts on.
-var feedKinds = []events.Kind{events.KindIndeterminate, events.KindDeduplicated, events.KindResolved}
+// feedKinds are the events the live feed shows: every answer kind, and the
+// resolutions.
+var feedKinds = events.Kinds()
 
 // maxFeedOutcome bounds the outcome text an item carries.
 const maxFeedOutcome = 200
@@ -31,14 +32,19 @@ type Item struct {
 	Outcome     string        `json:"outcome,omitempty"`
 	Action      events.Action `json:"action,omitempty"`
 	Operator    string        `json:"operator,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	Code        string        `json:"code,omitempty"`
 	Time        time.Time     `json:"time"`
+	// Settled says, for an indeterminate item, what later resolved its key
+	// (the pages fill it in; the stream's script does the same).
+	Settled string `json:"-"`
 }
 
 func itemOf(a events.Answer) Item {
 	it := Item{
 		Kind: a.Kind, Tenant: a.Tenant, Tool: a.Tool, RunID: a.RunID, CallID: a.CallID, Key: a.Key,
 		Reason: a.Reason, BodyEntered: a.BodyEntered, Outcome: cutText(a.Outcome, maxFeedOutcome),
-		Action: a.Action, Operator: a.Operator, Time: a.Time,
+		Action: a.Action, Operator: a.Operator, Error: cutText(a.Error, maxFeedOutcome), Code: string(a.Code), Time: a.Time,
 	}
 	if it.Time.IsZero() {
 		it.Time = time.Now().UTC()

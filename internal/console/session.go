@@ -25,9 +25,9 @@ func newSessionID() string {
 
 // session is a signed-in browser.
 type session struct {
-	operator string    // the name the audit events carry
-	created  time.Time // sign-in
-	used     time.Time // the latest request
+	id      Identity  // who signed in
+	created time.Time // sign-in
+	used    time.Time // the latest request
 }
 
 // sessions are the console's signed-in browsers, kept in memory only: a
@@ -54,10 +54,10 @@ func (ss *sessions) ended(s *session, now time.Time) bool {
 	return now.Sub(s.used) >= ss.idle || now.Sub(s.created) >= ss.lifetime
 }
 
-// create starts a session for operator and returns its id. It first drops the
+// create starts a session for id and returns the session's id. It first drops the
 // sessions that have ended and, when the console keeps as many as it may, the
 // oldest.
-func (ss *sessions) create(operator string, now time.Time) string {
+func (ss *sessions) create(who Identity, now time.Time) string {
 	id := newSessionID()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -65,7 +65,7 @@ func (ss *sessions) create(operator string, now time.Time) string {
 	if len(ss.byID) >= ss.max {
 		ss.dropOldest()
 	}
-	ss.byID[sessionKey(id)] = &session{operator: operator, created: now, used: now}
+	ss.byID[sessionKey(id)] = &session{id: who, created: now, used: now}
 	return id
 }
 
@@ -105,18 +105,18 @@ func (ss *sessions) find(id string, now time.Time) *session {
 	return s
 }
 
-// use returns the operator of the live session with id and marks it used at
-// now; ok is false when there is no such session (never issued, ended or
+// use returns who signed in to the live session with id and marks it used
+// at now; ok is false when there is no such session (never issued, ended or
 // signed out).
-func (ss *sessions) use(id string, now time.Time) (operator string, ok bool) {
+func (ss *sessions) use(id string, now time.Time) (who Identity, ok bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s := ss.find(id, now)
 	if s == nil {
-		return "", false
+		return Identity{}, false
 	}
 	s.used = now
-	return s.operator, true
+	return s.id, true
 }
 
 // alive reports whether the session with id is live at now, without marking
@@ -141,5 +141,5 @@ func (ss *sessions) end(id string) (operator string, ok bool) {
 		return "", false
 	}
 	delete(ss.byID, k)
-	return s.operator, true
+	return s.id.Name, true
 }

@@ -239,7 +239,14 @@ func TestSessionExpiry(t *testing.T) {
 	})
 	t.Run("lifetime", func(t *testing.T) {
 		f := newFixture(t, edit)
-		id := f.signedIn(t, "alice")
+		signIn := f.clock.now()
+		ck := sessionOf(t, f.login(home, token, "alice"))
+		// The browser drops the cookie when the server ends the session: the
+		// cookie's own lifetime is the session's.
+		if ck.MaxAge != int(lifetime/time.Second) || !ck.Expires.Equal(signIn.Add(lifetime)) {
+			t.Fatalf("session cookie Max-Age %d, Expires %v: want %d and %v", ck.MaxAge, ck.Expires, int(lifetime/time.Second), signIn.Add(lifetime))
+		}
+		id := ck.Value
 		for used := time.Duration(0); used+idle/2 < lifetime; used += idle / 2 {
 			f.clock.advance(idle / 2)
 			if !f.opens(t, id) {
@@ -281,7 +288,8 @@ func TestSessionsAreBounded(t *testing.T) {
 }
 
 // TestOperatorComesFromTheSession: the audit name is the one given at this
-// session's sign-in; a cookie cannot change it.
+// session's sign-in with the shared token, marked unverified; a cookie cannot
+// change it.
 func TestOperatorComesFromTheSession(t *testing.T) {
 	f := newFixture(t)
 	alice, nameless := f.signedIn(t, "alice"), f.signedIn(t, "<script>")
@@ -289,11 +297,11 @@ func TestOperatorComesFromTheSession(t *testing.T) {
 		id   string
 		want string
 	}{
-		{alice, "alice"},
-		{nameless, console.DefaultOperator},
+		{alice, "alice" + console.Unverified},
+		{nameless, console.DefaultOperator + console.Unverified},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/resolve",
-			strings.NewReader(url.Values{"tenant": {"acme"}, "key": {key1}, "action": {"release"}}.Encode()))
+			strings.NewReader(url.Values{"tenant": {"acme"}, "key": {key1}, "action": {"release"}, "confirm": {"release"}}.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: tt.id})
 		r.AddCookie(&http.Cookie{Name: "toolexec_console_operator", Value: "mallory"})
