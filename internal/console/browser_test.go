@@ -54,6 +54,7 @@ func chromium(t *testing.T) string {
 // console over them.
 type system struct {
 	client *bus.Client
+	adm    *admin.Service
 	url    string
 }
 
@@ -98,7 +99,12 @@ func startSystem(t *testing.T) *system {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Token: token, Operator: adm, Watcher: client, Logger: quiet})
+	ops, err := console.ParseOperators(strings.NewReader(operatorsFile()), "operators")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := console.New(console.Config{Token: token, Operators: ops, Operator: adm, Watcher: client,
+		Searcher: console.StreamSearcher{JS: js}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +113,20 @@ func startSystem(t *testing.T) *system {
 	}
 	hs := httptest.NewServer(c.Handler())
 	t.Cleanup(hs.Close)
-	return &system{client: client, url: hs.URL}
+	return &system{client: client, adm: adm, url: hs.URL}
 }
 
 func (s *system) book(t *testing.T, callID, args string) events.Answer {
 	t.Helper()
+	return s.call(t, "acme", "run_1", callID, args)
+}
+
+// call books on the demo airline for tenant.
+func (s *system) call(t *testing.T, tenant, runID, callID, args string) events.Answer {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := s.client.Call(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: callID, Tool: "book", Arguments: json.RawMessage(args)})
+	a, err := s.client.Call(ctx, events.Call{Tenant: tenant, RunID: runID, CallID: callID, Tool: "book", Arguments: json.RawMessage(args)})
 	if err != nil {
 		t.Fatalf("call %s: %v", callID, err)
 	}
@@ -123,7 +135,10 @@ func (s *system) book(t *testing.T, callID, args string) events.Answer {
 
 // newBrowser starts headless Chromium with a profile of its own and returns a
 // context for its first tab.
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t *testing.T) context.Context { return newBrowserSized(t, 1440, 900) }
+
+// newBrowserSized is newBrowser with a window of w×h CSS pixels.
+func newBrowserSized(t *testing.T, w, h int) context.Context {
 	t.Helper()
 	path := chromium(t)
 	opts := []chromedp.ExecAllocatorOption{
@@ -138,14 +153,14 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1440, 900),
+		chromedp.WindowSize(w, h),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	bctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	t.Cleanup(cancel)
 	// The first Run starts the browser; it lives as long as bctx.
-	if err := chromedp.Do(bctx); err != nil {
+	if err := chromedp.Do(bctx, chromedp.EmulateViewport(int64(w), int64(h))); err != nil {
 		t.Fatalf("starting Chromium (%s): %v", path, err)
 	}
 	return bctx
