@@ -44,8 +44,7 @@ type config struct {
 	toolsFile    string
 	demo         bool
 	metricsAddr  string // /metrics, /healthz and /readyz
-	consoleAddr  string
-	consoleToken string
+	console      consoleFlags
 	mcp          mcpFlags
 	adminAccount string
 	logFormat    string
@@ -95,8 +94,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
 	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute, "how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on PostgreSQL, over all its records on JetStream and Redis); 0: not counted")
-	fs.StringVar(&c.consoleAddr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-token")
-	fs.StringVar(&c.consoleToken, "console-token", "", "the token operators sign in to the console with (prefer TOOLEXEC_CONSOLE_TOKEN: flags show in ps)")
+	c.console.register(fs)
 	fs.StringVar(&c.mcp.addr, "mcp-addr", "", "address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, and the tokens file on any address but loopback")
 	fs.StringVar(&c.mcp.tenant, "mcp-tenant", "", "the tenant of every MCP request (one tenant per gateway)")
 	fs.StringVar(&c.mcp.tokensFile, "mcp-tokens-file", "", "file of \"<tenant> <token>\" lines: each MCP request acts for the tenant of its bearer token (write tokens hashed: emitter mcp-token)")
@@ -170,8 +168,8 @@ func (c *config) check() error {
 	if c.lease >= c.store.Retention {
 		errs = append(errs, fmt.Errorf("--lease %v must be shorter than --retention %v", c.lease, c.store.Retention))
 	}
-	if c.consoleAddr != "" && c.consoleToken == "" {
-		errs = append(errs, errors.New("--console-addr needs a token: set TOOLEXEC_CONSOLE_TOKEN (or --console-token)"))
+	if err := c.console.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.mcp.check(); err != nil {
 		errs = append(errs, err)

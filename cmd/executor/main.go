@@ -66,7 +66,8 @@ A server that cannot be reached yet is waited for (--nats-wait bounds the wait).
 Operations: --metrics-addr serves Prometheus /metrics, /healthz and /readyz;
 traces go out when the standard OTEL_* variables ask for them (for example
 OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318); --console-addr serves the
-operators' web console, signed in to with TOOLEXEC_CONSOLE_TOKEN.
+operators' web console, signed in to with each operator's own token
+(--console-operators-file) or a shared TOOLEXEC_CONSOLE_TOKEN.
 
 Agents: --mcp-addr serves the Model Context Protocol (Streamable HTTP at /mcp):
 tools/list lists the executors' tools, tools/call is an ordinary call, answered

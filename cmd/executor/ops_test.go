@@ -264,7 +264,7 @@ func startExecutorLogging(t *testing.T, logs io.Writer, args ...string) (string,
 // TestConsole: --console-addr needs a token; the console it serves lets no
 // one in without it, and lets the token in.
 func TestConsole(t *testing.T) {
-	c := config{consoleAddr: "127.0.0.1:0", store: storeflags.Flags{Kind: storeflags.Memory, Retention: time.Hour}, demo: true, concurrency: 1, lease: time.Second, logFormat: "text"}
+	c := config{console: consoleFlags{addr: "127.0.0.1:0"}, store: storeflags.Flags{Kind: storeflags.Memory, Retention: time.Hour}, demo: true, concurrency: 1, lease: time.Second, logFormat: "text"}
 	if err := c.check(); err == nil || !strings.Contains(err.Error(), "TOOLEXEC_CONSOLE_TOKEN") {
 		t.Fatalf("check without a console token = %v", err)
 	}

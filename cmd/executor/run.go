@@ -18,11 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tesserix/toolexec"
-	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
-	"github.com/tesserix/toolexec/internal/console"
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/tracing"
@@ -147,8 +145,8 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	closers = append(closers, stopStoreMetrics)
 	ready.running(store)
-	if cfg.consoleAddr != "" {
-		stop, err := startConsole(cfg, js, ex.Admin(), log)
+	if cfg.console.addr != "" {
+		stop, err := startConsole(cfg.console, js, ex.Admin(), log)
 		if err != nil {
 			return err
 		}
@@ -303,34 +301,5 @@ func serveHTTP(flag, addr string, h http.Handler, log *slog.Logger) (func(), err
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
-}
-
-// startConsole serves the operators' console: resolutions go through adm (the
-// admin path, in process), the feed through a client's watches.
-func startConsole(cfg config, js jetstream.JetStream, adm *admin.Service, log *slog.Logger) (func(), error) {
-	client, err := bus.NewClient(js, bus.ClientConfig{Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	con, err := console.New(console.Config{Token: cfg.consoleToken, Operator: adm, Watcher: client, Logger: log})
-	if err != nil {
-		return nil, usageError{err}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := con.Start(ctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	stop, err := serveHTTP("--console-addr", cfg.consoleAddr, con.Handler(), log)
-	if err != nil {
-		cancel()
-		con.Wait()
-		return nil, err
-	}
-	return func() {
-		cancel() // ends the feed and the pages' event streams
-		stop()
-		con.Wait()
 	}, nil
 }
