@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBenchCmd(&g))
 	root.AddCommand(newMCPCmd(&g))
 	root.AddCommand(newMCPTokenCmd(&g))
+	root.AddCommand(newConsoleTokenCmd(&g))
 	return root
 }
 
