@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
@@ -55,6 +56,7 @@ func chromium(t *testing.T) string {
 type system struct {
 	client *bus.Client
 	adm    *admin.Service
+	js     jetstream.JetStream
 	url    string
 }
 
@@ -113,7 +115,7 @@ func startSystem(t *testing.T) *system {
 	}
 	hs := httptest.NewServer(c.Handler())
 	t.Cleanup(hs.Close)
-	return &system{client: client, adm: adm, url: hs.URL}
+	return &system{client: client, adm: adm, js: js, url: hs.URL}
 }
 
 func (s *system) book(t *testing.T, callID, args string) events.Answer {
