@@ -28,7 +28,8 @@ import (
 )
 
 // screenshotEnv names the file the browser test writes a screenshot of the
-// console to, when set (the README's docs/console.png):
+// console to, when set (the README's docs/console.png; the view across
+// tenants goes to console-all.png beside it):
 //
 //	TOOLEXEC_CONSOLE_SCREENSHOT=$PWD/docs/console.png go test -run TestBrowser ./console
 const screenshotEnv = "TOOLEXEC_CONSOLE_SCREENSHOT"
@@ -255,29 +256,61 @@ func TestBrowser(t *testing.T) {
 	step(t, b, "reloading the records", chromedp.Navigate(s.url+"/?tenant=acme"), chromedp.WaitVisible(chromedp.CSS(`#records p.empty`)))
 
 	if out := os.Getenv(screenshotEnv); out != "" {
-		screenshot(t, s, b, out)
+		screenshot(t, out)
 	}
 }
 
-// screenshot fills the console with a few more events and records and saves
-// a PNG of it to out.
-func screenshot(t *testing.T, s *system, b context.Context, out string) {
+// screenshot starts a console of its own, fills it with events and records
+// of two tenants with real-length ids, and saves PNGs at 1280×800: the
+// tenant's records and the feed to out, the admins' view across tenants to
+// console-all.png beside it.
+func screenshot(t *testing.T, out string) {
 	t.Helper()
-	s.book(t, "c3", `{"flight":"LH400","seats":2,"request_id":"r-3"}`)
-	s.book(t, "c4", `{"flight":"LH400","seats":2,"request_id":"r-4"}`)
-	for i, flight := range []string{"AF1280", "KL1004"} {
-		s.book(t, fmt.Sprintf("c%d", 5+i), fmt.Sprintf(`{"flight":%q,"seats":1,"request_id":"r-%d","fail_after_effect":true}`, flight, 5+i))
+	s := startSystem(t)
+	b := newBrowserSized(t, 1280, 800)
+	step(t, b, "signing in as ada, with her own token",
+		chromedp.Navigate(s.url+"/login"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=token]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), adaToken),
+		chromedp.Click(chromedp.CSS(`body.login button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#status.live`)),
+	)
+	run := realRunID(t)
+	s.call(t, "acme", run, realCallID(t), `{"flight":"LH400","seats":2,"request_id":"r-lh400"}`)
+	s.call(t, "acme", run, realCallID(t), `{"flight":"LH400","seats":2,"request_id":"r-lh400"}`)
+	s.call(t, "acme", run, realCallID(t), `{"flight":"LH400","request_id":"r-x"}`) // rejected: no seats
+	s.lose(t, "globex", "KL1004")
+	settled := s.lose(t, "acme", "BA117")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.adm.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: settled.Key, Action: events.ActionComplete, Outcome: "PNR-7XK2LM", Operator: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	var last events.Answer
+	for _, flight := range []string{"AF1280", "UA901"} {
+		last = s.lose(t, "acme", flight)
 	}
 	step(t, b, "opening the records for the screenshot",
-		chromedp.EmulateViewport(1440, 560),
 		chromedp.Navigate(s.url+"/?tenant=acme"),
 		chromedp.WaitVisible(chromedp.CSS(`#status.live`)),
-		chromedp.WaitVisible(chromedp.CSS(`#feed li[data-call=c6]`)),
-		chromedp.SendKeys(chromedp.CSS(`#records tbody tr:first-child input[name=outcome]`), "AF-9XK2LM"),
+		chromedp.WaitVisible(chromedp.CSS(`#feed li[data-key="`+last.Key+`"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#records tbody tr:first-child input[name=outcome]`), "PNR-AF9XK2"),
 	)
+	capture(t, b, out)
+	step(t, b, "searching every tenant by a run id",
+		chromedp.Navigate(s.url+"/all?by=run&q="+last.RunID),
+		chromedp.WaitVisible(chromedp.CSS(`#found li`)),
+		chromedp.WaitVisible(chromedp.CSS(`#records tbody tr`)),
+	)
+	capture(t, b, filepath.Join(filepath.Dir(out), "console-all.png"))
+}
+
+// capture saves a PNG of the window to out.
+func capture(t *testing.T, b context.Context, out string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(b, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}

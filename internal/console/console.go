@@ -150,6 +150,7 @@ func New(cfg Config) (*Console, error) {
 	pages, err := template.New("").Funcs(template.FuncMap{
 		"short": shortKey,
 		"kinds": events.Kinds,
+		"millis": func(t time.Time) int64 { return t.UnixMilli() },
 		"age":   formatAge,
 		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	}).ParseFS(templates, "assets/templates/*.html")

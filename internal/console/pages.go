@@ -65,16 +65,18 @@ func (c *Console) feedFor(who Identity) []Item {
 	return seen
 }
 
-// settle marks each indeterminate item with what resolved its key later,
-// items being oldest first.
+// settle marks each indeterminate item with the resolution of its key that
+// came after it. After by the events' own times, not by their place in the
+// feed: each kind is watched on its own, so a resolution may reach the feed
+// before the indeterminate answer it settles.
 func settle(items []Item) {
-	for i, it := range items {
+	for _, it := range items {
 		if it.Kind != events.KindResolved || it.Key == "" {
 			continue
 		}
-		for j := range items[:i] {
+		for j := range items {
 			p := &items[j]
-			if p.Kind == events.KindIndeterminate && p.Key == it.Key && p.Tenant == it.Tenant && p.Settled == "" {
+			if p.Kind == events.KindIndeterminate && p.Key == it.Key && p.Tenant == it.Tenant && p.Settled == "" && !it.Time.Before(p.Time) {
 				p.Settled = settledText(it)
 			}
 		}

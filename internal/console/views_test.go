@@ -267,8 +267,15 @@ func TestFeedKinds(t *testing.T) {
 			t.Fatalf("sent %s, streamed %s", a.Kind, data)
 		}
 	}
+	// A resolution that reaches the feed before the answer it settles (each
+	// kind is watched on its own) settles it all the same, by the events' times.
+	key3, at := strings.Repeat("ef", 32), time.Now().UTC()
+	f.w.send(t, events.Answer{Kind: events.KindResolved, Tenant: "acme", Tool: "book", RunID: "r", CallID: "call_late", Key: key3, Action: events.ActionComplete, Operator: "cy", Time: at.Add(time.Second)})
+	stream.next(t) // the resolution is in the feed first
+	f.w.send(t, events.Answer{Kind: events.KindIndeterminate, Tenant: "acme", Tool: "book", RunID: "r", CallID: "call_late", Key: key3, Reason: events.ReasonTimeout, Time: at})
+	stream.next(t)
 	_, page := get(t, cl, f.srv.URL+"/")
-	for _, want := range []string{"call_done", "call_dup", "tool_error: no seats", "schema_violation: missing seats", "call_ind", "resolved: release by ada"} {
+	for _, want := range []string{"resolved: complete by cy", "call_done", "call_dup", "tool_error: no seats", "schema_violation: missing seats", "call_ind", "resolved: release by ada"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -46,6 +46,7 @@
     if (feed.querySelector('li[data-id="' + String(Number(it.id)) + '"]')) { return; }
     if (it.kind === 'resolved') { settle(it); }
     var li = item(it);
+    if (it.kind === 'indeterminate') { settledBefore(li); }
     li.className += ' fresh';
     feed.insertBefore(li, feed.firstChild);
     while (feed.children.length > keep) { feed.removeChild(feed.lastChild); }
@@ -55,14 +56,31 @@
     }
   };
 
-  // settle replaces the "resolve…" link of the items of the resolved key.
+  // settle replaces the "resolve…" link of the items of the resolved key
+  // that came before the resolution (by the events' times: each kind is
+  // watched on its own, so they may reach the feed out of order).
   function settle(it) {
+    var at = Date.parse(it.time);
     var lis = document.querySelectorAll('li[data-kind=indeterminate]');
     for (var i = 0; i < lis.length; i++) {
       var li = lis[i];
       if (li.getAttribute('data-key') !== it.key || li.getAttribute('data-tenant') !== it.tenant) { continue; }
+      if (Number(li.getAttribute('data-time')) > at) { continue; }
       var a = li.querySelector('a.resolve');
       if (a) { li.replaceChild(el('span', 'settled', 'resolved: ' + (it.action || '') + ' by ' + (it.operator || '')), a); }
+    }
+  }
+
+  // settledBefore settles a new indeterminate item whose resolution reached
+  // the feed first.
+  function settledBefore(li) {
+    var rs = feed.querySelectorAll('li[data-kind=resolved]');
+    for (var i = 0; i < rs.length; i++) {
+      var r = rs[i];
+      if (r.getAttribute('data-key') !== li.getAttribute('data-key') || r.getAttribute('data-tenant') !== li.getAttribute('data-tenant')) { continue; }
+      if (Number(r.getAttribute('data-time')) < Number(li.getAttribute('data-time'))) { continue; }
+      var a = li.querySelector('a.resolve');
+      if (a) { li.replaceChild(el('span', 'settled', 'resolved: ' + r.getAttribute('data-settles')), a); }
     }
   }
 
@@ -131,7 +149,9 @@
     var li = el('li', 'item ' + it.kind);
     li.setAttribute('data-id', String(it.id));
     li.setAttribute('data-kind', it.kind || '');
+    li.setAttribute('data-time', String(Date.parse(it.time)));
     li.setAttribute('data-tenant', it.tenant || '');
+    if (it.kind === 'resolved') { li.setAttribute('data-settles', (it.action || '') + ' by ' + (it.operator || '')); }
     li.setAttribute('data-call', it.call_id || '');
     li.setAttribute('data-key', it.key || '');
     var t = new Date(it.time);
