@@ -148,11 +148,11 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	pages, err := template.New("").Funcs(template.FuncMap{
-		"short": shortKey,
-		"kinds": events.Kinds,
+		"short":  shortKey,
+		"kinds":  events.Kinds,
 		"millis": func(t time.Time) int64 { return t.UnixMilli() },
-		"age":   formatAge,
-		"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
+		"age":    formatAge,
+		"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	}).ParseFS(templates, "assets/templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)
