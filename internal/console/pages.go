@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -156,14 +157,7 @@ func tenantList(ts []string) string {
 	if len(ts) == 0 {
 		return "no tenant"
 	}
-	s := ""
-	for i, t := range ts {
-		if i > 0 {
-			s += ", "
-		}
-		s += t
-	}
-	return s
+	return strings.Join(ts, ", ")
 }
 
 func rows(resp *admin.ListResponse) []record {
