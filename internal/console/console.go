@@ -165,7 +165,9 @@ func New(cfg Config) (*Console, error) {
 	}, nil
 }
 
-// Start opens the watches that feed the live feed, from Config.Since ago, and
+// Start opens the watches that feed the live feed, from Config.Since ago (the
+// routine kinds — completed, deduplicated, failed, rejected — from at most
+// routineSince ago, so that a busy hour's answers are not replayed), and
 // follows them until ctx ends; then the pages' event streams end too (so that
 // an HTTP server's Shutdown need not wait for them). It returns the watch's
 // error if one cannot be opened. Call it once.
@@ -173,7 +175,11 @@ func (c *Console) Start(ctx context.Context) error {
 	context.AfterFunc(ctx, func() { close(c.stopped) })
 	var chans []<-chan events.Answer
 	for _, k := range feedKinds {
-		ch, err := c.cfg.Watcher.Watch(ctx, wire.KindSubjects(k), bus.WatchSince(time.Now().Add(-c.cfg.Since)))
+		since := c.cfg.Since
+		if !actionable(k) {
+			since = min(since, routineSince)
+		}
+		ch, err := c.cfg.Watcher.Watch(ctx, wire.KindSubjects(k), bus.WatchSince(time.Now().Add(-since)))
 		if err != nil {
 			return fmt.Errorf("console: watching %s events: %w", k, err)
 		}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -12,6 +13,15 @@ import (
 // feedKinds are the events the live feed shows: every answer kind, and the
 // resolutions.
 var feedKinds = events.Kinds()
+
+// routineSince is how far back the feed starts for the kinds an operator does
+// not act on.
+const routineSince = 5 * time.Minute
+
+// actionable reports whether events of kind k are what an operator acts on
+// (indeterminate answers) or its record (resolutions): the feed keeps them
+// longest.
+func actionable(k events.Kind) bool { return k == events.KindIndeterminate || k == events.KindResolved }
 
 // maxFeedOutcome bounds the outcome text an item carries.
 const maxFeedOutcome = 200
@@ -63,7 +73,8 @@ func cutText(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// hub keeps the latest items and hands new ones to subscribers.
+// hub keeps the latest items (the actionable ones longest) and hands new
+// ones to subscribers.
 type hub struct {
 	size int
 
@@ -87,7 +98,17 @@ func (h *hub) add(it Item) {
 	h.nextID++
 	h.items = append(h.items, it)
 	if len(h.items) > h.size {
-		h.items = append(h.items[:0:0], h.items[len(h.items)-h.size:]...)
+		// Drop the oldest routine item, so that a stream of completed answers
+		// does not push out what waits for an operator; the oldest item when
+		// every kept item is actionable.
+		drop := 0
+		for i, kept := range h.items {
+			if !actionable(kept.Kind) {
+				drop = i
+				break
+			}
+		}
+		h.items = slices.Delete(h.items, drop, drop+1)
 	}
 	for ch := range h.subs {
 		select {

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -321,5 +322,30 @@ func TestAllTenants(t *testing.T) {
 	}
 	if _, frag := get(t, cl, f.srv.URL+"/records?all=&by=call&q=call_g"); !strings.Contains(frag, key2) || strings.Contains(frag, key1) {
 		t.Error("the view's table, reloaded, is not narrowed to its search")
+	}
+}
+
+// TestFeedKeepsWhatWaits: when the feed keeps no more items, routine answers
+// go first: a stream of completed answers does not push out the indeterminate
+// one that waits for an operator, nor its resolution.
+func TestFeedKeepsWhatWaits(t *testing.T) {
+	f := newFixture(t, func(c *console.Config) { c.History = 4 })
+	cl := browser(t)
+	f.signIn(t, cl, token, "alice")
+	stream := openStream(t, f, cl, "0")
+	f.w.send(t, events.Answer{Kind: events.KindIndeterminate, Tenant: "acme", Tool: "book", RunID: "r", CallID: "call_waits", Key: key1, Reason: events.ReasonBodyFailed})
+	stream.next(t)
+	for i := range 6 {
+		f.w.send(t, events.Answer{Kind: events.KindCompleted, Tenant: "acme", Tool: "book", RunID: "r", CallID: fmt.Sprintf("call_ok%d", i), Key: key2, Outcome: "PNR"})
+		stream.next(t)
+	}
+	_, page := get(t, cl, f.srv.URL+"/")
+	for _, want := range []string{`data-call="call_waits"`, `data-call="call_ok5"`, `data-call="call_ok3"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the feed lost %s", want)
+		}
+	}
+	if strings.Contains(page, `data-call="call_ok2"`) {
+		t.Error("the feed keeps more than History items")
 	}
 }
