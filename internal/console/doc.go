@@ -1,6 +1,7 @@
 // Package console is the operators' web console the executor serves with
 // --console-addr: a live feed of every event (the five answer kinds and the
-// resolutions), filtered by kind; a tenant's indeterminate records with their
+// resolutions; when it is full the routine answers go first), filtered by
+// kind; a tenant's indeterminate records with their
 // age, updated live; the actions that resolve them — complete with an
 // outcome, or release, which first asks to confirm; and, for admins, a view
 // across tenants with a search of the stored events by idempotency key, run

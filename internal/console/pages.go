@@ -263,13 +263,10 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "you may not resolve keys of tenant "+req.Tenant, http.StatusForbidden)
 		return
 	}
-	back := url.Values{"tenant": {req.Tenant}, "key": {req.Key}}
+	// Back where the form was: the tenant's records, or the admins' view.
+	path, back := "/", url.Values{"tenant": {req.Tenant}, "key": {req.Key}}
 	if f.Get("from") == "all" && who.Admin {
-		back = url.Values{"key": {req.Key}}
-	}
-	path := "/"
-	if f.Get("from") == "all" && who.Admin {
-		path = "/all"
+		path, back = "/all", url.Values{"key": {req.Key}}
 	}
 	if req.Action == events.ActionRelease && f.Get("confirm") != confirmValue {
 		d := confirmData{Tenant: req.Tenant, Key: req.Key, Operator: who.Name, Back: path + "?" + back.Encode() + "&kept"}
