@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tesserix/toolexec/bus/wire"
@@ -517,7 +519,8 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		w.stats.Rejected.Add(1)
 		a := *in.rejected
 		w.obs.MessageRejected(a.Code)
-		w.log.Info("call rejected", "tenant", a.Tenant, "tool", a.Tool, "call_id", a.CallID, "code", a.Code, "field", a.Field)
+		ctx := withTraceParent(ctx, a.TraceParent)
+		w.log.InfoContext(ctx, "call rejected", "tenant", a.Tenant, "tool", a.Tool, "call_id", a.CallID, "code", a.Code, "field", a.Field)
 		w.answer(ctx, m, a)
 		return
 	}
@@ -528,25 +531,33 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		// late). Running the call again could contradict it: an answer saying
 		// nothing ran, given while the store was away, is not in the record.
 		w.stats.AlreadyAnswered.Add(1)
-		w.log.Info("a call delivered again was answered before; acknowledged without running it",
+		ctx := withTraceParent(ctx, in.call.TraceParent)
+		w.log.InfoContext(ctx, "a call delivered again was answered before; acknowledged without running it",
 			"tenant", in.call.Tenant, "tool", in.call.Tool, "call_id", in.call.CallID, "delivery", delivery)
 		if err := m.Ack(); err != nil {
 			w.log.Warn("acknowledging an answered call failed", "call_id", in.call.CallID, "error", err)
 		}
 		return
 	}
-	a, err := w.d.Dispatch(ctx, in.call)
+	dctx, callSpan := dispatch.WithCallSpan(ctx)
+	a, err := w.d.Dispatch(dctx, in.call)
+	// The lines logged from here on name the call's span, as the dispatcher's do.
+	if sc := callSpan(); sc.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, sc)
+	} else {
+		ctx = withTraceParent(ctx, in.call.TraceParent)
+	}
 	if err != nil {
 		if errors.Is(err, dispatch.ErrNoAnswer) {
 			w.handBack(m, "the dispatch ended before an answer")
 			return
 		}
-		w.log.Error("dispatch failed without an answer", "tenant", in.call.Tenant, "tool", in.call.Tool,
+		w.log.ErrorContext(ctx, "dispatch failed without an answer", "tenant", in.call.Tenant, "tool", in.call.Tool,
 			"call_id", in.call.CallID, "error", err)
 		w.stats.HandedBack.Add(1)
 		w.obs.CallHandedBack()
 		if err := m.NakWithDelay(time.Second); err != nil {
-			w.log.Warn("handing a message back failed", "error", err)
+			w.log.WarnContext(ctx, "handing a message back failed", "error", err)
 		}
 		return
 	}
@@ -589,10 +600,10 @@ func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
 			// Retrying will not help (the answer is larger than the server accepts,
 			// or the connection is closed). The record, where there is one, still
 			// answers a call published again.
-			w.log.Error("the answer cannot be published; terminating the call", "tenant", a.Tenant, "tool", a.Tool,
+			w.log.ErrorContext(ctx, "the answer cannot be published; terminating the call", "tenant", a.Tenant, "tool", a.Tool,
 				"call_id", a.CallID, "kind", a.Kind, "error", err)
 			if err := m.TermWithReason("answer cannot be published"); err != nil {
-				w.log.Warn("terminating a message failed", "error", err)
+				w.log.WarnContext(ctx, "terminating a message failed", "error", err)
 			}
 			return
 		}
@@ -600,10 +611,10 @@ func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
 		return
 	}
 	w.stats.Answered.Add(1)
-	w.logAnswer(a)
+	w.logAnswer(ctx, a)
 	if a.Kind == events.KindRejected {
 		if err := m.TermWithReason("rejected: " + string(a.Code)); err != nil {
-			w.log.Warn("terminating a rejected call failed; it will be answered again from its redelivery",
+			w.log.WarnContext(ctx, "terminating a rejected call failed; it will be answered again from its redelivery",
 				"call_id", a.CallID, "error", err)
 		}
 		return
@@ -625,7 +636,7 @@ const ackAttempts = 3
 func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 	if a.Kind != events.KindIndeterminate || a.BodyEntered {
 		if err := m.Ack(); err != nil {
-			w.log.Warn("acknowledging an answered call failed; it will be redelivered and answered from its record",
+			w.log.WarnContext(ctx, "acknowledging an answered call failed; it will be redelivered and answered from its record",
 				"tenant", a.Tenant, "call_id", a.CallID, "error", err)
 		}
 		return
@@ -638,7 +649,7 @@ func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 			return
 		}
 		if attempt == ackAttempts || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
-			w.log.Warn("acknowledging an indeterminate call failed; a redelivery will run it again",
+			w.log.WarnContext(ctx, "acknowledging an indeterminate call failed; a redelivery will run it again",
 				"tenant", a.Tenant, "call_id", a.CallID, "attempts", attempt, "error", err)
 			return
 		}
@@ -648,12 +659,12 @@ func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 
 // logAnswer logs a stored answer: its addressing, kind, reason and key, never
 // its arguments or outcome.
-func (w *Worker) logAnswer(a events.Answer) {
+func (w *Worker) logAnswer(ctx context.Context, a events.Answer) {
 	level, msg := slog.LevelDebug, "call answered"
 	if a.Kind == events.KindIndeterminate {
 		level, msg = slog.LevelInfo, "call indeterminate: its key waits for an operator's resolution"
 	}
-	if !w.log.Enabled(context.Background(), level) {
+	if !w.log.Enabled(ctx, level) {
 		return
 	}
 	attrs := []slog.Attr{slog.String("tenant", a.Tenant), slog.String("tool", a.Tool), slog.String("run_id", a.RunID),
@@ -667,7 +678,7 @@ func (w *Worker) logAnswer(a events.Answer) {
 	if a.Key != "" {
 		attrs = append(attrs, slog.String("key", a.Key))
 	}
-	w.log.LogAttrs(context.Background(), level, msg, attrs...)
+	w.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 func (w *Worker) handBack(m jetstream.Msg, why string) {
@@ -699,7 +710,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 		cancel()
 		if err == nil {
 			if ack.Duplicate {
-				w.log.Debug("answer already stored", "tenant", a.Tenant, "call_id", a.CallID, "kind", a.Kind)
+				w.log.DebugContext(ctx, "answer already stored", "tenant", a.Tenant, "call_id", a.CallID, "kind", a.Kind)
 			}
 			return nil
 		}
@@ -711,7 +722,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 		}
 		w.stats.PublishRetries.Add(1)
 		w.obs.AnswerPublishRetried()
-		w.log.Warn("publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
+		w.log.WarnContext(ctx, "publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
 			"attempt", attempt, "error", err)
 		if !retry.Pause(ctx, backoff(attempt)) {
 			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
@@ -768,6 +779,15 @@ func capError(s string) string {
 // traceParentHeader is the W3C trace context header, set on answers beside the
 // CloudEvents tracing extension so that NATS-level tracing sees it.
 const traceParentHeader = "traceparent"
+
+// withTraceParent returns ctx with the span context of traceparent, when it
+// is a valid one, for log lines about a call the dispatcher made no span for.
+func withTraceParent(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{traceParentHeader: traceparent})
+}
 
 // backoff returns the pause before retry n (n ≥ 1): doubling from minBackoff,
 // capped at maxBackoff.

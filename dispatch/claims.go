@@ -160,7 +160,7 @@ func (r *run) settleLater() {
 	}
 	k := bookKey{r.call.Tenant, r.key}
 	if !r.d.book.startSettling(k) {
-		r.d.log.Warn("a claim whose grant was lost is left to run out: too many to settle", r.logAttrs()...)
+		r.d.log.WarnContext(r.logCtx, "a claim whose grant was lost is left to run out: too many to settle", r.logAttrs()...)
 		return
 	}
 	go r.settle(w, k)
@@ -175,7 +175,7 @@ func (r *run) settle(w kvstore.Withdrawer, k bookKey) {
 	giveUp := r.d.clock.Now().Add(settleLeases * r.d.lease)
 	for i := 0; ; i++ {
 		if i > 0 && r.d.clock.Now().After(giveUp) {
-			r.d.log.Warn("a claim whose grant was lost could not be read back; it is left to run out", r.logAttrs()...)
+			r.d.log.WarnContext(r.logCtx, "a claim whose grant was lost could not be read back; it is left to run out", r.logAttrs()...)
 			return
 		}
 		clock.Sleep(r.d.clock, retryPause(i), nil)
@@ -198,7 +198,7 @@ func (r *run) settle(w kvstore.Withdrawer, k bookKey) {
 		switch {
 		case err == nil:
 			r.d.stats.Withdrawn.Add(1)
-			r.d.log.Info("withdrew a claim whose grant was lost; nothing ran under it", r.logAttrs()...)
+			r.d.log.InfoContext(r.logCtx, "withdrew a claim whose grant was lost; nothing ran under it", r.logAttrs()...)
 			return
 		case errors.Is(err, kvstore.ErrNotHolder), errors.Is(err, kvstore.ErrNotFound), errors.Is(err, kvstore.ErrInvalid):
 			return // it moved on: someone took it over, or it is gone

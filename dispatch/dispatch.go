@@ -200,7 +200,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (answered, err
 	}
 	d.obs.CallStarted(label)
 	ctx, span := d.startCall(ctx, c)
-	r := &run{d: d, call: c, label: label, base: events.Answer{
+	if rec, ok := ctx.Value(callSpanKey{}).(*trace.SpanContext); ok {
+		*rec = span.SpanContext()
+	}
+	r := &run{d: d, call: c, label: label, logCtx: logContext(ctx, c), base: events.Answer{
 		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool, TraceParent: c.TraceParent,
 	}}
 	res, err := r.do(ctx)
@@ -234,11 +237,14 @@ type run struct {
 	d     *Dispatcher
 	call  events.Call
 	label string // the tool's name for the observer: "" if it is not registered
-	base  events.Answer
-	tool  *tool.Tool
-	args  *idemkey.Arguments
-	key   string // the idempotency key, once derived
-	check string // the digest of the check arguments
+	// logCtx is what the call's log lines are logged with: it carries the
+	// call's span, or without tracing the caller's, from its traceparent.
+	logCtx context.Context
+	base   events.Answer
+	tool   *tool.Tool
+	args   *idemkey.Arguments
+	key    string // the idempotency key, once derived
+	check  string // the digest of the check arguments
 }
 
 // errOutcomeTooLarge marks a body whose outcome exceeds MaxOutcomeBytes.
@@ -281,7 +287,7 @@ func (r *run) do(ctx context.Context) (answered, error) {
 		}
 		r.d.stats.Unguarded.Add(1)
 		r.d.obs.RanUnguarded(r.label, events.ReasonKeyUnderivable)
-		r.d.log.Warn("idempotent call runs without a claim: key underivable",
+		r.d.log.WarnContext(r.logCtx, "idempotent call runs without a claim: key underivable",
 			"tool", c.Tool, "tenant", c.Tenant, "run_id", c.RunID, "call_id", c.CallID, "error", err)
 		return r.unguarded(ctx)
 	}
@@ -448,12 +454,12 @@ func (r *run) guarded(ctx context.Context) (answered, error) {
 			if err := r.markIndeterminate(context.WithoutCancel(ctx), held, reason); err != nil {
 				// The claim stays; its lease runs out and whoever comes next marks it
 				// holder_lost. Nothing runs twice either way.
-				r.d.log.Error("marking indeterminate failed", r.logAttrs("error", err)...)
+				r.d.log.ErrorContext(r.logCtx, "marking indeterminate failed", r.logAttrs("error", err)...)
 			}
 			return answered{answer: r.indeterminate(reason, true), cause: at.err}, nil
 		}
 		if err := r.release(context.WithoutCancel(ctx), held); err != nil {
-			r.d.log.Warn("releasing claim failed", r.logAttrs("error", err)...)
+			r.d.log.WarnContext(r.logCtx, "releasing claim failed", r.logAttrs("error", err)...)
 		}
 		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
 			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
@@ -482,7 +488,7 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
 		}
-		r.d.log.Warn("idempotency store unavailable", r.logAttrs("error", err)...)
+		r.d.log.WarnContext(r.logCtx, "idempotency store unavailable", r.logAttrs("error", err)...)
 		if effectful {
 			// This delivery entered no body; an earlier delivery of the call (its
 			// acknowledgement late or lost, in this process or another) may have,
@@ -539,11 +545,11 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 		switch {
 		case terr == nil:
 			if !effectful {
-				r.d.log.Info("took over an expired claim", r.logAttrs("previous_holder", rec.Holder)...)
+				r.d.log.InfoContext(r.logCtx, "took over an expired claim", r.logAttrs("previous_holder", rec.Holder)...)
 				return &lease, nil, nil
 			}
 			if err := r.markIndeterminate(ctx, lease, events.ReasonHolderLost); err != nil {
-				r.d.log.Error("marking holder_lost failed", r.logAttrs("error", err)...)
+				r.d.log.ErrorContext(r.logCtx, "marking holder_lost failed", r.logAttrs("error", err)...)
 			}
 			return final(r.indeterminate(events.ReasonHolderLost, true))
 		case errors.Is(terr, kvstore.ErrLeaseHeld): // renewed or taken by someone else: look again
@@ -605,10 +611,10 @@ func (rn *renewer) renew() {
 		rn.current = nl
 	case errors.Is(err, kvstore.ErrNotHolder):
 		rn.lost = true
-		r.d.log.Error("lease lost while the claim was held", r.logAttrs("error", err)...)
+		r.d.log.ErrorContext(r.logCtx, "lease lost while the claim was held", r.logAttrs("error", err)...)
 		return
 	default:
-		r.d.log.Warn("lease renewal failed; retrying", r.logAttrs("error", err)...)
+		r.d.log.WarnContext(r.logCtx, "lease renewal failed; retrying", r.logAttrs("error", err)...)
 	}
 	rn.arm()
 }
@@ -665,7 +671,7 @@ func (r *run) record(ctx context.Context, rn *renewer, out string) {
 	rn.stop()
 	r.ended(err == nil || errors.Is(err, kvstore.ErrNotHolder))
 	if err != nil {
-		r.d.log.Error("recording the outcome failed", r.logAttrs("error", err)...)
+		r.d.log.ErrorContext(r.logCtx, "recording the outcome failed", r.logAttrs("error", err)...)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,14 +9,11 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/events"
@@ -282,80 +278,5 @@ func TestConsole(t *testing.T) {
 	}
 	if code, body := httpGet(t, "http://"+addr+"/?tenant=acme", "Authorization", "Bearer tok-123"); code != http.StatusOK || !strings.Contains(body, "nothing of acme waits") {
 		t.Fatalf("/ with the token: %d", code)
-	}
-}
-
-// otlpCollector receives OTLP/HTTP trace exports.
-type otlpCollector struct {
-	mu    sync.Mutex // protects spans
-	spans map[string][]string
-}
-
-func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	var req coltrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				var attrs []string
-				for _, a := range s.GetAttributes() {
-					attrs = append(attrs, a.GetKey()+"="+a.GetValue().String())
-				}
-				c.spans[s.GetName()] = append(c.spans[s.GetName()], fmt.Sprintf("trace=%x %s", s.GetTraceId(), strings.Join(attrs, " ")))
-			}
-		}
-	}
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-// TestTracesExported: with OTEL_EXPORTER_OTLP_ENDPOINT set, the executor sends
-// its calls' spans to the collector, in the caller's trace, with the tool and
-// answer kind and without the arguments.
-func TestTracesExported(t *testing.T) {
-	col := &otlpCollector{spans: map[string][]string{}}
-	srv := httptest.NewServer(col)
-	defer srv.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
-	t.Setenv("OTEL_TRACES_EXPORTER", "")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	url, stop := startExecutor(t, "--demo")
-	c := client(t, url)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-	a, err := c.Call(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: "c1", Tool: "book",
-		Arguments:   json.RawMessage(`{"flight":"BA117","seats":1,"request_id":"` + argSentinel + `"}`),
-		TraceParent: "00-" + trace + "-00f067aa0ba902b7-01"})
-	if err != nil || a.Kind != events.KindCompleted {
-		t.Fatalf("call: %+v, %v", a, err)
-	}
-	if err := stop(); err != nil { // shutting down sends the spans still buffered
-		t.Fatal(err)
-	}
-	col.mu.Lock()
-	defer col.mu.Unlock()
-	calls := col.spans["toolexec.call"]
-	if len(calls) != 1 || !strings.Contains(calls[0], "trace="+trace) || !strings.Contains(calls[0], "toolexec.kind=string_value:\"completed\"") {
-		t.Fatalf("call spans %q; want one in the caller's trace, completed", calls)
-	}
-	for _, name := range []string{"toolexec.claim", "toolexec.body", "toolexec.record"} {
-		if len(col.spans[name]) != 1 {
-			t.Errorf("%s spans: %q", name, col.spans[name])
-		}
-	}
-	for name, spans := range col.spans {
-		for _, s := range spans {
-			if strings.Contains(s, argSentinel) {
-				t.Errorf("span %s holds the arguments: %s", name, s)
-			}
-		}
 	}
 }

@@ -57,7 +57,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		return usageError{err}
 	}
 	if traces.Enabled() {
-		log.Info("tracing on", "exporters", strings.Join(traces.Exporters(), ","))
+		log.Info("tracing on", "exporter", traces.Exporter())
 		closers = append(closers, func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -171,33 +171,6 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-func newLogger(cfg config, w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", cfg.logLevel, err)
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
-
-// serverLogger is the embedded server's logger: its start-up banner and notices
-// only at --log-level debug, its warnings and errors always.
-func serverLogger(cfg config, log *slog.Logger, logOut io.Writer) *slog.Logger {
-	if cfg.logLevel == "debug" {
-		return log.With("component", "nats-server")
-	}
-	quiet := cfg
-	quiet.logLevel = "warn"
-	l, err := newLogger(quiet, logOut)
-	if err != nil {
-		return log
-	}
-	return l.With("component", "nats-server")
 }
 
 // loadTools returns the demo's tools and the tools file's, and a function

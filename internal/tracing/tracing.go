@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -25,14 +23,22 @@ const DefaultServiceName = "toolexec-executor"
 // executor does not include.
 var ErrUnsupported = errors.New("tracing: unsupported")
 
+// The variables Setup reads itself; the exporter reads the others.
+const (
+	envExporter       = "OTEL_TRACES_EXPORTER"
+	envSDKDisabled    = "OTEL_SDK_DISABLED"
+	envEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	envProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+)
+
 // Config configures [Setup]. The zero value is usable.
 type Config struct {
 	// ServiceName is the default service.name; default DefaultServiceName.
 	ServiceName string
 	// Version is the service.version, when known.
 	Version string
-	// Console is where the console exporter writes; default os.Stderr.
-	Console io.Writer
 }
 
 // Provider is the tracer provider the environment asked for: a no-op one when
@@ -42,17 +48,18 @@ type Config struct {
 // buffered spans are sent.
 type Provider struct {
 	trace.TracerProvider
-	exporters []string
-	sdk       *sdktrace.TracerProvider
+	exporter string
+	sdk      *sdktrace.TracerProvider
 }
 
 // Enabled reports whether spans are exported.
 func (p *Provider) Enabled() bool { return p.sdk != nil }
 
-// Exporters names the exporters in use ("otlp", "console"); none when off.
-func (p *Provider) Exporters() []string { return p.exporters }
+// Exporter names the exporter in use with its protocol ("otlp (grpc)",
+// "otlp (http/protobuf)", "console"); "" when tracing is off.
+func (p *Provider) Exporter() string { return p.exporter }
 
-// Shutdown sends the spans still buffered and stops the exporters. It is a
+// Shutdown sends the spans still buffered and stops the exporter. It is a
 // no-op when tracing is off.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p.sdk == nil {
@@ -64,23 +71,22 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // Setup reads the OTEL_* variables (see the package documentation) and
 // returns the provider they describe. It returns an error wrapping
 // ErrUnsupported for an exporter or an OTLP protocol not built in, and the
-// exporter's or resource's error if one cannot be made.
+// exporter's or resource's error if one cannot be made. On error the provider
+// returned is a usable, disabled one.
 func Setup(ctx context.Context, cfg Config) (*Provider, error) {
 	off := &Provider{TracerProvider: noop.NewTracerProvider()}
-	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+	if strings.EqualFold(strings.TrimSpace(os.Getenv(envSDKDisabled)), "true") {
 		return off, nil
 	}
-	names, err := exporterNames()
-	if err != nil || len(names) == 0 {
+	name, err := exporterName()
+	if err != nil || name == "" {
 		return off, err
 	}
-	var opts []sdktrace.TracerProviderOption
-	for _, name := range names {
-		exp, err := newExporter(ctx, name, cfg)
-		if err != nil {
-			return off, err
-		}
-		opts = append(opts, sdktrace.WithBatcher(exp))
+	// With OTEL_TRACES_EXPORTER unset (an OTLP endpoint was given), autoexport
+	// makes its default, otlp.
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return off, fmt.Errorf("tracing: %s exporter: %w", name, err)
 	}
 	if cfg.ServiceName == "" {
 		cfg.ServiceName = DefaultServiceName
@@ -92,53 +98,44 @@ func Setup(ctx context.Context, cfg Config) (*Provider, error) {
 	// Later options win: the environment overrides the defaults.
 	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil {
+		_ = exp.Shutdown(ctx)
 		return off, fmt.Errorf("tracing: resource: %w", err)
 	}
-	sdk := sdktrace.NewTracerProvider(append(opts, sdktrace.WithResource(res))...)
-	return &Provider{TracerProvider: sdk, exporters: names, sdk: sdk}, nil
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Provider{TracerProvider: sdk, exporter: name, sdk: sdk}, nil
 }
 
-// exporterNames returns the exporters asked for, none when tracing is off.
-func exporterNames() ([]string, error) {
-	v := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))
+// exporterName returns the exporter asked for, with its protocol for otlp; ""
+// when tracing is off. It refuses what autoexport would not make, with an
+// error naming the variable and what it may say.
+func exporterName() (string, error) {
+	v := os.Getenv(envExporter)
 	if v == "" {
-		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-			return []string{"otlp"}, nil
+		if os.Getenv(envEndpoint) == "" && os.Getenv(envTracesEndpoint) == "" {
+			return "", nil
 		}
-		return nil, nil
+		v = "otlp"
 	}
-	var names []string
-	for _, n := range strings.Split(v, ",") {
-		switch n = strings.ToLower(strings.TrimSpace(n)); n {
-		case "none":
-			return nil, nil
-		case "otlp", "console":
-			names = append(names, n)
-		default:
-			return nil, fmt.Errorf("%w: OTEL_TRACES_EXPORTER=%q: this executor exports with otlp (HTTP) or console, or none", ErrUnsupported, n)
+	switch v {
+	case "none":
+		return "", nil
+	case "console":
+		return v, nil
+	case "otlp":
+		proto, from := os.Getenv(envTracesProtocol), envTracesProtocol
+		if proto == "" {
+			proto, from = os.Getenv(envProtocol), envProtocol
 		}
-	}
-	return names, nil
-}
-
-func newExporter(ctx context.Context, name string, cfg Config) (sdktrace.SpanExporter, error) {
-	if name == "console" {
-		w := cfg.Console
-		if w == nil {
-			w = os.Stderr
+		switch proto {
+		case "":
+			return "otlp (http/protobuf)", nil
+		case "grpc", "http/protobuf":
+			return "otlp (" + proto + ")", nil
 		}
-		return stdouttrace.New(stdouttrace.WithWriter(w))
+		return "", fmt.Errorf("%w: %s=%q: the executor sends OTLP as grpc (collector port 4317) or http/protobuf (port 4318)", ErrUnsupported, from, proto)
 	}
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	if strings.Contains(v, ",") {
+		return "", fmt.Errorf("%w: %s=%q: one exporter at a time (otlp, console or none); to send spans to several places, send them to a collector", ErrUnsupported, envExporter, v)
 	}
-	if proto != "" && proto != "http/protobuf" {
-		return nil, fmt.Errorf("%w: OTLP protocol %q: this executor sends traces over http/protobuf (point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's HTTP port, usually 4318)", ErrUnsupported, proto)
-	}
-	exp, err := otlptracehttp.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("tracing: otlp exporter: %w", err)
-	}
-	return exp, nil
+	return "", fmt.Errorf("%w: %s=%q: the executor exports with otlp or console, or none", ErrUnsupported, envExporter, v)
 }
