@@ -96,5 +96,6 @@ are served only when the server says they come from the admin account.`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	cfg.register(cmd.Flags())
+	cmd.AddCommand(newHealthcheckCommand())
 	return cmd
 }
