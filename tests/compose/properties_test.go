@@ -352,3 +352,22 @@ func readYAML(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestREADMEShowsTheHeader: README's docker compose block is the header's
+// commands, which the other tests run, word for word.
+func TestREADMEShowsTheHeader(t *testing.T) {
+	_, text := loadCompose(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "### With docker compose")
+	if !ok {
+		t.Fatal("README.md has no section \"With docker compose\"")
+	}
+	_, block, _ := strings.Cut(section, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	if got, want := strings.TrimSpace(block), strings.Join(header(t, text), "\n"); got != want {
+		t.Errorf("README's commands:\n%s\nthe header's:\n%s", got, want)
+	}
+}
