@@ -174,7 +174,7 @@ func TestHelmExecutorFlags(t *testing.T) {
 	help := executorHelp(t)
 	r := mustTemplate(t, helm, "nats.url=nats://nats:4222", "tools.file=tools: []", "tools.demo=true",
 		"store.kind=postgres", "store.url=postgres://db/x", "metrics.port=9100", "nats.creds=CREDS",
-		"nats.adminAccount=ADMIN", "console.enabled=true", "console.existingSecret=console",
+		"nats.adminAccount=ADMIN", "console.enabled=true", "console.existingSecret=console", "console.operatorsSecret=operators",
 		"mcp.enabled=true", "mcp.tokensSecret=mcp", "mcp.allowedOrigins={https://a.example}", "extraArgs={--concurrency=8}")
 	c := container(t, r)
 	args := strs(c["args"])
@@ -251,6 +251,7 @@ func TestHelmExecutorFlags(t *testing.T) {
 	}
 	for _, f := range []struct{ flag, volume string }{
 		{"creds", "nats-creds"}, {"tools-file", "tools"}, {"mcp-tokens-file", "mcp-tokens"},
+		{"console-operators-file", "console-operators"},
 	} {
 		path, ok := flag(args, f.flag)
 		item, _ := vols[f.volume].get("secret", "items", 0, "path").(string)
@@ -392,7 +393,7 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{[]string{"nats.url=nats://n:4222"}, "no tools"},
 		{[]string{"nats.url=nats://n:4222", "tools.demo=true", "store.kind=memory"}, "not shared"},
 		{[]string{"nats.url=nats://n:4222", "tools.demo=true", "store.kind=postgres"}, "store.url"},
-		{[]string{"nats.url=nats://n:4222", "tools.demo=true", "console.enabled=true"}, "console.existingSecret"},
+		{[]string{"nats.url=nats://n:4222", "tools.demo=true", "console.enabled=true"}, "console.operatorsSecret"},
 		{[]string{"nats.url=nats://n:4222", "tools.demo=true", "mcp.enabled=true"}, "mcp.tokensSecret"},
 	} {
 		_, err := template(t, helm, c.set...)
@@ -431,5 +432,29 @@ func TestHelmToolsFile(t *testing.T) {
 	}
 	if v := r.one(t, "Deployment").get("spec", "template", "spec", "volumes", 1, "configMap", "name"); v != "my-tools" {
 		t.Errorf("the tools volume is ConfigMap %v, want my-tools", v)
+	}
+}
+
+// TestHelmConsoleOperators: with only an operators Secret the console signs
+// operators in by their own tokens (its file mounted, no shared token set);
+// with only the shared token, no operators file is passed.
+func TestHelmConsoleOperators(t *testing.T) {
+	helm := tool(t, "helm", "TOOLEXEC_HELM", helmFix)
+	base := []string{"nats.url=nats://n:4222", "tools.demo=true", "console.enabled=true"}
+	c := container(t, mustTemplate(t, helm, append(base, "console.operatorsSecret=operators")...))
+	if path, ok := flag(strs(c["args"]), "console-operators-file"); !ok || path != "/etc/toolexec/console/operators" {
+		t.Errorf("operators Secret only: --console-operators-file = %q (%v)", path, ok)
+	}
+	if refs := secretRefs(c); refs["console"] {
+		t.Errorf("operators Secret only: the container still reads a shared token: %v", refs)
+	}
+	for _, e := range c["env"].([]any) {
+		if e.(map[string]any)["name"] == "TOOLEXEC_CONSOLE_TOKEN" {
+			t.Error("operators Secret only: TOOLEXEC_CONSOLE_TOKEN is set")
+		}
+	}
+	c = container(t, mustTemplate(t, helm, append(base, "console.existingSecret=console")...))
+	if _, ok := flag(strs(c["args"]), "console-operators-file"); ok {
+		t.Error("shared token only: --console-operators-file is passed")
 	}
 }

@@ -48,8 +48,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (or .Values.tools.demo .Values.tools.file .Values.tools.existingConfigMap) -}}
 {{- fail "no tools: set tools.file, tools.existingConfigMap or tools.demo" -}}
 {{- end -}}
-{{- if and .Values.console.enabled (not .Values.console.existingSecret) -}}
-{{- fail "console.enabled needs console.existingSecret (a Secret with the key \"token\")" -}}
+{{- if and .Values.console.enabled (not .Values.console.operatorsSecret) (not .Values.console.existingSecret) -}}
+{{- fail "console.enabled needs console.operatorsSecret (a Secret with the key \"operators\": the operators file) or console.existingSecret (a Secret with the key \"token\")" -}}
 {{- end -}}
 {{- if and .Values.mcp.enabled (not .Values.mcp.tokensSecret) -}}
 {{- fail "mcp.enabled needs mcp.tokensSecret (a Secret with the key \"tokens\": a tokens file, see emitter mcp-token)" -}}
