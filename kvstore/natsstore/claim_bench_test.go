@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )
@@ -58,4 +59,30 @@ func BenchmarkClaimRecordParallel(b *testing.B) {
 // call.
 func BenchmarkClaimDuplicate(b *testing.B) {
 	kvstoretest.BenchClaimDuplicate(b, benchStore(b, nil))
+}
+
+// BenchmarkCount measures one census of the keys awaiting decision
+// (kvstore.Census) over a bucket of 20,000 completed records: the pass over
+// every live record each executor makes once per --awaiting-interval.
+// records/s is how many records one count reads per second.
+func BenchmarkCount(b *testing.B) {
+	const records = 20_000
+	s := benchStore(b, nil)
+	ctx := context.Background()
+	for range records {
+		if err := kvstoretest.ClaimCycle(ctx, s, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := s.Count(ctx, kvstore.StateIndeterminate)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) != 0 {
+			b.Fatalf("Count = %v, want no indeterminate records", got)
+		}
+	}
+	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
