@@ -28,36 +28,23 @@ func (s *Store) Count(ctx context.Context, state kvstore.State) (map[string]kvst
 	if err := s.usable(op); err != nil {
 		return nil, err
 	}
-	w, err := s.kv.Watch(ctx, "*.*", jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, unavailable(op, err)
-	}
-	defer w.Stop()
 	out := map[string]kvstore.TenantCount{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, unavailable(op, ctx.Err())
-		case <-s.done:
-			return nil, unavailable(op, errClosed)
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, unavailable(op, errWatchClosed)
-			}
-			if e == nil { // every key's latest value has been delivered
-				return out, nil
-			}
-			tenant, digest, ok := strings.Cut(e.Key(), ".")
-			if !ok || kvstore.CheckKey(tenant, digest) != nil {
-				continue
-			}
-			v, err := decodeValue(e.Value())
-			if err != nil {
-				return nil, fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
-			}
-			if kvstore.State(v.State) == state {
-				out[tenant] = out[tenant].Add(s.recordOf(tenant, digest, v, e))
-			}
+	err := s.eachLatest(ctx, op, "*.*", func(e jetstream.KeyValueEntry) error {
+		tenant, digest, ok := strings.Cut(e.Key(), ".")
+		if !ok || kvstore.CheckKey(tenant, digest) != nil {
+			return nil
 		}
+		v, err := decodeValue(e.Value())
+		if err != nil {
+			return fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
+		}
+		if kvstore.State(v.State) == state {
+			out[tenant] = out[tenant].Add(s.recordOf(tenant, digest, v, e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

@@ -32,40 +32,27 @@ func (s *Store) List(ctx context.Context, tenant string, state kvstore.State, li
 	if err := s.usable(op); err != nil {
 		return nil, err
 	}
-	w, err := s.kv.Watch(ctx, tenant+".>", jetstream.IgnoreDeletes())
-	if err != nil {
-		return nil, unavailable(op, err)
-	}
-	defer w.Stop()
 	var out []kvstore.Record
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, unavailable(op, ctx.Err())
-		case <-s.done:
-			return nil, unavailable(op, errClosed)
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, unavailable(op, errWatchClosed)
-			}
-			if e == nil { // every key's latest value has been delivered
-				slices.SortFunc(out, kvstore.CompareAge)
-				if limit > 0 && len(out) > limit {
-					out = out[:limit]
-				}
-				return out, nil
-			}
-			digest, ok := strings.CutPrefix(e.Key(), tenant+".")
-			if !ok {
-				continue
-			}
-			v, err := decodeValue(e.Value())
-			if err != nil {
-				return nil, fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
-			}
-			if kvstore.State(v.State) == state {
-				out = append(out, s.recordOf(tenant, digest, v, e))
-			}
+	err := s.eachLatest(ctx, op, tenant+".>", func(e jetstream.KeyValueEntry) error {
+		digest, ok := strings.CutPrefix(e.Key(), tenant+".")
+		if !ok {
+			return nil
 		}
+		v, err := decodeValue(e.Value())
+		if err != nil {
+			return fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
+		}
+		if kvstore.State(v.State) == state {
+			out = append(out, s.recordOf(tenant, digest, v, e))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	slices.SortFunc(out, kvstore.CompareAge)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

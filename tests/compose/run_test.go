@@ -240,7 +240,7 @@ func TestExecutorAsComposed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs testenv.LogBuffer
 			cmd.Stderr = &logs
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -353,22 +353,4 @@ func shellWords(t *testing.T, s string) []string {
 		words = append(words, cur.String())
 	}
 	return words
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and a test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
