@@ -93,7 +93,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring the tools (HTTP endpoints, MCP servers)")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
-	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute, "how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on PostgreSQL, over all its records on JetStream and Redis); 0: not counted")
+	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute, "how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on PostgreSQL, over all its records on JetStream and Redis; a slow count stretches the interval so that counting takes at most a twentieth of the time); 0: not counted")
 	c.console.register(fs)
 	fs.StringVar(&c.mcp.addr, "mcp-addr", "", "address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, and the tokens file on any address but loopback")
 	fs.StringVar(&c.mcp.tenant, "mcp-tenant", "", "the tenant of every MCP request (one tenant per gateway)")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -25,7 +26,21 @@ const OtherTenants = "(other)"
 const (
 	DefaultAwaitingInterval   = time.Minute
 	DefaultAwaitingMaxTenants = 100
+	// DefaultAwaitingTimeout is how long one count may take before it is
+	// cut off: a JetStream bucket is read at about 150,000 records a second
+	// on 2 cores, so 10 minutes is some 90 million records.
+	DefaultAwaitingTimeout = 10 * time.Minute
 )
+
+// awaitingDuty bounds the share of time Run spends counting: after a count
+// that took d, the next starts no sooner than d/awaitingDuty after it began.
+// A store of a million live records on JetStream (6-7 s a count) is thus
+// counted every 2 minutes or so rather than every minute, by each executor.
+const awaitingDuty = 0.05
+
+// awaitingJitter spreads the executors' counts over ±10 % of the wait, so
+// that executors started together do not read the store all at once.
+const awaitingJitter = 0.1
 
 // AwaitingConfig configures [Metrics.Awaiting].
 type AwaitingConfig struct {
@@ -33,9 +48,14 @@ type AwaitingConfig struct {
 	Census kvstore.Census
 	// Store names the store in the store_* series (jetstream, postgres, ...).
 	Store string
-	// Interval is the time between two refreshes in Run; default
-	// DefaultAwaitingInterval. A refresh that takes longer is cut off there.
+	// Interval is the time between the starts of two refreshes in Run;
+	// default DefaultAwaitingInterval. Run stretches it where a refresh is
+	// slow, so that counting takes at most a twentieth of the time, and
+	// spreads it by ±10 %.
 	Interval time.Duration
+	// Timeout cuts off a refresh that takes longer; default
+	// DefaultAwaitingTimeout.
+	Timeout time.Duration
 	// MaxTenants bounds the tenant series: the tenants with the most keys
 	// waiting keep their own, the others are summed under OtherTenants.
 	// Default DefaultAwaitingMaxTenants.
@@ -79,6 +99,9 @@ func (m *Metrics) Awaiting(reg prometheus.Registerer, cfg AwaitingConfig) (*Awai
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultAwaitingInterval
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultAwaitingTimeout
 	}
 	if cfg.MaxTenants <= 0 {
 		cfg.MaxTenants = DefaultAwaitingMaxTenants
@@ -130,11 +153,11 @@ func (a *Awaiting) Collect(ch chan<- prometheus.Metric) {
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// Refresh counts the store's indeterminate records now, within the interval,
+// Refresh counts the store's indeterminate records now, within the timeout,
 // and keeps the numbers for the next scrapes. On failure it keeps the last
 // numbers and returns the error.
 func (a *Awaiting) Refresh(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.Interval)
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	counts, err := a.cfg.Census.Count(ctx, kvstore.StateIndeterminate)
@@ -193,16 +216,25 @@ func bound(counts map[string]kvstore.TenantCount, maxTenants int) map[string]kvs
 	return out
 }
 
-// Run refreshes at once and then every interval until ctx ends.
+// Run refreshes at once and then about every interval until ctx ends: a
+// slow refresh stretches the wait (see [AwaitingConfig.Interval]).
 func (a *Awaiting) Run(ctx context.Context) {
-	t := time.NewTicker(a.cfg.Interval)
-	defer t.Stop()
 	for {
+		start := time.Now()
 		_ = a.Refresh(ctx) // logged and counted by Refresh
+		wait := nextCount(a.cfg.Interval, time.Since(start), rand.Float64()) - time.Since(start)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(max(wait, 0)):
 		}
 	}
+}
+
+// nextCount is how long after a refresh began, one that took took, the next
+// begins: interval, or took/awaitingDuty when that is longer, scaled by a
+// jitter factor of 1±awaitingJitter that r (in [0, 1)) picks.
+func nextCount(interval, took time.Duration, r float64) time.Duration {
+	base := max(interval, time.Duration(float64(took)/awaitingDuty))
+	return time.Duration(float64(base) * (1 - awaitingJitter + 2*awaitingJitter*r))
 }

@@ -301,3 +301,49 @@ func TestBuildInfoReadyConsumer(t *testing.T) {
 		t.Errorf("consumer errors = %v, want 2", got)
 	}
 }
+
+// slowCensus takes its time, as a large JetStream bucket does.
+type slowCensus struct {
+	kvstore.Census
+	took time.Duration
+}
+
+func (c slowCensus) Count(ctx context.Context, st kvstore.State) (map[string]kvstore.TenantCount, error) {
+	select {
+	case <-time.After(c.took):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Census.Count(ctx, st)
+}
+
+// TestAwaitingSlowCountNotCutOff: a count that takes longer than the
+// interval still completes (it is cut off at the timeout, not the interval:
+// a store too large to count within the interval was never counted before).
+func TestAwaitingSlowCountNotCutOff(t *testing.T) {
+	s := memstore.New(memstore.Config{})
+	t.Cleanup(func() { s.Close() })
+	park(t, s, "acme", 1)
+	m, reg := newMetrics(t)
+	a, err := m.Awaiting(reg, metrics.AwaitingConfig{
+		Census: slowCensus{Census: s, took: 100 * time.Millisecond}, Store: "memory", Interval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Refresh(context.Background()); err != nil {
+		t.Fatalf("Refresh of a count ten times the interval: %v", err)
+	}
+	if got := value(t, reg, "toolexec_keys_awaiting_decision", l{"tenant": "acme"}); got != 1 {
+		t.Errorf("%v keys awaiting, want 1", got)
+	}
+	b, err := m.Awaiting(prometheus.NewRegistry(), metrics.AwaitingConfig{
+		Census: slowCensus{Census: s, took: time.Minute}, Store: "memory", Timeout: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Refresh(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Refresh past the timeout: %v, want the deadline exceeded", err)
+	}
+}
