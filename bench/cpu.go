@@ -15,6 +15,7 @@ import (
 // (emitter bench), and the database servers the row talks to.
 type cpuSample struct {
 	harness time.Duration // this process and its waited-for children
+	self    time.Duration // this process alone: the NATS server and the executor or loop
 	servers time.Duration // PostgreSQL and Redis server processes
 }
 
@@ -24,7 +25,8 @@ var serverProcesses = map[string]bool{"postgres": true, "redis-server": true}
 
 // takeCPU samples the CPU used so far.
 func takeCPU() cpuSample {
-	return cpuSample{harness: rusage(syscall.RUSAGE_SELF) + rusage(syscall.RUSAGE_CHILDREN), servers: serversCPU()}
+	self := rusage(syscall.RUSAGE_SELF)
+	return cpuSample{harness: self + rusage(syscall.RUSAGE_CHILDREN), self: self, servers: serversCPU()}
 }
 
 func rusage(who int) time.Duration {
@@ -91,6 +93,7 @@ func (r *Result) cpu(before, after cpuSample) {
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(r.Ops) }
 	r.CPUPerOp = per(after.harness - before.harness)
+	r.SelfCPUPerOp = per(after.self - before.self)
 	if r.dbServer {
 		r.ServerCPUPerOp = per(after.servers - before.servers)
 	}

@@ -68,6 +68,9 @@ type harness struct {
 	profiles []profileRun
 	storeTmp string
 	dirs     map[string]int // store directories handed out, by configuration
+	// round is the round of the step running (0 or 1: the first); only the
+	// first round's rows are profiled.
+	round int
 }
 
 func (h *harness) nextPort() int { h.port++; return h.port - 1 }
@@ -125,7 +128,7 @@ func main() {
 	flag.IntVar(&c.rssCalls, "rss-calls", 1000000, "calls of the RSS run (the target compares the RSS after all of them with that after a tenth)")
 	flag.Float64Var(&c.waitLoad, "wait-load", 1, "first wait (up to -wait-max) until the 1-minute load average is at most this (what ran before, the Go benchmarks included, has settled); 0: do not wait")
 	flag.DurationVar(&c.waitMax, "wait-max", 5*time.Minute, "longest wait for -wait-load")
-	flag.IntVar(&c.rounds, "rounds", 5, "rounds of each pair of rows a ratio target compares (the hand-rolled loop and toolexec's KV store, each raw store cycle and its toolexec store) and of the run at concurrency 1; the table shows each row's median round")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds of the rows the ratio targets compare (the hand-rolled loop, the memory store and each toolexec store, the raw PostgreSQL cycle; the KV store and the loop under fsync always) and of the run at concurrency 1; the table shows each row's median round")
 	flag.StringVar(&c.profile, "profile", "", "comma-separated toolexec row ids (mem, kv-sync, pg, redis, …) whose executor and emitter to profile too, as kv-lazy always is; the profiles are written to -work")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
 	flag.Parse()
@@ -160,9 +163,28 @@ func sequence(c config) []step {
 	}
 	steps := []step{
 		{ids: []string{"a"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
+		// The first round of the lazy group (see roundGroups).
 		{ids: []string{"b"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
 		{ids: []string{"kv-lazy", "kv-lazy-c1"}, fn: tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})},
 		{ids: []string{"mem"}, fn: tx(toolexecConfig{id: "mem", name: "memory store", store: "memory"})},
+		{ids: []string{"redis"}, fn: tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
+		{ids: []string{"pg"}, fn: tx(toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})},
+		{ids: []string{"raw-pg"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
+		// The first round of the sync group.
+		{ids: []string{"kv-sync"}, fn: func(ctx context.Context, h *harness) []Result {
+			return withCalls(h, c.syncCalls, func() []Result {
+				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
+			})
+		}},
+		{ids: []string{"b-sync"}, fn: one(func(ctx context.Context, h *harness) Result {
+			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
+		})},
+		{ids: []string{"mem-sync"}, fn: func(ctx context.Context, h *harness) []Result {
+			return withCalls(h, c.syncCalls, func() []Result {
+				return h.runToolexec(ctx, toolexecConfig{id: "mem-sync", name: "memory store", store: "memory", syncAlways: true})
+			})
+		}},
+		{ids: []string{"a-sync"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
 		{ids: []string{"raw-kv-lazy"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return h.runKVCycles(ctx, "raw-kv-lazy", false, c.kvLazy)
 		})},
@@ -173,43 +195,24 @@ func sequence(c config) []step {
 		{ids: []string{"raw-kv-sync-g"}, fn: one(func(ctx context.Context, h *harness) Result {
 			return h.runKVCyclesGrouped(ctx, "raw-kv-sync-g", true, c.kvSync)
 		})},
-		{ids: []string{"kv-sync"}, fn: func(ctx context.Context, h *harness) []Result {
-			return withCalls(h, c.syncCalls, func() []Result {
-				return h.runToolexec(ctx, toolexecConfig{id: "kv-sync", name: "JetStream KV store", store: "jetstream", syncAlways: true})
-			})
-		}},
-		{ids: []string{"mem-sync"}, fn: func(ctx context.Context, h *harness) []Result {
-			return withCalls(h, c.syncCalls, func() []Result {
-				return h.runToolexec(ctx, toolexecConfig{id: "mem-sync", name: "memory store", store: "memory", syncAlways: true})
-			})
-		}},
-		{ids: []string{"b-sync"}, fn: one(func(ctx context.Context, h *harness) Result {
-			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
-		})},
-		{ids: []string{"a-sync"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a-sync", true, c.ceilingSync) })},
-		{ids: []string{"raw-pg"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg", false) })},
 		{ids: []string{"raw-pg-notify"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
-		{ids: []string{"pg"}, fn: tx(toolexecConfig{id: "pg", name: "PostgreSQL store", store: "postgres"})},
 		{ids: []string{"river"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river", false) })},
 		{ids: []string{"river-open"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river-open", true) })},
 		{ids: []string{"raw-redis"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
-		{ids: []string{"redis"}, fn: tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
 	}
-	// The later rounds of the pairs the ratio targets compare, each pair back
-	// to back, the order swapped every other round; the run at concurrency 1,
+	// The later rounds of the rows the ratio targets compare, group by group,
+	// each group's order reversed every other round; the run at concurrency 1,
 	// whose p99 a target reads, goes with toolexec's KV store.
 	for round := 2; round <= c.rounds; round++ {
-		pairs := [][2]step{
-			{stepOf(steps, "b"), {ids: []string{"kv-lazy", "kv-lazy-c1"}, fn: tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", latencyRun: true})}},
-			{stepOf(steps, "raw-kv-sync"), stepOf(steps, "kv-sync")},
-			{stepOf(steps, "raw-pg"), stepOf(steps, "pg")},
-			{stepOf(steps, "raw-redis"), stepOf(steps, "redis")},
-		}
-		for _, p := range pairs {
-			if round%2 == 0 {
-				p[0], p[1] = p[1], p[0]
+		for _, g := range roundGroups {
+			group := make([]step, len(g))
+			for i, id := range g {
+				group[i] = stepOf(steps, id)
 			}
-			for _, s := range p {
+			if round%2 == 0 {
+				slices.Reverse(group)
+			}
+			for _, s := range group {
 				s.round = round
 				steps = append(steps, s)
 			}
@@ -219,6 +222,15 @@ func sequence(c config) []step {
 		steps = append(steps, step{ids: []string{scaleID(n)}, fn: one(func(ctx context.Context, h *harness) Result { return h.runScale(ctx, n) })})
 	}
 	return append(steps, step{ids: []string{"rss"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRSS(ctx) })})
+}
+
+// roundGroups are the rows the ratio targets compare, by the group whose
+// rounds run back to back: the lazy-fsync rows (each store against the memory
+// store, the KV store against the hand-rolled loop, the PostgreSQL store
+// against its raw cycle) and the sync-always pair.
+var roundGroups = [][]string{
+	{"b", "kv-lazy", "mem", "redis", "pg", "raw-pg"},
+	{"kv-sync", "b-sync"},
 }
 
 // stepOf returns the step that produces row id.
@@ -285,6 +297,7 @@ func run(ctx context.Context, c config) error {
 			round = fmt.Sprintf(", round %d of %d", s.round, c.rounds)
 		}
 		fmt.Fprintf(os.Stderr, "==> %s%s (load %s) ...\n", strings.Join(s.ids, ", "), round, load)
+		h.round = s.round
 		for _, r := range s.fn(ctx, h) {
 			r.Load = load
 			if s.round > 0 {

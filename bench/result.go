@@ -53,6 +53,10 @@ type Result struct {
 	// the PostgreSQL and Redis servers. Zero where not measured.
 	CPUPerOp       float64 `json:"cpu_us_per_op,omitempty"`
 	ServerCPUPerOp float64 `json:"server_cpu_us_per_op,omitempty"`
+	// SelfCPUPerOp is the harness process's part of CPUPerOp alone: for a
+	// toolexec row, the executor and the NATS server together, without the
+	// emitter's.
+	SelfCPUPerOp float64 `json:"self_cpu_us_per_op,omitempty"`
 	// dbServer says that the row uses PostgreSQL or Redis, whose servers' CPU
 	// it counts; other rows would only count their background work.
 	dbServer bool

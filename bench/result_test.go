@@ -81,11 +81,11 @@ func TestSequenceRounds(t *testing.T) {
 	if !slices.Equal(first1, first3) {
 		t.Fatalf("the first round changed with -rounds: %v vs %v", first1, first3)
 	}
-	// Rounds 2 and 3: each pair, its order swapped in round 2; the run at
+	// Rounds 2 and 3: each group, its order reversed in round 2; the run at
 	// concurrency 1 goes with the KV store's.
 	want := []string{
-		"kv-lazy", "kv-lazy-c1", "b", "kv-sync", "raw-kv-sync", "pg", "raw-pg", "redis", "raw-redis",
-		"b", "kv-lazy", "kv-lazy-c1", "raw-kv-sync", "kv-sync", "raw-pg", "pg", "raw-redis", "redis",
+		"raw-pg", "pg", "redis", "mem", "kv-lazy", "kv-lazy-c1", "b", "b-sync", "kv-sync",
+		"b", "kv-lazy", "kv-lazy-c1", "mem", "redis", "pg", "raw-pg", "kv-sync", "b-sync",
 	}
 	if !slices.Equal(later3, want) {
 		t.Fatalf("later rounds run %v, want %v", later3, want)

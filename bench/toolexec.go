@@ -242,7 +242,7 @@ func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result 
 	}
 	var stopProfile func()
 	var emitterFlags []string
-	if cfg.profile || slices.Contains(strings.Split(h.cfg.profile, ","), cfg.id) {
+	if h.round <= 1 && (cfg.profile || slices.Contains(strings.Split(h.cfg.profile, ","), cfg.id)) {
 		stopProfile, err = h.startProfile(cfg.id)
 		if err != nil {
 			return []Result{failed(r, err)}
