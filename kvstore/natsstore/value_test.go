@@ -1,7 +1,10 @@
 package natsstore
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -168,4 +171,85 @@ func BenchmarkToken(b *testing.B) {
 			}
 		}
 	})
+}
+
+// refText is text as encoding/json writes it through the MarshalJSON that
+// stored values before appendValue: a string if valid UTF-8, else
+// {"b64": base64}.
+type refText string
+
+func (t refText) MarshalJSON() ([]byte, error) {
+	if utf8.ValidString(string(t)) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(string(t)); err != nil {
+			return nil, err
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	}
+	return json.Marshal(struct {
+		B64 []byte `json:"b64"`
+	}{[]byte(t)})
+}
+
+// refEncode is the encoding every release before appendValue stored:
+// encoding/json over value's fields and tags, HTML escaping off.
+func refEncode(t *testing.T, v value) string {
+	ref := struct {
+		Version int     `json:"v"`
+		State   string  `json:"s"`
+		Holder  refText `json:"h"`
+		Claim   string  `json:"c"`
+		Write   string  `json:"w"`
+		Lease   int64   `json:"l"`
+		Created int64   `json:"ca"`
+		Outcome refText `json:"o,omitempty"`
+		Reason  refText `json:"r,omitempty"`
+		Entered bool    `json:"b,omitempty"`
+		Check   refText `json:"k,omitempty"`
+		Tool    refText `json:"t,omitempty"`
+		RunID   refText `json:"run,omitempty"`
+		CallID  refText `json:"call,omitempty"`
+	}{v.Version, v.State, refText(v.Holder), v.Claim, v.Write, v.Lease, v.Created, refText(v.Outcome), refText(v.Reason),
+		v.Entered, refText(v.Check), refText(v.Tool), refText(v.RunID), refText(v.CallID)}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ref); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// TestAppendValueMatchesEncodingJSON: the hand-written encoding writes the
+// very bytes encoding/json wrote, for every field's empty, plain and tricky
+// strings (control characters, quotes, HTML, U+2028, invalid UTF-8) and
+// random bytes, so that records of every release read alike.
+func TestAppendValueMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() string {
+		switch n := rng.IntN(len(trickyStrings) + 2); {
+		case n < len(trickyStrings):
+			return trickyStrings[n]
+		case n == len(trickyStrings):
+			b := make([]byte, rng.IntN(40))
+			for i := range b {
+				b[i] = byte(rng.IntN(256))
+			}
+			return string(b)
+		default:
+			return "call_" + strings.Repeat("0a", rng.IntN(16))
+		}
+	}
+	for i := range 20000 {
+		v := value{
+			Version: rng.IntN(3), State: pick(), Holder: text(pick()), Claim: pick(), Write: pick(),
+			Lease: rng.Int64() - rng.Int64(), Created: rng.Int64(), Outcome: text(pick()), Reason: text(pick()),
+			Entered: rng.IntN(2) == 0, Check: text(pick()), Tool: text(pick()), RunID: text(pick()), CallID: text(pick()),
+		}
+		if got, want := string(appendValue(nil, &v)), refEncode(t, v); got != want {
+			t.Fatalf("value %d (%#v):\n got %s\nwant %s", i, v, got, want)
+		}
+	}
 }
