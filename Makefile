@@ -59,6 +59,7 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME, default 20s).
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalize$$' -fuzztime $${FUZZTIME:-20s} ./idemkey/canonical
 	$(GO) test -run '^$$' -fuzz '^FuzzDerive$$' -fuzztime $${FUZZTIME:-20s} ./idemkey
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $${FUZZTIME:-20s} ./tool/toolsfile
+	$(GO) test -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $${FUZZTIME:-20s} ./kvstore/natsstore
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire
 	$(GO) test -run '^$$' -fuzz '^FuzzCallFromEvent$$' -fuzztime $${FUZZTIME:-20s} ./bus/wire

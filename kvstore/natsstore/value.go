@@ -215,9 +215,11 @@ func putBuf(p *[]byte) {
 // decodeValue reads a stored value. It returns ErrCorrupt for anything that is
 // not a record of this format.
 func decodeValue(b []byte) (value, error) {
-	var v value
-	if err := json.Unmarshal(b, &v); err != nil {
-		return value{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	v, ok := parseValue(b)
+	if !ok {
+		if err := json.Unmarshal(b, &v); err != nil {
+			return value{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
 	}
 	if v.Version != formatVersion {
 		return value{}, fmt.Errorf("%w: format version %d", ErrCorrupt, v.Version)
