@@ -27,15 +27,15 @@ const (
 	DefaultAwaitingInterval   = time.Minute
 	DefaultAwaitingMaxTenants = 100
 	// DefaultAwaitingTimeout is how long one count may take before it is
-	// cut off: a JetStream bucket is read at about 150,000 records a second
-	// on 2 cores, so 10 minutes is some 90 million records.
+	// cut off: a JetStream bucket is read at some 250,000 records a second
+	// on 2 cores, so 10 minutes is over 100 million records.
 	DefaultAwaitingTimeout = 10 * time.Minute
 )
 
 // awaitingDuty bounds the share of time Run spends counting: after a count
 // that took d, the next starts no sooner than d/awaitingDuty after it began.
-// A store of a million live records on JetStream (6-7 s a count) is thus
-// counted every 2 minutes or so rather than every minute, by each executor.
+// A store of ten million live records on JetStream (30-40 s a count) is thus
+// counted every 10-13 minutes rather than every minute, by each executor.
 const awaitingDuty = 0.05
 
 // awaitingJitter spreads the executors' counts over ±10 % of the wait, so
