@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,8 +105,8 @@ func TestPortsOnLoopback(t *testing.T) {
 var required = regexp.MustCompile(`^\$\{[A-Z_][A-Z0-9_]*:\?[^}]+\}$`)
 
 // TestNoPasswordInTheFile: every password, alone or inside a URL, is a
-// ${VAR:?message} from .env, never a value written in the file, and
-// .env.example holds none while .env is ignored by git.
+// ${VAR:?message} from .env, never a value written in the file nor one put
+// on a command line, and .env.example holds none while .env is ignored by git.
 func TestNoPasswordInTheFile(t *testing.T) {
 	f, text := loadCompose(t)
 	userinfo := regexp.MustCompile(`^[a-z]+://([^@/]*)@`)
@@ -115,15 +116,18 @@ func TestNoPasswordInTheFile(t *testing.T) {
 		for k, v := range s.Environment {
 			values[k] = v
 		}
-		for i, c := range s.Command {
-			if i > 0 && s.Command[i-1] == "--requirepass" {
-				values["--requirepass"] = c
+		for _, c := range append(slices.Clone(s.Entrypoint), s.Command...) {
+			// A secret on a command line shows in docker inspect and ps: it
+			// must come from the environment (a $$VAR the container's shell
+			// reads).
+			if strings.Contains(c, "--requirepass") || interpolation.MatchString(c) && strings.Contains(c, "PASSWORD") {
+				t.Errorf("%s: a secret on the command line (%q): docker inspect and ps show it", name, c)
 			}
 		}
 		for k, v := range values {
 			secret := ""
 			switch {
-			case strings.Contains(k, "PASSWORD") || strings.HasSuffix(k, "_AUTH") || k == "--requirepass":
+			case strings.Contains(k, "PASSWORD") || strings.HasSuffix(k, "_AUTH"):
 				secret = v
 			case userinfo.MatchString(v):
 				_, secret, _ = strings.Cut(userinfo.FindStringSubmatch(v)[1], ":")
