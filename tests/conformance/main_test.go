@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // Sizes of the test deployment. The server accepts messages up to
@@ -76,6 +77,13 @@ func runMain(m *testing.M) (code int) {
 		return fail("temp dir: %v", err)
 	}
 	defer os.RemoveAll(tmp)
+	// The programs it starts read NATS_* variables (and the emitter the
+	// selected nats CLI context): keep the developer's out.
+	cleanup, err := testenv.IsolateNATSConfig()
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer cleanup()
 
 	env.bin = filepath.Join(tmp, "bin")
 	start := time.Now()

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // refServerEnv, set to "stdio" in the environment of this test binary, makes
@@ -27,7 +29,16 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The emitter mcp the clients spawn would read the developer's NATS_*
+	// variables and selected nats CLI context.
+	cleanup, err := testenv.IsolateNATSConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // refServerName is the name the reference server gives in its initialize
