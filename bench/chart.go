@@ -29,6 +29,7 @@ var shortLabels = map[string]string{
 	"redis":          "(c) toolexec, Redis store",
 	"river":          "(d) River unique jobs, 64 in flight",
 	"river-open":     "(d) River unique jobs, inserted without waiting",
+	"temporal":       "(d) Temporal workflows, one activity, 64 in flight",
 	"scale-1":        "toolexec, 1 executor process",
 	"scale-2":        "toolexec, 2 executor processes",
 	"scale-4":        "toolexec, 4 executor processes",

@@ -1,8 +1,9 @@
 // Command bench is `make bench`: it measures, back to back on one machine,
 // the raw JetStream work-queue ceiling, a hand-rolled JetStream KV loop, the
 // raw claim cycle of each store, toolexec with each store (driven by emitter
-// bench against an executor wired as cmd/executor wires it) and River's unique
-// jobs on the same PostgreSQL, then the executor binary's scale-out with 1, 2
+// bench against an executor wired as cmd/executor wires it), River's unique
+// jobs on the same PostgreSQL and Temporal workflows (an embedded server on a
+// SQLite file, run by the program in ./temporal, a module of its own), then the executor binary's scale-out with 1, 2
 // and 4 processes and its memory over a long run, and writes
 // docs/BENCHMARKS.md with a table, the issue's targets, a chart, the Go
 // benchmarks and a CPU profile summary.
@@ -40,7 +41,7 @@ type config struct {
 	ceiling, ceilingSync                                int
 	kvLazy, kvSync, rawPG, rawRedis                     int
 	rawCap                                              time.Duration
-	riverJobs                                           int
+	riverJobs, temporalCalls                            int
 	rssCalls, rounds                                    int
 	only                                                string
 	profile                                             string // toolexec rows to profile besides kv-lazy
@@ -71,6 +72,8 @@ type harness struct {
 	// round is the round of the step running (0 or 1: the first); only the
 	// first round's rows are profiled.
 	round int
+	// temporalBin is the Temporal row's program, once built.
+	temporalBin string
 }
 
 func (h *harness) nextPort() int { h.port++; return h.port - 1 }
@@ -125,11 +128,12 @@ func main() {
 	flag.IntVar(&c.rawRedis, "raw-redis", 50000, "raw Redis cycles")
 	flag.DurationVar(&c.rawCap, "raw-cap", 20*time.Second, "time cap of each raw store run")
 	flag.IntVar(&c.riverJobs, "river-jobs", 20000, "River jobs")
+	flag.IntVar(&c.temporalCalls, "temporal-calls", 20000, "Temporal calls (workflows started or refused as duplicates), as many as River's jobs by default")
 	flag.IntVar(&c.rssCalls, "rss-calls", 1000000, "calls of the RSS run (the target compares the RSS after all of them with that after a tenth)")
 	flag.Float64Var(&c.waitLoad, "wait-load", 1, "first wait (up to -wait-max) until the 1-minute load average is at most this (what ran before, the Go benchmarks included, has settled); 0: do not wait")
 	flag.DurationVar(&c.waitMax, "wait-max", 5*time.Minute, "longest wait for -wait-load")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds of the rows the ratio targets compare (the hand-rolled loop, the memory store and each toolexec store, the raw PostgreSQL cycle; the KV store and the loop under fsync always) and of the run at concurrency 1; the table shows each row's median round")
-	flag.StringVar(&c.profile, "profile", "", "comma-separated toolexec row ids (mem, kv-sync, pg, redis, …) whose executor and emitter to profile too, as kv-lazy always is; the profiles are written to -work")
+	flag.StringVar(&c.profile, "profile", "", "comma-separated toolexec row ids (mem, kv-sync, pg, redis, …) whose executor and emitter to profile too, as kv-lazy always is, and temporal (its program's process); the profiles are written to -work")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
 	flag.Parse()
 
@@ -198,6 +202,7 @@ func sequence(c config) []step {
 		{ids: []string{"raw-pg-notify"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runPGCycles(ctx, "raw-pg-notify", true) })},
 		{ids: []string{"river"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river", false) })},
 		{ids: []string{"river-open"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRiver(ctx, "river-open", true) })},
+		{ids: []string{"temporal"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runTemporal(ctx, "temporal") })},
 		{ids: []string{"raw-redis"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRedisCycles(ctx) })},
 	}
 	// The later rounds of the rows the ratio targets compare, group by group,

@@ -109,10 +109,10 @@ func mergeRounds(rs []Result, extra map[string][]Result) {
 }
 
 // displayOrder is the order of the rows in the table and the chart: ceiling,
-// hand-rolled loop, raw store cycles, toolexec, River.
+// hand-rolled loop, raw store cycles, toolexec, River, Temporal.
 var displayOrder = []string{
 	"a", "a-sync", "b", "b-sync", "raw-kv-lazy", "raw-kv-sync", "raw-pg", "raw-pg-notify", "raw-redis",
-	"mem", "mem-sync", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open",
+	"mem", "mem-sync", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open", "temporal",
 	"scale-1", "scale-2", "scale-4", "rss",
 }
 
