@@ -581,7 +581,8 @@ const rowsExplained = `
   own (the program in bench/temporal, a module of its own), frontend, history, matching and
   worker services, persisting to a SQLite file in WAL mode with ` + "`synchronous=NORMAL`" + `
   (a commit reaches the WAL file, which is fsynced at checkpoints: what it acknowledged
-  survives the process, as with lazy fsync), visibility in the same file. One workflow per
+  survives the process, as with lazy fsync), visibility records in a second file (a
+  connection of its own: 126-135 calls/s against 110-121 in one file, 2,000-call probes). One workflow per
   call, its id the key, ` + "`WorkflowIDReusePolicy` REJECT_DUPLICATE" + ` and conflict policy
   USE_EXISTING: a duplicate of a running workflow waits for it, a duplicate of a finished one
   is refused and reads the first run's result. The workflow runs one no-op activity, counted by

@@ -42,7 +42,7 @@ func main() {
 	flag.StringVar(&c.synchronous, "synchronous", "NORMAL", "SQLite synchronous pragma: NORMAL (WAL, fsync at checkpoints) or FULL (fsync every commit)")
 	flag.IntVar(&c.sqlConns, "sql-conns", 1, "SQLite connections (more than 1 only in WAL mode)")
 	flag.StringVar(&c.pgURL, "postgres", "", "persist to PostgreSQL at this URL (databases "+pgExecutionsDB+" and "+pgVisibilityDB+", dropped first) instead of SQLite")
-	flag.BoolVar(&c.separateVisibility, "separate-visibility", false, "visibility records in a second SQLite file")
+	flag.BoolVar(&c.separateVisibility, "separate-visibility", true, "visibility records in a second SQLite file (a connection of their own)")
 	flag.IntVar(&c.rps, "rps", 0, "frontend, history and matching request limits per second (0: Temporal's defaults)")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
 	flag.Parse()
