@@ -57,8 +57,9 @@ const (
 	groupToolexec = "(c) toolexec"
 	groupPeer     = "(d) peer"
 	// Rows with a table of their own, neither in the comparison nor the chart.
-	groupScale  = "scale-out"
-	groupMemory = "memory"
+	groupScale   = "scale-out"
+	groupMemory  = "memory"
+	groupCluster = "three-node cluster"
 )
 
 // harness runs the benchmarks and keeps what they measured.
@@ -168,7 +169,7 @@ func sequence(c config) []step {
 	steps := []step{
 		{ids: []string{"a"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runCeiling(ctx, "a", false, c.ceiling) })},
 		// The first round of the lazy group (see roundGroups).
-		{ids: []string{"b"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false) })},
+		{ids: []string{"b"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runHandRolled(ctx, "b", false, false) })},
 		{ids: []string{"kv-lazy", "kv-lazy-c1"}, fn: tx(toolexecConfig{id: "kv-lazy", name: "JetStream KV store", store: "jetstream", profile: true, latencyRun: true})},
 		{ids: []string{"mem"}, fn: tx(toolexecConfig{id: "mem", name: "memory store", store: "memory"})},
 		{ids: []string{"redis"}, fn: tx(toolexecConfig{id: "redis", name: "Redis store", store: "redis"})},
@@ -181,7 +182,7 @@ func sequence(c config) []step {
 			})
 		}},
 		{ids: []string{"b-sync"}, fn: one(func(ctx context.Context, h *harness) Result {
-			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true) })
+			return withCalls(h, c.syncCalls, func() Result { return h.runHandRolled(ctx, "b-sync", true, false) })
 		})},
 		{ids: []string{"mem-sync"}, fn: func(ctx context.Context, h *harness) []Result {
 			return withCalls(h, c.syncCalls, func() []Result {
@@ -223,6 +224,7 @@ func sequence(c config) []step {
 			}
 		}
 	}
+	steps = append(steps, clusterSteps(c)...)
 	for _, n := range scaleExecutors {
 		steps = append(steps, step{ids: []string{scaleID(n)}, fn: one(func(ctx context.Context, h *harness) Result { return h.runScale(ctx, n) })})
 	}

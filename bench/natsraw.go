@@ -23,12 +23,22 @@ import (
 )
 
 // natsEnv is one embedded NATS server with JetStream, on a port of the
-// benchmark's range and a store directory of its own.
+// benchmark's range and a store directory of its own, or a cluster of them.
 type natsEnv struct {
-	srv        *server.Server
-	url        string
+	srv        *server.Server // a single node; nil for a cluster
+	cluster    *natsCluster   // nil for a single node
+	url        string         // every node's, comma-separated
 	dir        string
 	syncAlways bool
+	replicas   int // of the streams and buckets made on it: 0 (one) or clusterNodes
+}
+
+// startEnv starts a single node, or a cluster when cluster is set.
+func (h *harness) startEnv(name string, syncAlways, cluster bool) (*natsEnv, error) {
+	if cluster {
+		return h.startCluster(name, syncAlways)
+	}
+	return h.startNATS(name, syncAlways)
 }
 
 // lazySync is the fsync period of "lazy" servers: nats-server's default.
@@ -58,16 +68,25 @@ func (h *harness) startNATS(name string, syncAlways bool) (*natsEnv, error) {
 }
 
 func (e *natsEnv) stop() {
+	if e.cluster != nil {
+		e.cluster.stop()
+		return
+	}
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
 }
 
-// fsyncName describes the server's fsync setting for the table.
+// fsyncName describes the server's fsync setting for the table, and the
+// cluster's shape if it is one.
 func (e *natsEnv) fsyncName() string {
+	s := "NATS fsync lazy"
 	if e.syncAlways {
-		return "NATS fsync always"
+		s = "NATS fsync always"
 	}
-	return "NATS fsync lazy"
+	if e.cluster != nil {
+		s += fmt.Sprintf(", %d nodes, %d replicas", len(e.cluster.nodes), e.replicas)
+	}
+	return s
 }
 
 // connect dials the server and returns a JetStream context whose asynchronous
@@ -278,12 +297,16 @@ type loopCall struct {
 // a no-op, a KV Update with the outcome, an asynchronous publish of the result
 // and an ack once the result is stored. A duplicate (Create refused) reads the
 // record and answers from it without waiting for a holder. A client keeps 64
-// calls in flight, as emitter bench does for toolexec.
-func (h *harness) runHandRolled(ctx context.Context, id string, syncAlways bool) Result {
+// calls in flight, as emitter bench does for toolexec. On a cluster, the
+// streams and the bucket have a replica on every node.
+func (h *harness) runHandRolled(ctx context.Context, id string, syncAlways, cluster bool) Result {
 	n, conc := h.cfg.calls, h.cfg.concurrency
 	r := Result{ID: id, Group: groupBaseline, Name: "hand-rolled loop: pull → KV Create → no-op → KV Update → async publish → ack",
 		Concurrency: conc, Duplicates: h.cfg.duplicates}
-	env, err := h.startNATS(id, syncAlways)
+	if cluster {
+		r.Group = groupCluster
+	}
+	env, err := h.startEnv(id, syncAlways, cluster)
 	if err != nil {
 		return failed(r, err)
 	}
@@ -296,14 +319,14 @@ func (h *harness) runHandRolled(ctx context.Context, id string, syncAlways bool)
 	}
 	defer wnc.Close()
 	for _, sc := range []jetstream.StreamConfig{
-		{Name: "LOOP_CALLS", Subjects: []string{"loop.call.>"}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage},
-		{Name: "LOOP_RESULTS", Subjects: []string{"loop.result.>"}, Storage: jetstream.FileStorage},
+		{Name: "LOOP_CALLS", Subjects: []string{"loop.call.>"}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: env.replicas},
+		{Name: "LOOP_RESULTS", Subjects: []string{"loop.result.>"}, Storage: jetstream.FileStorage, Replicas: env.replicas},
 	} {
 		if _, err := wjs.CreateStream(ctx, sc); err != nil {
 			return failed(r, err)
 		}
 	}
-	kv, err := wjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "loop_claims", History: 1, Storage: jetstream.FileStorage})
+	kv, err := wjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "loop_claims", History: 1, Storage: jetstream.FileStorage, Replicas: env.replicas})
 	if err != nil {
 		return failed(r, err)
 	}
@@ -356,13 +379,20 @@ func (h *harness) runHandRolled(ctx context.Context, id string, syncAlways bool)
 			}
 		case errors.Is(err, jetstream.ErrKeyExists):
 			kind = "deduplicated"
+			// On a cluster the read may be served by a follower that has not
+			// seen the claim yet (direct gets): that is a first call still
+			// running, answered with no outcome like one seen claimed.
+			outcome = ""
 			e, err := kv.Get(ctx, key)
-			if err != nil {
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+			case err != nil:
 				return fmt.Errorf("get: %w", err)
+			default:
+				var rec struct{ State, Outcome string }
+				_ = json.Unmarshal(e.Value(), &rec)
+				outcome = rec.Outcome // empty while the first call is still running
 			}
-			var rec struct{ State, Outcome string }
-			_ = json.Unmarshal(e.Value(), &rec)
-			outcome = rec.Outcome // empty while the first call is still running
 		default:
 			return fmt.Errorf("create: %w", err)
 		}

@@ -41,6 +41,9 @@ type Result struct {
 	Load string `json:"load"`
 	// RSS is the RSS run's configuration and samples (row "rss" only).
 	RSS *rssRun `json:"rss,omitempty"`
+	// Failover is the failover measurement's kills and calls (row
+	// cluster-failover only).
+	Failover *failoverRun `json:"failover,omitempty"`
 	// Rounds is the rate of every round of a row measured more than once
 	// (-rounds), in the order they ran (0 for a round that failed); the other
 	// fields are the median round's.

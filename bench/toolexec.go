@@ -41,7 +41,10 @@ type toolexecConfig struct {
 	name       string // the store, for the table
 	store      string // memory, jetstream, postgres, redis
 	syncAlways bool   // the NATS server's fsync
-	profile    bool   // write a CPU profile of the executor's process during the run
+	cluster    bool   // a three-node cluster, streams and bucket with three replicas
+	// logger receives the executor's logs; nil discards them.
+	logger  *slog.Logger
+	profile bool // write a CPU profile of the executor's process during the run
 	// latencyRun adds a run at concurrency 1 after the main one (row id + "-c1").
 	latencyRun bool
 }
@@ -51,6 +54,8 @@ type toolexecConfig struct {
 // dispatcher serving the demo airline, and a worker taking 64 calls at once.
 type executor struct {
 	env     *natsEnv
+	airline *demo.Airline // the tools' bookings, for checks of effects by key
+	js      jetstream.JetStream
 	d       *dispatch.Dispatcher
 	w       *bus.Worker
 	done    chan error
@@ -64,18 +69,22 @@ type executor struct {
 
 // startExecutor starts the executor of cfg.
 func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *executor, durability string, err error) {
-	env, err := h.startNATS(cfg.id, cfg.syncAlways)
+	env, err := h.startEnv(cfg.id, cfg.syncAlways, cfg.cluster)
 	if err != nil {
 		return nil, "", err
 	}
-	ex = &executor{env: env}
+	ex = &executor{env: env, airline: demo.New()}
+	log := cfg.logger
+	if log == nil {
+		log = quiet
+	}
 	ex.closers = append(ex.closers, env.stop)
 	defer func() {
 		if err != nil {
 			ex.close()
 		}
 	}()
-	nc, err := bus.Connect(bus.ConnectConfig{URL: env.url, Name: "toolexec-executor", Logger: quiet})
+	nc, err := bus.Connect(bus.ConnectConfig{URL: env.url, Name: "toolexec-executor", Logger: log})
 	if err != nil {
 		return nil, "", err
 	}
@@ -84,7 +93,8 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 	if err != nil {
 		return nil, "", err
 	}
-	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
+	ex.js = js
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: env.replicas}); err != nil {
 		return nil, "", err
 	}
 	durability = env.fsyncName()
@@ -95,7 +105,7 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 		ex.closers = append(ex.closers, func() { _ = s.Close() })
 		store = s
 	case "jetstream":
-		s, err := natsstore.New(ctx, js, natsstore.Config{})
+		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: env.replicas})
 		if err != nil {
 			return nil, "", err
 		}
@@ -111,7 +121,7 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
 			return nil, "", err
 		}
-		s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: schema, Logger: quiet})
+		s, err := pgstore.New(ctx, pool, pgstore.Config{Schema: schema, Logger: log})
 		if err != nil {
 			return nil, "", err
 		}
@@ -152,15 +162,15 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 	default:
 		return nil, "", fmt.Errorf("unknown store %q", cfg.store)
 	}
-	reg, err := tool.NewRegistry(demo.New().Tools()...)
+	reg, err := tool.NewRegistry(ex.airline.Tools()...)
 	if err != nil {
 		return nil, "", err
 	}
-	ex.d, err = dispatch.New(dispatch.Config{Tools: reg, Store: store, Logger: quiet})
+	ex.d, err = dispatch.New(dispatch.Config{Tools: reg, Store: store, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}
-	ex.w, err = bus.NewWorker(js, ex.d, bus.WorkerConfig{Concurrency: bus.DefaultConcurrency, Logger: quiet})
+	ex.w, err = bus.NewWorker(js, ex.d, bus.WorkerConfig{Concurrency: bus.DefaultConcurrency, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}
@@ -229,6 +239,9 @@ func (h *harness) emit(ctx context.Context, url, toolName string, calls, concurr
 func (h *harness) runToolexec(ctx context.Context, cfg toolexecConfig) []Result {
 	r := Result{ID: cfg.id, Group: groupToolexec, Name: "toolexec, " + cfg.name, Concurrency: h.cfg.concurrency, Duplicates: h.cfg.duplicates,
 		dbServer: cfg.store == "postgres" || cfg.store == "redis"}
+	if cfg.cluster {
+		r.Group = groupCluster
+	}
 	ex, durability, err := h.startExecutor(ctx, cfg)
 	if err != nil {
 		return []Result{failed(r, err)}
