@@ -3,8 +3,10 @@
 // raw claim cycle of each store, toolexec with each store (driven by emitter
 // bench against an executor wired as cmd/executor wires it), River's unique
 // jobs on the same PostgreSQL and Temporal workflows (an embedded server on a
-// SQLite file, run by the program in ./temporal, a module of its own), then the executor binary's scale-out with 1, 2
-// and 4 processes and its memory over a long run, and writes
+// SQLite file, run by the program in ./temporal, a module of its own),
+// toolexec's KV store and the hand-rolled loop on a three-node cluster with the
+// failover pause when the KV stream's leader stops, then the executor binary's
+// scale-out with 1, 2 and 4 processes and its memory over a long run, and writes
 // docs/BENCHMARKS.md with a table, the targets, a chart, the Go
 // benchmarks and a CPU profile summary.
 //

@@ -225,9 +225,9 @@ func thousands(n int) string {
 }
 
 // inComparison reports whether r belongs in the main table and the chart:
-// the scale-out and memory rows have tables of their own.
+// the scale-out, memory and cluster rows have tables of their own.
 func inComparison(r Result) bool {
-	return r.Group != groupScale && r.Group != groupMemory
+	return r.Group != groupScale && r.Group != groupMemory && r.Group != groupCluster
 }
 
 // renderReport writes docs/BENCHMARKS.md.
@@ -314,6 +314,7 @@ func renderReport(in reportInput) string {
 	}
 	w("\n![Throughput and p99 latency by configuration](%s)\n\n", in.chartPath)
 	renderScale(&b, in)
+	renderCluster(&b, in)
 	renderRSS(&b, in)
 
 	w("## Targets (issues 21 and 6)\n\n")

@@ -573,3 +573,55 @@ func TestRatioTargetCPU(t *testing.T) {
 		t.Errorf("a row without CPU figures: %q", got.Measured)
 	}
 }
+
+func TestRenderCluster(t *testing.T) {
+	rs := append(sampleResults(),
+		Result{ID: clusterLoopLazy, Group: groupCluster, Name: "hand-rolled loop", Durability: "NATS fsync lazy, 3 nodes, 3 replicas", PerSec: 4000, P50: 12, P99: 50, CheckOK: true, Check: "loop ok"},
+		Result{ID: clusterKVLazy, Group: groupCluster, Name: "toolexec, JetStream KV store", PerSec: 3000, P50: 20, P99: 80, CPUPerOp: 380, CheckOK: true, Check: "kv ok"},
+		Result{ID: clusterKVSync, Group: groupCluster, Name: "toolexec, JetStream KV store", Err: "no quorum"},
+		Result{ID: clusterFailover, Group: groupCluster, Name: "failover", P50: 60, Max: 5035.7, CheckOK: true, Check: "5 kills",
+			Failover: &failoverRun{
+				Kills: []failoverKill{
+					{Node: "n3", AlsoHeld: []string{"TOOLEXEC_EVENTS", "executor's connection"}, PauseMs: 42.65, CompletedMs: 43.4, KVLeaderMs: 39.2, CatchUpMs: 720,
+						Outcomes: map[string]int{"completed": 1895, "deduplicated": 477}, Warnings: map[string]int{"a": 1, "b": 3}},
+					{Node: "n1", PauseMs: 5035.7, CompletedMs: 5037, KVLeaderMs: 66.6, ConsumerLeaderMs: 58.5, CatchUpMs: 1966,
+						Outcomes: map[string]int{"completed": 3182, "indeterminate": 5}},
+					{Node: "n2", Err: "no answer within 1m0s of killing n2"},
+				},
+				Outcomes: map[string]int{"completed": 5077, "deduplicated": 477, "indeterminate": 5, "no answer": 2},
+				Errors:   map[string]string{"no answer": "publishing call c1: context deadline exceeded"},
+			}},
+	)
+	sortForDisplay(rs)
+	doc := renderReport(reportInput{
+		machine: machine{CPUs: 2},
+		cfg:     config{calls: 20000, syncCalls: 5000, duplicates: 0.2, concurrency: 64, warmup: 500},
+		results: rs,
+	})
+	for _, want := range []string{
+		"## Production shape: three-node cluster",
+		"| hand-rolled loop | NATS fsync lazy, 3 nodes, 3 replicas | 4000 | 12 | 50 | — | 0.40 | — |  | ok: loop ok |",
+		"| toolexec, JetStream KV store |  | 3000 | 20 | 80 | 380 | 0.43 | 0.75 |  | ok: kv ok |",
+		"| toolexec, JetStream KV store |  | — | — | — | — | — | — |  | not measured: no quorum |",
+		"### Failover pause",
+		"**Pause over 2 kills: p50 60 ms, max 5036 ms.**",
+		"| 1 | n3 | TOOLEXEC_EVENTS, executor's connection | 42.6 | 43.4 | 39.2 | — | 0.7 | 1895 completed, 477 deduplicated | 3 × b; 1 × a |",
+		"| 2 | n1 |  | 5036 | 5037 | 66.6 | 58.5 | 2.0 | 3182 completed, 5 indeterminate |  |",
+		"| 3 | n2 |  — no answer within 1m0s of killing n2 | — | — | — | — | 0.0 |  |  |",
+		"5077 completed, 477 deduplicated, 5 indeterminate, 2 no answer; the first without an answer: no answer: `publishing call c1: context deadline exceeded`.",
+		"ok: 5 kills",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// The cluster's rows stay out of the comparison table.
+	results := doc[strings.Index(doc, "## Results"):strings.Index(doc, "## Production shape")]
+	if strings.Contains(results, "3 nodes") || strings.Contains(results, "kv ok") {
+		t.Error("the comparison table shows cluster rows")
+	}
+	// Without the rows, no section.
+	if doc := renderReport(reportInput{machine: machine{CPUs: 2}, results: sampleResults()}); strings.Contains(doc, "## Production shape") {
+		t.Error("a cluster section for a run without cluster rows")
+	}
+}

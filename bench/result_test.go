@@ -90,11 +90,14 @@ func TestSequenceRounds(t *testing.T) {
 	if !slices.Equal(later3, want) {
 		t.Fatalf("later rounds run %v, want %v", later3, want)
 	}
-	// The later rounds run before the scale-out and memory rows.
+	// The later rounds run before the cluster, scale-out and memory rows.
 	steps := sequence(config{rounds: 3})
-	lastLater := slices.IndexFunc(steps, func(s step) bool { return slices.Contains(s.ids, "scale-1") }) - 1
+	lastLater := slices.IndexFunc(steps, func(s step) bool { return slices.Contains(s.ids, clusterLoopLazy) }) - 1
 	if lastLater < 0 || steps[lastLater].round != 3 {
-		t.Fatalf("the step before scale-1 is %v of round %d, want the last of round 3", steps[max(lastLater, 0)].ids, steps[max(lastLater, 0)].round)
+		t.Fatalf("the step before %s is %v of round %d, want the last of round 3", clusterLoopLazy, steps[max(lastLater, 0)].ids, steps[max(lastLater, 0)].round)
+	}
+	if i := slices.IndexFunc(steps, func(s step) bool { return slices.Contains(s.ids, "scale-1") }); i < lastLater {
+		t.Fatalf("scale-1 runs before the later rounds end")
 	}
 }
 
