@@ -15,6 +15,8 @@ const (
 	DefaultMaxValueSize = 1 << 20
 	DefaultWaitRecheck  = time.Second
 	DefaultForgetBatch  = 500
+	DefaultMaxBatch     = 128
+	DefaultPipelines    = 2
 )
 
 // Config configures a [Store]. The zero value is ready to use: every zero field
@@ -43,6 +45,19 @@ type Config struct {
 
 	// ForgetBatch is how many records Forget removes per script call. Default 500.
 	ForgetBatch int
+
+	// MaxBatch is how many script runs one pipeline may carry. On a
+	// *redis.Client, runs that arrive while earlier ones are on the wire go
+	// together, as one pipeline: one write and one read for all of them, on
+	// either side (see pipe.go). Nothing waits on purpose: at low load every
+	// run goes alone, at once. Other clients (cluster, ring) always run each
+	// script alone. Default 128; 1 turns pipelining off. Must not be negative.
+	MaxBatch int
+
+	// Pipelines is how many pipelines may be on the wire at once, each on a
+	// connection of the client's pool. Fewer make larger pipelines; more let
+	// them overlap. Default 2. Must not be negative.
+	Pipelines int
 }
 
 // withDefaults returns c with defaults applied, or an error wrapping
@@ -77,6 +92,18 @@ func (c Config) withDefaults() (Config, error) {
 		c.ForgetBatch = DefaultForgetBatch
 	case c.ForgetBatch < 0:
 		return c, fmt.Errorf("redisstore: forget batch %d: %w", c.ForgetBatch, kvstore.ErrInvalid)
+	}
+	switch {
+	case c.MaxBatch == 0:
+		c.MaxBatch = DefaultMaxBatch
+	case c.MaxBatch < 0:
+		return c, fmt.Errorf("redisstore: max batch %d: %w", c.MaxBatch, kvstore.ErrInvalid)
+	}
+	switch {
+	case c.Pipelines == 0:
+		c.Pipelines = DefaultPipelines
+	case c.Pipelines < 0:
+		return c, fmt.Errorf("redisstore: pipelines %d: %w", c.Pipelines, kvstore.ErrInvalid)
 	}
 	return c, nil
 }

@@ -25,6 +25,8 @@ type Store struct {
 	// index slack (indexSlack, at most the retention) in milliseconds.
 	retMS, slackMS any
 
+	pipe *pipeliner // sends script runs in pipelines (pipe.go); nil when off
+
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close; wakes blocked Waits
 }
@@ -53,13 +55,15 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	ret := durMS(cfg.Retention)
-	return &Store{
+	s := &Store{
 		client:  client,
 		cfg:     cfg,
 		retMS:   strconv.FormatInt(ret, 10),
 		slackMS: strconv.FormatInt(min(ret, durMS(indexSlack)), 10),
 		done:    make(chan struct{}),
-	}, nil
+	}
+	s.pipe = newPipeliner(client, cfg)
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
@@ -115,7 +119,7 @@ func (s *Store) channel(tenant, digest string) string {
 // run executes one of the record scripts on tenant/digest; args start with the
 // common leading arguments (retention and index slack).
 func (s *Store) run(ctx context.Context, sc *redis.Script, tenant, digest string, args ...any) (any, error) {
-	return sc.Run(ctx, s.client, s.keys(tenant, digest), args...).Result()
+	return s.script(ctx, sc, s.keys(tenant, digest), args...)
 }
 
 // Claim creates the record in StateClaimed unless a live record exists, in one
@@ -221,7 +225,7 @@ func (s *Store) read(ctx context.Context, op string, sc *redis.Script, tenant, d
 // returns whether it exists, Redis's time at the read (ms) and the value in this
 // version's layout.
 func (s *Store) readValue(ctx context.Context, sc *redis.Script, tenant, digest string, args ...any) (bool, int64, string, error) {
-	v, err := sc.Run(ctx, s.client, []string{s.recKey(tenant, digest)}, args...).Result()
+	v, err := s.script(ctx, sc, []string{s.recKey(tenant, digest)}, args...)
 	if err != nil {
 		return false, 0, "", err
 	}

@@ -32,6 +32,8 @@ func TestNewConfig(t *testing.T) {
 		MaxValueSize: redisstore.DefaultMaxValueSize,
 		WaitRecheck:  redisstore.DefaultWaitRecheck,
 		ForgetBatch:  redisstore.DefaultForgetBatch,
+		MaxBatch:     redisstore.DefaultMaxBatch,
+		Pipelines:    redisstore.DefaultPipelines,
 	}
 	if got != want {
 		t.Fatalf("defaults: got %+v, want %+v", got, want)
@@ -52,6 +54,8 @@ func TestNewConfig(t *testing.T) {
 		{"negative max value", redisstore.Config{MaxValueSize: -1}},
 		{"negative recheck", redisstore.Config{WaitRecheck: -time.Second}},
 		{"negative batch", redisstore.Config{ForgetBatch: -1}},
+		{"negative max batch", redisstore.Config{MaxBatch: -1}},
+		{"negative pipelines", redisstore.Config{Pipelines: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
