@@ -63,7 +63,9 @@ type executor struct {
 	// groups counts the store's group commits (nil: the store has none): the
 	// transactions or atomic batches of two writes or more, the writes they
 	// carried, and the ones the server refused, whose writes then went one by
-	// one. The check reports them.
+	// one. The check reports them. For Redis they are its pipelines of two
+	// script runs or more, the runs they carried (reads among them), and the
+	// pipelines that lost their connection, whose unsettled runs went alone.
 	groups func() (batches, writes, refused int64)
 }
 
@@ -159,6 +161,10 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 		ex.closers = append(ex.closers, func() { _ = s.Close() })
 		durability += ", Redis " + redisPersistence(ctx, c)
 		store = s
+		ex.groups = func() (int64, int64, int64) {
+			st := s.PipelineStats()
+			return st.Pipelines, st.Runs, st.Alone
+		}
 	default:
 		return nil, "", fmt.Errorf("unknown store %q", cfg.store)
 	}

@@ -151,10 +151,27 @@ func BenchmarkClaimRecord(b *testing.B) {
 
 // BenchmarkClaimRecordParallel runs claim cycles from 64 goroutines (32 per
 // CPU on two CPUs). It also reports the Redis commands one cycle costs.
+// It also reports how many script runs a pipeline carried, and what share of
+// the runs went in pipelines.
 func BenchmarkClaimRecordParallel(b *testing.B) {
 	s, c := benchStore(b)
 	defer reportCommands(b, c)()
+	defer reportPipelines(b, s)()
 	kvstoretest.BenchClaimCyclesParallel(b, s)
+}
+
+// reportPipelines reads the store's pipeline counts now and, when the returned
+// function is called at the end of the benchmark, reports the script runs a
+// pipeline carried (runs/pipeline) and the share of the benchmark's runs (two
+// a cycle) that went in pipelines (piped-%).
+func reportPipelines(b *testing.B, s *redisstore.Store) func() {
+	before := s.PipelineStats()
+	return func() {
+		st := s.PipelineStats()
+		pipes, runs := st.Pipelines-before.Pipelines, st.Runs-before.Runs
+		b.ReportMetric(float64(runs)/float64(max(pipes, 1)), "runs/pipeline")
+		b.ReportMetric(100*float64(runs)/float64(2*b.N), "piped-%")
+	}
 }
 
 // BenchmarkClaimDuplicate measures the claim of a key already completed: the
