@@ -27,6 +27,9 @@ import (
 //     did not run. The sender loads the scripts concerned and sends those runs
 //     again, once; a run refused again is handed back to its caller to run
 //     alone. None runs twice.
+//   - A reply that Redis cannot run the command now (LOADING, READONLY and
+//     the others go-redis retries on) hands the run back to its caller, who
+//     runs it alone with go-redis's retries, as before.
 //   - A failure of the connection settles the runs whose replies were read
 //     and leaves the others unknown, exactly as for a run alone. go-redis
 //     would send the whole pipeline again, running again the scripts that had
@@ -202,13 +205,29 @@ func (p *pipeliner) pipeline(ctx context.Context, runs []*scriptRun) (noScript [
 		switch {
 		case redis.HasErrorPrefix(err, "NOSCRIPT"):
 			noScript = append(noScript, r)
-		case err == nil || errors.As(err, &replied): // a reply, redis.Nil included
+		case err == nil || errors.As(err, &replied) && !notNow(err): // a reply, redis.Nil included
 			r.val, r.err = val, err
 		default:
 			r.alone = true
 		}
 	}
 	return noScript
+}
+
+// notNowReplies start the error replies with which Redis refuses a command it
+// cannot run now (loading its data, a replica, no quorum, too many clients):
+// go-redis retries a command alone on them, so a run in a pipeline that gets
+// one goes back to its caller to run alone.
+var notNowReplies = [...]string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "max number of clients reached"}
+
+// notNow reports whether err is one of notNowReplies.
+func notNow(err error) bool {
+	for _, p := range notNowReplies {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // load loads into Redis's script cache each script that runs use.
