@@ -36,14 +36,19 @@ import (
 //     already answered (and a second run of most scripts answers differently:
 //     a record already completed is no longer the holder's claim): so the
 //     pipeline is sent with retries off, and each run left unknown is handed
-//     back to its caller, who runs it alone through Script.Run — the same
-//     retries, and the same errors, as a run that never went through a
-//     pipeline.
+//     back to its caller, who runs it alone through Script.Run, with the
+//     client's retries and errors, as a run that never went through a
+//     pipeline. The pipeline's attempt comes on top of those: a lost reply is
+//     followed by up to MaxRetries+1 more runs rather than MaxRetries, each
+//     answering as a retried script always has (a claim recognises its own
+//     token; a holder's write that had landed answers kvstore.ErrNotHolder).
 //
 // A waiting caller whose context ends returns at once with the context's
 // error, its run either never sent or on the wire with its outcome unknown, as
 // after a timeout. The others in the pipeline are not affected: a pipeline is
-// sent under no caller's context.
+// sent under no caller's context. The sender's own caller waits for its
+// pipeline whatever its context, as a run alone waits for its reply; the
+// client's timeouts bound both.
 
 // scriptRun is one script run.
 type scriptRun struct {
