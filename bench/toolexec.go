@@ -67,6 +67,8 @@ type executor struct {
 	// script runs or more, the runs they carried (reads among them), and the
 	// pipelines that lost their connection, whose unsettled runs went alone.
 	groups func() (batches, writes, refused int64)
+	// pipelined says that groups counts Redis's pipelines, not commits.
+	pipelined bool
 }
 
 // startExecutor starts the executor of cfg.
@@ -165,6 +167,7 @@ func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *ex
 			st := s.PipelineStats()
 			return st.Pipelines, st.Runs, st.Alone
 		}
+		ex.pipelined = true
 	default:
 		return nil, "", fmt.Errorf("unknown store %q", cfg.store)
 	}
@@ -306,8 +309,11 @@ func (h *harness) measureToolexec(ctx context.Context, r Result, ex *executor, c
 	if ex.groups != nil {
 		b, w, ref := ex.groups()
 		b, w, ref = b-batches, w-writes, ref-refused
-		r.Check += fmt.Sprintf("; group commit: %d store writes in %d batches of two or more (%.1f a batch), %d refused and written one by one",
-			w, b, float64(w)/float64(max(b, 1)), ref)
+		format := "; group commit: %d store writes in %d batches of two or more (%.1f a batch), %d refused and written one by one"
+		if ex.pipelined {
+			format = "; pipelines: %d script runs in %d pipelines of two or more (%.1f a pipeline), %d left unsettled and run alone"
+		}
+		r.Check += fmt.Sprintf(format, w, b, float64(w)/float64(max(b, 1)), ref)
 	}
 	return r
 }

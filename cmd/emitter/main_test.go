@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -12,13 +11,4 @@ import (
 // emitter reads NATS_* variables and the context the nats CLI has selected,
 // so a machine with a context selected would otherwise connect the tests with
 // its credentials. Tests that need either set them themselves.
-func TestMain(m *testing.M) {
-	cleanup, err := testenv.IsolateNATSConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunIsolated(m)) }

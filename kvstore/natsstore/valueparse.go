@@ -39,18 +39,18 @@ func parseValue(b []byte) (value, bool) {
 		name string
 		t    *text
 	}{{`,"o":`, &v.Outcome}, {`,"r":`, &v.Reason}} {
-		if p.opt(f.name) && !p.text(f.t) {
+		if p.lit(f.name) && !p.text(f.t) {
 			return value{}, false
 		}
 	}
-	if p.opt(`,"b":true`) {
+	if p.lit(`,"b":true`) {
 		v.Entered = true
 	}
 	for _, f := range [...]struct {
 		name string
 		t    *text
 	}{{`,"k":`, &v.Check}, {`,"t":`, &v.Tool}, {`,"run":`, &v.RunID}, {`,"call":`, &v.CallID}} {
-		if p.opt(f.name) && !p.text(f.t) {
+		if p.lit(f.name) && !p.text(f.t) {
 			return value{}, false
 		}
 	}
@@ -66,7 +66,7 @@ type valueParser struct {
 	i int
 }
 
-// lit consumes s, which must come next.
+// lit consumes s if it comes next: a fixed part, or an optional field's name.
 func (p *valueParser) lit(s string) bool {
 	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
 		return false
@@ -74,9 +74,6 @@ func (p *valueParser) lit(s string) bool {
 	p.i += len(s)
 	return true
 }
-
-// opt consumes s if it comes next: an optional field's name.
-func (p *valueParser) opt(s string) bool { return p.lit(s) }
 
 // num reads the field name and an integer as encoding/json writes one.
 func (p *valueParser) num(name string) (int64, bool) {

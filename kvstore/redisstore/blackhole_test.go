@@ -3,14 +3,9 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
-	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -23,19 +18,7 @@ import (
 // works.
 func TestBlackHoleFailsInsteadOfHanging(t *testing.T) {
 	t.Parallel()
-	u, err := url.Parse(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := tcpproxy.Start(t, u.Host)
-	opt, err := redis.ParseURL(u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.Addr = px.Addr()
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c, px := proxiedClient(t, 0)
 	s, err := redisstore.New(c, redisstore.Config{Prefix: uniquePrefix(t, newClient(t)), WaitRecheck: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -79,35 +79,27 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Retention < time.Millisecond:
 		return c, fmt.Errorf("redisstore: retention %v: %w: must be at least 1ms", c.Retention, kvstore.ErrInvalid)
 	}
-	switch {
-	case c.MaxValueSize == 0:
-		c.MaxValueSize = DefaultMaxValueSize
-	case c.MaxValueSize < 0:
-		return c, fmt.Errorf("redisstore: max value size %d: %w", c.MaxValueSize, kvstore.ErrInvalid)
-	}
-	switch {
-	case c.WaitRecheck == 0:
-		c.WaitRecheck = DefaultWaitRecheck
-	case c.WaitRecheck < 0:
-		return c, fmt.Errorf("redisstore: wait recheck %v: %w", c.WaitRecheck, kvstore.ErrInvalid)
-	}
-	switch {
-	case c.ForgetBatch == 0:
-		c.ForgetBatch = DefaultForgetBatch
-	case c.ForgetBatch < 0:
-		return c, fmt.Errorf("redisstore: forget batch %d: %w", c.ForgetBatch, kvstore.ErrInvalid)
-	}
-	switch {
-	case c.MaxBatch == 0:
-		c.MaxBatch = DefaultMaxBatch
-	case c.MaxBatch < 0:
-		return c, fmt.Errorf("redisstore: max batch %d: %w", c.MaxBatch, kvstore.ErrInvalid)
-	}
-	switch {
-	case c.Pipelines == 0:
-		c.Pipelines = DefaultPipelines
-	case c.Pipelines < 0:
-		return c, fmt.Errorf("redisstore: pipelines %d: %w", c.Pipelines, kvstore.ErrInvalid)
+	for _, err := range []error{
+		orDefault(&c.MaxValueSize, DefaultMaxValueSize, "max value size"),
+		orDefault(&c.WaitRecheck, DefaultWaitRecheck, "wait recheck"),
+		orDefault(&c.ForgetBatch, DefaultForgetBatch, "forget batch"),
+		orDefault(&c.MaxBatch, DefaultMaxBatch, "max batch"),
+		orDefault(&c.Pipelines, DefaultPipelines, "pipelines"),
+	} {
+		if err != nil {
+			return c, err
+		}
 	}
 	return c, nil
+}
+
+// orDefault sets *v to def when it is zero, and refuses a negative one.
+func orDefault[T int | time.Duration](v *T, def T, what string) error {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		return fmt.Errorf("redisstore: %s %v: %w", what, *v, kvstore.ErrInvalid)
+	}
+	return nil
 }

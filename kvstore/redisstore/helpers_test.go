@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
@@ -30,6 +32,28 @@ func newClient(t testing.TB) *redis.Client {
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// proxiedClient returns a client that reaches Redis through a proxy the test
+// can black-hole, with 300 ms dial, read and write timeouts, so that a lost
+// connection fails fast, and maxRetries (0: go-redis's default).
+func proxiedClient(t *testing.T, maxRetries int) (*redis.Client, *tcpproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := tcpproxy.Start(t, u.Host)
+	opt, err := redis.ParseURL(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Addr = px.Addr()
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	opt.MaxRetries = maxRetries
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, px
 }
 
 // uniquePrefix returns a key prefix no other test uses, and removes every key

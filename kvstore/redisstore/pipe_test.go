@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
-	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -112,6 +109,41 @@ func TestPipelineBurst(t *testing.T) {
 	}
 	if st.Pipelines < 1 || st.Runs < n/2 || st.Alone != 0 || st.Reloaded != 0 {
 		t.Errorf("pipeline stats %+v: want at least one pipeline carrying most claims, none alone or reloaded", st)
+	}
+}
+
+// TestPipelineMaxBatch: however many runs wait, no pipeline carries more than
+// MaxBatch of them, and every claim is still granted.
+func TestPipelineMaxBatch(t *testing.T) {
+	t.Parallel()
+	const n, maxBatch = 48, 4
+	h := newTripHook()
+	var largest atomic.Int64
+	h.beforePipeline = func(cmds []redis.Cmder) {
+		for {
+			cur := largest.Load()
+			if int64(len(cmds)) <= cur || largest.CompareAndSwap(cur, int64(len(cmds))) {
+				return
+			}
+		}
+	}
+	s, _ := hookedStore(t, h, redisstore.Config{MaxBatch: maxBatch})
+	errs := make([]error, n)
+	burst(h, n, func(i int) {
+		res, err := s.Claim(ctx(t), claimReq("acme", fmt.Sprintf("maxbatch-%d", i), "w1", time.Minute))
+		if err == nil && !res.Claimed {
+			err = errors.New("not claimed")
+		}
+		errs[i] = err
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+	}
+	st := s.PipelineStats()
+	if got := largest.Load(); got > maxBatch || got < 2 {
+		t.Errorf("largest pipeline carried %d runs (stats %+v), want 2 to %d", got, st, maxBatch)
 	}
 }
 
@@ -250,20 +282,7 @@ func TestPipelineOff(t *testing.T) {
 func TestPipelineConnectionLost(t *testing.T) {
 	t.Parallel()
 	const n = 16
-	u, err := url.Parse(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := tcpproxy.Start(t, u.Host)
-	opt, err := redis.ParseURL(u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.Addr = px.Addr()
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-	opt.MaxRetries = 1
-	c := redis.NewClient(opt)
-	t.Cleanup(func() { _ = c.Close() })
+	c, px := proxiedClient(t, 1)
 	h := newTripHook()
 	c.AddHook(h)
 	s, err := redisstore.New(c, redisstore.Config{Prefix: uniquePrefix(t, newClient(t)), Pipelines: 1})

@@ -31,14 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	// The emitter mcp the clients spawn would read the developer's NATS_*
 	// variables and selected nats CLI context.
-	cleanup, err := testenv.IsolateNATSConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	os.Exit(testenv.RunIsolated(m))
 }
 
 // refServerName is the name the reference server gives in its initialize

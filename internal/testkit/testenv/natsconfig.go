@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // natsVariables are the variables the nats CLI, and so the programs, read
@@ -65,4 +66,16 @@ func pinGoDirs() error {
 		}
 	}
 	return nil
+}
+
+// RunIsolated runs m's tests under IsolateNATSConfig and returns their exit
+// code, for a TestMain to pass to os.Exit.
+func RunIsolated(m *testing.M) int {
+	cleanup, err := IsolateNATSConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	return m.Run()
 }
