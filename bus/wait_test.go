@@ -20,6 +20,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 func TestUnreachable(t *testing.T) {
@@ -71,7 +72,7 @@ func TestUnreachableFromConnect(t *testing.T) {
 		give string
 		want bool
 	}{
-		{"nothing listens", "nats://" + freeAddr(t), true},
+		{"nothing listens", "nats://" + testenv.FreeAddr(t), true},
 		{"name does not resolve", "nats://no-such-host.invalid:4222", true},
 		{"bad port", "nats://127.0.0.1:port", false},
 		{"bad address", "nats://[::1:4222", false},
@@ -88,17 +89,6 @@ func TestUnreachableFromConnect(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freeAddr returns a 127.0.0.1 address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // onPort starts the test server on addr's port.
@@ -119,7 +109,7 @@ func quick(failed func(int, error)) bus.WaitConfig {
 // TestConnectWaitForServer: the server comes up after three failed attempts;
 // ConnectWait connects to it, having reported each failure.
 func TestConnectWaitForServer(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	var failures []error
 	nc, err := bus.ConnectWait(context.Background(), bus.ConnectConfig{URL: "nats://" + addr, Logger: testLogger()},
 		quick(func(n int, err error) {
@@ -151,7 +141,7 @@ func TestConnectWaitForServer(t *testing.T) {
 // TestConnectWaitEndsWithContext: cancelled, or past its deadline, ConnectWait
 // returns an error naming both the context's end and the last failure.
 func TestConnectWaitEndsWithContext(t *testing.T) {
-	cfg := bus.ConnectConfig{URL: "nats://" + freeAddr(t), Logger: testLogger()}
+	cfg := bus.ConnectConfig{URL: "nats://" + testenv.FreeAddr(t), Logger: testLogger()}
 	t.Run("cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -195,7 +185,7 @@ func TestConnectWaitNoConnectionAfterContext(t *testing.T) {
 // the first attempt, whether a server listens or not.
 func TestConnectWaitFailsAtOnce(t *testing.T) {
 	s := natstest.Start(t, func(o *server.Options) { o.Username, o.Password = "exec", "pw" })
-	down := "nats://" + freeAddr(t)
+	down := "nats://" + testenv.FreeAddr(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	is := func(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
 	tests := []struct {

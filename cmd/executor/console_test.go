@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // TestConsoleOperatorsFile: with TOOLEXEC_CONSOLE_OPERATORS_FILE the console
@@ -29,7 +30,7 @@ func TestConsoleOperatorsFile(t *testing.T) {
 	if err := (consoleFlags{operatorsFile: file}).check(); err == nil {
 		t.Error("--console-operators-file without --console-addr was accepted")
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	t.Setenv("TOOLEXEC_CONSOLE_OPERATORS_FILE", file)
 	startExecutor(t, "--demo", "--console-addr", addr)
 	base := "http://" + addr

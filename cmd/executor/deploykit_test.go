@@ -114,7 +114,7 @@ func exportedSeries(t *testing.T, args ...string) map[string]bool {
 	old := newRegistry
 	newRegistry = func() metricsRegistry { return rec }
 	defer func() { newRegistry = old }()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	url, stop := startExecutor(t, append([]string{"--demo", "--metrics-addr", addr, "--awaiting-interval", "50ms"}, args...)...)
 	sentinelCalls(t, url)
 	time.Sleep(100 * time.Millisecond) // a count of the keys awaiting decision

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // runHealthcheck runs `executor healthcheck args...` in process and returns
@@ -26,7 +28,7 @@ func runHealthcheck(t *testing.T, args ...string) (string, error) {
 // host asked on loopback), and fails against one still waiting for NATS, an
 // address nobody serves, and without an address.
 func TestHealthcheck(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	startExecutor(t, "--demo", "--metrics-addr", addr)
 	_, port, _ := strings.Cut(addr, ":")
 
@@ -38,8 +40,8 @@ func TestHealthcheck(t *testing.T) {
 		t.Errorf("/healthz: %q, %v", out, err)
 	}
 
-	waiting := freeAddr(t)
-	launchExecutor(t, nil, "--demo", "--metrics-addr", waiting, "--nats-url", "nats://"+freeAddr(t))
+	waiting := testenv.FreeAddr(t)
+	launchExecutor(t, nil, "--demo", "--metrics-addr", waiting, "--nats-url", "nats://"+testenv.FreeAddr(t))
 	eventually(t, "the waiting executor's ops endpoint", func() bool {
 		code, _ := tryGet("http://" + waiting + "/readyz")
 		return code != 0
@@ -53,7 +55,7 @@ func TestHealthcheck(t *testing.T) {
 		t.Errorf("not ready is not a usage error (exit 1, not 2): %v", err)
 	}
 
-	if _, err := runHealthcheck(t, "--addr", freeAddr(t)); err == nil || !strings.Contains(err.Error(), "connection refused") {
+	if _, err := runHealthcheck(t, "--addr", testenv.FreeAddr(t)); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("against nobody: %v", err)
 	}
 	t.Setenv("TOOLEXEC_METRICS_ADDR", "")

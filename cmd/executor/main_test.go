@@ -313,7 +313,7 @@ func TestRunWithPostgres(t *testing.T) {
 			conn.Close(context.Background())
 		}
 	})
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	url, _ := startExecutor(t, "--demo", "--store", "postgres", "--postgres-url", pgURL, "--postgres-schema", schema, "--ensure-schema", "--metrics-addr", addr)
 	threeOutcomes(t, url)
 	// One call at a time: every write went alone, and the group commit

@@ -55,7 +55,7 @@ func TestMCPServer(t *testing.T) {
 	if err := os.WriteFile(file, []byte("acme "+mcpgate.HashToken(token)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	startExecutor(t, "--demo", "--store", string(storeflags.Memory), "--mcp-addr", addr, "--mcp-tokens-file", file)
 	url := "http://" + addr + "/mcp"
 

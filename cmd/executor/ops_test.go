@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -18,20 +17,9 @@ import (
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
-
-// freeAddr returns a 127.0.0.1 address nothing listens on (yet).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 func httpGet(t *testing.T, url string, header ...string) (int, string) {
 	t.Helper()
@@ -78,7 +66,7 @@ func sentinelCalls(t *testing.T, url string) {
 // kind, the indeterminate ones by reason, and times every store operation;
 // no label holds arguments, keys, run ids or call ids.
 func TestMetricsEndpoint(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	url, _ := startExecutor(t, "--demo", "--metrics-addr", addr)
 	sentinelCalls(t, url)
 	code, body := httpGet(t, "http://"+addr+"/metrics")
@@ -264,7 +252,7 @@ func TestConsole(t *testing.T) {
 	if err := c.check(); err == nil || !strings.Contains(err.Error(), "TOOLEXEC_CONSOLE_TOKEN") {
 		t.Fatalf("check without a console token = %v", err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	t.Setenv("TOOLEXEC_CONSOLE_TOKEN", "tok-123")
 	startExecutor(t, "--demo", "--console-addr", addr)
 	if code, body := httpGet(t, "http://"+addr+"/login"); code != http.StatusOK || !strings.Contains(body, `name="token"`) {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tesserix/toolexec/internal/metrics"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
@@ -21,7 +22,7 @@ import (
 // consumer's backlog, and the keys awaiting decision per tenant, counted
 // every --awaiting-interval.
 func TestOpsMetrics(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	url, _ := startExecutor(t, "--demo", "--metrics-addr", addr, "--awaiting-interval", "100ms")
 	sentinelCalls(t, url) // one of them leaves acme's key indeterminate
 	want := []string{
@@ -63,7 +64,7 @@ func TestOpsMetrics(t *testing.T) {
 
 // TestAwaitingOff: --awaiting-interval 0 exports no awaiting gauge.
 func TestAwaitingOff(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	startExecutor(t, "--demo", "--metrics-addr", addr, "--awaiting-interval", "0")
 	_, body := httpGet(t, "http://"+addr+"/metrics")
 	if strings.Contains(body, "toolexec_keys_awaiting_decision") || !strings.Contains(body, "toolexec_ready") {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // buildExecutor builds the executor binary into a temporary directory.
@@ -71,7 +72,7 @@ func TestProcessWaitingForNATS(t *testing.T) {
 	}
 
 	t.Run("SIGTERM while waiting exits 0", func(t *testing.T) {
-		cmd, stderr := start(t, "--nats-url", "nats://"+freeAddr(t))
+		cmd, stderr := start(t, "--nats-url", "nats://"+testenv.FreeAddr(t))
 		eventually(t, "the wait to be logged", func() bool {
 			return strings.Contains(stderr.String(), "NATS not reachable; waiting for it")
 		})
@@ -86,7 +87,7 @@ func TestProcessWaitingForNATS(t *testing.T) {
 		}
 	})
 	t.Run("--nats-wait gives up with exit 1", func(t *testing.T) {
-		url := "nats://" + freeAddr(t)
+		url := "nats://" + testenv.FreeAddr(t)
 		cmd, stderr := start(t, "--nats-url", url, "--nats-wait", "300ms")
 		if code := exited(t, cmd); code != 1 {
 			t.Errorf("exit status %d, want 1:\n%s", code, stderr)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
@@ -217,7 +218,7 @@ func readyzWaiting(t *testing.T, opsAddr, url string) {
 // /readyz says so, and once the server is up on that port the executor
 // connects, turns ready and answers calls.
 func TestWaitsForNATS(t *testing.T) {
-	natsAddr, opsAddr := freeAddr(t), freeAddr(t)
+	natsAddr, opsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	url := "nats://" + natsAddr
 	var logs syncBuffer
 	l := launchExecutor(t, func(w *io.Writer) { *w = &logs }, "--demo", "--nats-url", url, "--metrics-addr", opsAddr, "--log-level", "info")
@@ -250,8 +251,8 @@ func TestWaitsForNATS(t *testing.T) {
 // returns no error, leaves no goroutine behind, and frees its ops address.
 func TestStopWhileWaitingForNATS(t *testing.T) {
 	before := runtime.NumGoroutine()
-	opsAddr := freeAddr(t)
-	url := "nats://" + freeAddr(t)
+	opsAddr := testenv.FreeAddr(t)
+	url := "nats://" + testenv.FreeAddr(t)
 	var logs syncBuffer
 	l := launchExecutor(t, func(w *io.Writer) { *w = &logs }, "--demo", "--nats-url", url, "--metrics-addr", opsAddr, "--log-level", "info")
 	readyzWaiting(t, opsAddr, url)
@@ -284,7 +285,7 @@ func TestStopWhileWaitingForNATS(t *testing.T) {
 // with an error (exit status 1) that names it, whether a server listens or not.
 func TestNATSErrorsFailAtOnce(t *testing.T) {
 	srv := natstest.Start(t, func(o *server.Options) { o.Username, o.Password = "exec", "pw" })
-	down := "nats://" + freeAddr(t)
+	down := "nats://" + testenv.FreeAddr(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	tests := []struct {
 		name string
@@ -321,7 +322,7 @@ func TestNATSErrorsFailAtOnce(t *testing.T) {
 // TestNATSWaitGivesUp: with --nats-wait, the executor gives up after that long
 // with an error (exit status 1) naming the flag and the last failure.
 func TestNATSWaitGivesUp(t *testing.T) {
-	url := "nats://" + freeAddr(t)
+	url := "nats://" + testenv.FreeAddr(t)
 	l := launchExecutor(t, nil, "--demo", "--nats-url", url, "--nats-wait", "300ms")
 	err := l.result(30 * time.Second)
 	var ue usageError
@@ -342,7 +343,7 @@ func TestNATSWaitGivesUp(t *testing.T) {
 // log or the ready line, which name the server with the password masked.
 func TestReadyLineHidesThePassword(t *testing.T) {
 	const secret = "s3cret-pw"
-	natsAddr := freeAddr(t)
+	natsAddr := testenv.FreeAddr(t)
 	natstest.Start(t, onAddr(t, natsAddr), func(o *server.Options) { o.Username, o.Password = "exec", secret })
 	url := "nats://exec:" + secret + "@" + natsAddr
 	var logs syncBuffer

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 		var _ kvstore.Store = s
 		return kvstoretest.Harness{Store: s, Outages: []kvstoretest.Outage{
 			{Name: "dead port", Store: func() kvstore.Store {
-				dead := redis.NewClient(&redis.Options{Addr: deadAddr(t), DialTimeout: time.Second, MaxRetries: -1, DialerRetries: 1})
+				dead := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t), DialTimeout: time.Second, MaxRetries: -1, DialerRetries: 1})
 				t.Cleanup(func() { _ = dead.Close() })
 				return openStore(t, dead, cfg)
 			}},

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -154,18 +153,6 @@ func wantErr(t testing.TB, what string, err error, wants ...error) {
 			t.Fatalf("%s: got %v, want errors.Is %v", what, err, w)
 		}
 	}
-}
-
-// deadAddr returns a 127.0.0.1 address nothing listens on.
-func deadAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 // eventually polls cond every 10ms until it holds or 10s pass.

@@ -12,13 +12,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
 
 func TestNewConfig(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: deadAddr(t)})
+	c := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t)})
 	t.Cleanup(func() { _ = c.Close() })
 
 	s, err := redisstore.New(c, redisstore.Config{})
@@ -72,7 +73,7 @@ func TestNewConfig(t *testing.T) {
 // backend would answer ErrUnavailable instead.
 func TestInvalidRequests(t *testing.T) {
 	t.Parallel()
-	c := redis.NewClient(&redis.Options{Addr: deadAddr(t), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: testenv.FreeAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	s, err := redisstore.New(c, redisstore.Config{})
 	if err != nil {

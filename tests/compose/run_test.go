@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,17 +167,6 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port nobody listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // executorEnv is the executor service's environment, resolved with env, with
 // the compose network's addresses replaced by this machine's.
 func executorEnv(t *testing.T, env map[string]string, natsURL, metricsAddr, pgURL, redisURL string) []string {
@@ -230,7 +218,7 @@ func TestExecutorAsComposed(t *testing.T) {
 		t.Run(store, func(t *testing.T) {
 			srv := natstest.Start(t)
 			schema := fmt.Sprintf("compose_%d", time.Now().UnixNano())
-			metrics := freePort(t)
+			metrics := testenv.FreeAddr(t)
 			env := executorEnv(t, map[string]string{"TOOLEXEC_STORE": store, "POSTGRES_PASSWORD": "x", "REDIS_PASSWORD": "x"},
 				srv.ClientURL(), metrics, pgBase, redisURL)
 			env = append(env, "TOOLEXEC_POSTGRES_SCHEMA="+schema, "TOOLEXEC_DATA_DIR="+t.TempDir())

@@ -73,3 +73,15 @@ func env(name, def string) string {
 	}
 	return def
 }
+
+// FreeAddr returns a 127.0.0.1 address, host and port, that nothing listens
+// on (yet): for a server a test starts there, or one it expects to find dead.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
