@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/internal/retry"
 )
 
 // Defaults for [StreamsConfig] and the shared consumer.
@@ -106,18 +107,28 @@ func capDuplicates(d, maxAge time.Duration) time.Duration {
 
 // EnsureStreams creates TOOLEXEC_CALLS and TOOLEXEC_EVENTS as cfg describes, or
 // updates them if they exist. An update the server refuses (changing a stream's
-// retention, say) is returned as an error naming the stream.
+// retention, say) is returned as an error naming the stream. A request whose
+// reply is lost (routes still forming in a new cluster) or that JetStream
+// cannot serve yet is tried again until ctx ends.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) error {
 	if cfg.Replicas > 5 {
 		return invalidConfig("streams: Replicas must be 1 to 5, got %d", cfg.Replicas)
 	}
 	for _, sc := range []jetstream.StreamConfig{cfg.CallStreamConfig(), cfg.EventStreamConfig()} {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateStream(ctx, sc)
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
 		}
 	}
 	return nil
 }
+
+// setupAttempt bounds one try of a request that creates or updates a stream or
+// the consumer (see retry.Setup). A variable so that tests can shorten it.
+var setupAttempt = 5 * time.Second
 
 // ConsumerConfig shapes the durable pull consumer all executors share on the
 // calls stream. Every executor should use the same values: each one creates or
@@ -171,10 +182,15 @@ func (cfg ConsumerConfig) JetStreamConfig() jetstream.ConsumerConfig {
 
 // EnsureConsumer creates the shared consumer on TOOLEXEC_CALLS, or updates it,
 // and returns it. The stream must exist (see EnsureStreams): otherwise the error
-// matches jetstream.ErrStreamNotFound.
+// matches jetstream.ErrStreamNotFound. Lost replies are tried again, as in
+// EnsureStreams.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig) (jetstream.Consumer, error) {
 	jc := cfg.JetStreamConfig()
-	c, err := js.CreateOrUpdateConsumer(ctx, wire.CallStream, jc)
+	var c jetstream.Consumer
+	err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) (err error) {
+		c, err = js.CreateOrUpdateConsumer(ctx, wire.CallStream, jc)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s on %s: %w", jc.Durable, wire.CallStream, err)
 	}

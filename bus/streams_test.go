@@ -1,7 +1,9 @@
 package bus_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,6 +87,48 @@ func TestEnsureConsumer(t *testing.T) {
 	}
 	if cfg := c.CachedInfo().Config; cfg.AckWait != 10*time.Second || cfg.MaxDeliver != 3 || cfg.MaxAckPending != 2048 {
 		t.Errorf("updated consumer %+v", cfg)
+	}
+}
+
+// TestSetupSurvivesLostReplies: the reply to the first request of every API
+// subject is dropped after the request took effect, as when a new cluster's
+// routes reset under it. EnsureStreams and EnsureConsumer try again within the
+// caller's deadline instead of spending all of it on the first try. (Not
+// parallel: it shortens a package-wide bound.)
+func TestSetupSurvivesLostReplies(t *testing.T) {
+	bus.ShortenSetupAttempts(t, 300*time.Millisecond)
+	s := natstest.Start(t)
+	lossy := natstest.NewLossyAPI(t, natstest.Connect(t, s))
+	ctx := ctxT(t)
+	start := time.Now()
+	if err := bus.EnsureStreams(ctx, lossy, bus.StreamsConfig{}); err != nil {
+		t.Fatalf("EnsureStreams with lost replies: %v", err)
+	}
+	if _, err := bus.EnsureConsumer(ctx, lossy, bus.ConsumerConfig{}); err != nil {
+		t.Fatalf("EnsureConsumer with lost replies: %v", err)
+	}
+	// CreateOrUpdateStream asks for an update first and creates the stream when
+	// there is none: both first replies are lost, for each stream.
+	want := []string{
+		"STREAM.UPDATE." + wire.CallStream, "STREAM.CREATE." + wire.CallStream,
+		"STREAM.UPDATE." + wire.EventStream, "STREAM.CREATE." + wire.EventStream,
+		"CONSUMER.CREATE." + wire.CallStream + "." + bus.DefaultDurable,
+	}
+	if got := lossy.Dropped(); !slices.Equal(got, want) {
+		t.Errorf("dropped replies %q, want %q", got, want)
+	}
+	// Each lost reply cost one short try: the whole setup took a few tries'
+	// time, far from ctxT's minute.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("setup took %v", d)
+	}
+
+	// A deadline that ends during the tries is returned as it is.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	fresh := natstest.NewLossyAPI(t, natstest.Connect(t, natstest.Start(t)))
+	if err := bus.EnsureStreams(short, fresh, bus.StreamsConfig{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("EnsureStreams past its deadline = %v, want DeadlineExceeded", err)
 	}
 }
 

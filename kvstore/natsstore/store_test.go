@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,36 @@ func TestNewUnreachable(t *testing.T) {
 	nc.Close()
 	if _, err := New(testCtx(t), js, Config{Bucket: uniqueBucket()}); !errors.Is(err, kvstore.ErrUnavailable) {
 		t.Errorf("New on a closed connection = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestNewSurvivesLostReplies: the first reply to each of New's requests is
+// dropped after the request took effect; New tries again within its deadline.
+// (Not parallel: it shortens a package-wide bound.)
+func TestNewSurvivesLostReplies(t *testing.T) {
+	old := setupAttempt
+	setupAttempt = 300 * time.Millisecond
+	t.Cleanup(func() { setupAttempt = old })
+	nc, js := connectTo(t, []*server.Server{single})
+	lossy := natstest.NewLossyAPI(t, nc)
+	bucket := uniqueBucket()
+	t.Cleanup(func() { _ = js.DeleteKeyValue(context.Background(), bucket) })
+	start := time.Now()
+	if _, err := New(testCtx(t), lossy, Config{Bucket: bucket}); err != nil {
+		t.Fatalf("New with lost replies: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("New took %v", d)
+	}
+	// CreateOrUpdateKeyValue asks for the account's info, then tries an update
+	// and creates the stream when there is none; then New looks the stream up.
+	stream := "KV_" + bucket
+	want := []string{"INFO", "STREAM.UPDATE." + stream, "STREAM.CREATE." + stream, "STREAM.INFO." + stream}
+	if got := lossy.Dropped(); !slices.Equal(got, want) {
+		t.Errorf("dropped replies %q, want %q", got, want)
+	}
+	if got := streamInfo(t, js, bucket).Config.MaxMsgsPerSubject; got != 1 {
+		t.Errorf("bucket made through lost replies keeps %d values a key", got)
 	}
 }
 
