@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,6 +88,9 @@ type Client struct {
 	noJetStream atomic.Bool
 
 	stored *eventLog // TOOLEXEC_EVENTS, read by subject
+	// reached holds the tenants of which this client has stored a call: a
+	// stream took their calls once (see publish).
+	reached sync.Map
 }
 
 // NewClient returns a client on js. It returns an error matching
@@ -142,7 +146,13 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 // Publish stores call in TOOLEXEC_CALLS and returns the PubAck, without waiting
 // for the answer (see Attach). The call id is the message's Nats-Msg-Id: a call
 // published again within the stream's duplicate window is not stored again, and
-// the PubAck says Duplicate.
+// the PubAck says Duplicate. So a try whose PubAck does not come within 5 s is
+// made again until ctx ends, and so is one that no stream answered while the
+// calls stream elects a leader: once this client has stored a call of the
+// tenant, no responders means that election (a crashed leader's followers
+// wait out their election timeout first, 4 to 9 s on nats-server); before, it
+// means no stream takes the tenant's calls, and Publish fails at once with an
+// error matching jetstream.ErrNoStreamResponse.
 //
 // A call that is not well formed (a token that is not valid, arguments that are
 // not a JSON object) is refused before anything is sent, with the
@@ -152,17 +162,52 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 	if err != nil {
 		return nil, err
 	}
-	return c.publish(ctx, msg, call.CallID)
+	return c.publish(ctx, msg, call.Tenant, call.CallID)
 }
 
-func (c *Client) publish(ctx context.Context, msg *nats.Msg, callID string) (*jetstream.PubAck, error) {
+// publish stores msg, the call of tenant with callID, in TOOLEXEC_CALLS and
+// returns the PubAck. A try whose PubAck does not come within
+// callPublishAttempt is made again: the leader that took the call may have
+// died with its answer, and the call id makes a second copy a duplicate. No
+// responders on the tenant's subject after this client has stored a call of
+// the tenant means the stream is electing a leader (a crashed leader's
+// followers wait out their election timeout, 4 to 9 s on nats-server), so it
+// is waited out too; before any, it means that no stream takes the tenant's
+// calls, and the call fails at once with jetstream.ErrNoStreamResponse. Both
+// waits end with ctx.
+func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID string) (*jetstream.PubAck, error) {
 	setPublishHeaders(msg, callID, wire.CallStream)
-	ack, err := c.js.PublishMsg(ctx, msg)
-	if err != nil {
+	var refused error // the last try's error other than a context's
+	for attempt := 1; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, callPublishAttempt)
+		ack, err := c.js.PublishMsg(pctx, msg)
+		lost := errors.Is(pctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if err == nil {
+			c.reached.Store(tenant, true)
+			return ack, nil
+		}
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			refused = err
+		}
+		_, reachedBefore := c.reached.Load(tenant)
+		electing := reachedBefore && errors.Is(err, jetstream.ErrNoStreamResponse)
+		if ctx.Err() == nil && (lost || electing) && retry.Pause(ctx, min(backoff(attempt), maxCallPublishPause)) {
+			continue
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil && refused != nil {
+			return nil, fmt.Errorf("bus: publishing call %s: %w (the last refusal: %w)", callID, ctxErr, refused)
+		}
 		return nil, fmt.Errorf("bus: publishing call %s: %w", callID, err)
 	}
-	return ack, nil
 }
+
+// Timing of a call's publication (see Client.publish): how long one try
+// waits for its PubAck, and the longest pause between tries. A variable so
+// that tests can shorten it.
+var callPublishAttempt = 5 * time.Second
+
+const maxCallPublishPause = 500 * time.Millisecond
 
 // setPublishHeaders sets what JetStream checks a publication by: its message id,
 // whose repeat within the stream's duplicate window is not stored again, and
@@ -203,7 +248,7 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
 	}
 	defer sub.Unsubscribe()
-	ack, err := c.publish(ctx, msg, call.CallID)
+	ack, err := c.publish(ctx, msg, call.Tenant, call.CallID)
 	if err != nil {
 		return events.Answer{}, err
 	}

@@ -1,0 +1,126 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
+)
+
+// TestCallWaitsOutLeaderlessStream: after a client has stored a call of a
+// tenant, no stream answering that tenant's subject is a leader's election,
+// which Call waits out; here the calls stream is gone for a second (deleted,
+// then made again) and a call made meanwhile is answered once it is back. A
+// client that never stored a call of the tenant fails at once instead: then
+// no responders means that no stream takes the tenant's calls.
+func TestCallWaitsOutLeaderlessStream(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.startWorker(t, quickBooking(t), bus.WorkerConfig{}, 0)
+	if a, err := h.client.Call(ctxT(t), call("book", "r1", "before", `{"flight":"BA1"}`)); err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("first call: %v %v", a.Kind, err)
+	}
+	if err := h.js.DeleteStream(ctxT(t), wire.CallStream); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh, err := bus.NewClient(h.js, bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := fresh.Call(ctxT(t), call("book", "r1", "fresh", `{"flight":"BA2"}`)); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Errorf("a new client's call with no stream = %v, want ErrNoStreamResponse", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a new client's call with no stream failed after %v, not at once", d)
+	}
+
+	type result struct {
+		a   events.Answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := h.client.Call(ctxT(t), call("book", "r1", "during", `{"flight":"BA3"}`))
+		done <- result{a, err}
+	}()
+	time.Sleep(time.Second)
+	select {
+	case r := <-done:
+		t.Fatalf("the call ended while the stream was gone: %v %v", r.a.Kind, r.err)
+	default:
+	}
+	if err := bus.EnsureStreams(ctxT(t), h.js, bus.StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.a.Kind != events.KindCompleted {
+		t.Fatalf("the call made while the stream was gone: %v %v", r.a.Kind, r.err)
+	}
+
+	// The wait ends with the caller's context, which the error names with the
+	// last refusal.
+	if err := h.js.DeleteStream(ctxT(t), wire.CallStream); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 700*time.Millisecond)
+	defer cancel()
+	_, err = h.client.Call(ctx, call("book", "r1", "late", `{"flight":"BA4"}`))
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Errorf("a call past its deadline with no stream = %v, want the deadline and the last refusal", err)
+	}
+}
+
+// TestCallPublishesAgainAfterLostPubAck: the client's connection drops every
+// byte while a call is published, then is reset; the publication's PubAck
+// never comes, and Call publishes again (the same call id: a duplicate if the
+// first copy was stored) instead of waiting out its whole deadline.
+func TestCallPublishesAgainAfterLostPubAck(t *testing.T) {
+	bus.ShortenCallPublishAttempts(t, time.Second)
+	h := newHarness(t)
+	h.startWorker(t, quickBooking(t), bus.WorkerConfig{}, 0)
+	proxy := tcpproxy.Start(t, h.srv.Addr().String())
+	nc, err := nats.Connect("nats://"+proxy.Addr(), nats.Name(t.Name()), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c, err := bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(ctxT(t), call("book", "r1", "first", `{"flight":"BA1"}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.Blackhole()
+	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		a, err := c.Call(ctx, call("book", "r1", "lost", `{"flight":"BA2"}`))
+		if err == nil && a.Kind != events.KindCompleted {
+			err = errors.New("answer " + string(a.Kind))
+		}
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	proxy.Restore() // resets the black-holed connection; the client reconnects
+	if err := <-done; err != nil {
+		t.Fatalf("call whose PubAck was lost: %v", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("call whose PubAck was lost took %v", d)
+	}
+}
