@@ -15,6 +15,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/connloss"
 	"github.com/tesserix/toolexec/internal/retry"
 )
 
@@ -146,8 +147,8 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 // Publish stores call in TOOLEXEC_CALLS and returns the PubAck, without waiting
 // for the answer (see Attach). The call id is the message's Nats-Msg-Id: a call
 // published again within the stream's duplicate window is not stored again, and
-// the PubAck says Duplicate. So a try whose PubAck does not come within 5 s is
-// made again until ctx ends, and so is one that no stream answered while the
+// the PubAck says Duplicate. So a try whose PubAck does not come within 5 s,
+// or whose connection is lost, is made again until ctx ends, and so is one that no stream answered while the
 // calls stream elects a leader: once this client has stored a call of the
 // tenant, no responders means that election (a crashed leader's followers
 // wait out their election timeout first, 4 to 9 s on nats-server); before, it
@@ -167,8 +168,10 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 
 // publish stores msg, the call of tenant with callID, in TOOLEXEC_CALLS and
 // returns the PubAck. A try whose PubAck does not come within
-// callPublishAttempt is made again: the leader that took the call may have
-// died with its answer, and the call id makes a second copy a duplicate. No
+// callPublishAttempt, or whose connection is lost meanwhile, is made again:
+// the leader that took the call may have died with its answer, or the answer
+// was routed to the lost connection, and the call id makes a second copy a
+// duplicate. No
 // responders on the tenant's subject after this client has stored a call of
 // the tenant means the stream is electing a leader (a crashed leader's
 // followers wait out their election timeout, 4 to 9 s on nats-server), so it
@@ -179,9 +182,9 @@ func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID stri
 	setPublishHeaders(msg, callID, wire.CallStream)
 	var refused error // the last try's error other than a context's
 	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, callPublishAttempt)
+		pctx, cancel := connloss.Attempt(ctx, c.nc, callPublishAttempt)
 		ack, err := c.js.PublishMsg(pctx, msg)
-		lost := errors.Is(pctx.Err(), context.DeadlineExceeded)
+		lost := pctx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			c.reached.Store(tenant, true)
@@ -248,11 +251,26 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 		return events.Answer{}, fmt.Errorf("bus: subscribing to %s: %w", filter, err)
 	}
 	defer sub.Unsubscribe()
+	// The subscription hears answers while its connection lives: one
+	// published while the connection was lost is looked for in the stream.
+	life := connloss.Context(c.nc)
 	ack, err := c.publish(ctx, msg, call.Tenant, call.CallID)
 	if err != nil {
 		return events.Answer{}, err
 	}
-	var stored chan lookupResult
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lookup := func() <-chan lookupResult {
+		stored := make(chan lookupResult, 1)
+		go func() {
+			a, found, err := c.lookup(lctx, call.Tenant, filter, call.CallID)
+			if found || err != nil {
+				stored <- lookupResult{a, err}
+			}
+		}()
+		return stored
+	}
+	var stored <-chan lookupResult
 	if ack.Duplicate {
 		if c.cfg.OnDuplicate != nil {
 			if err := c.cfg.OnDuplicate(call); err != nil {
@@ -261,17 +279,9 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 		}
 		// Published before, perhaps answered before this subscription existed:
 		// read the stream too.
-		actx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stored = make(chan lookupResult, 1)
-		go func() {
-			a, found, err := c.lookup(actx, call.Tenant, filter, call.CallID)
-			if found || err != nil {
-				stored <- lookupResult{a, err}
-			}
-		}()
+		stored = lookup()
 	}
-	return c.await(ctx, call.CallID, ch, stored)
+	return c.await(ctx, call.CallID, ch, stored, life, lookup)
 }
 
 type lookupResult struct {
@@ -293,8 +303,17 @@ func (c *Client) lookup(ctx context.Context, tenant, filter, callID string) (a e
 	return c.storedAnswer(ctx, tenant, filter)
 }
 
-// await returns the first answer from ch or from stored.
-func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, stored <-chan lookupResult) (events.Answer, error) {
+// await returns the first answer from ch or from stored. When the
+// connection's life ends (life), the answer may have been published while no
+// subscription could hear it: unless a look in the stream is under way
+// already, await starts one with lookup (it waits for the reconnection, as
+// every request on the connection does). Without lookup, life is not watched.
+func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, stored <-chan lookupResult,
+	life context.Context, lookup func() <-chan lookupResult) (events.Answer, error) {
+	var lost <-chan struct{}
+	if lookup != nil {
+		lost = life.Done()
+	}
 	for {
 		select {
 		case m := <-ch:
@@ -304,6 +323,11 @@ func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, 
 				return r.a, r.err
 			}
 			stored = nil
+		case <-lost:
+			lost = connloss.Context(c.nc).Done() // the next life's
+			if stored == nil {
+				stored = lookup()
+			}
 		case <-ctx.Done():
 			return events.Answer{}, fmt.Errorf("bus: waiting for the answer to call %s: %w", callID, ctx.Err())
 		}
@@ -418,7 +442,7 @@ func (c *Client) attachBy(ctx context.Context, filter, callID string, look lookF
 		defer cancel()
 		stored := make(chan lookupResult, 1)
 		go lookAgain(actx, look, stored)
-		return c.await(ctx, callID, ch, stored)
+		return c.await(ctx, callID, ch, stored, nil, nil) // lookAgain keeps looking
 	}
 	select {
 	case m := <-ch: // heard live while the look failed

@@ -2,7 +2,9 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
+	"github.com/tesserix/toolexec/tool"
 )
 
 // TestCallWaitsOutLeaderlessStream: after a client has stored a call of a
@@ -122,5 +125,54 @@ func TestCallPublishesAgainAfterLostPubAck(t *testing.T) {
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("call whose PubAck was lost took %v", d)
+	}
+}
+
+// TestCallFindsAnswerPublishedWhileDisconnected: the client's connection
+// drops while its call runs, and the answer is published before it is back:
+// no subscription heard it, and Call finds it in the stream once reconnected
+// instead of waiting out its deadline.
+func TestCallFindsAnswerPublishedWhileDisconnected(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	h.startWorker(t, registry(t, bookTool(t, "book", tool.Idempotent, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered <- struct{}{}
+		<-release
+		return "booked", nil
+	})), bus.WorkerConfig{}, 0)
+	proxy := tcpproxy.Start(t, h.srv.Addr().String())
+	nc, err := nats.Connect("nats://"+proxy.Addr(), nats.Name(t.Name()), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c, err := bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		a, err := c.Call(ctx, call("book", "r1", "away", `{"flight":"BA1"}`))
+		if err == nil && (a.Kind != events.KindCompleted || a.Outcome != "booked") {
+			err = fmt.Errorf("answer %s %q", a.Kind, a.Outcome)
+		}
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never reached the tool")
+	}
+	proxy.Cut() // the client's connection drops, and stays down
+	close(release)
+	waitFor(t, 10*time.Second, "the answer stored", func() bool {
+		return len(eventSubjects(t, h.js, wire.AnswerFilter("acme", "book", "*", "away"))) > 0
+	})
+	proxy.Restore()
+	if err := <-done; err != nil {
+		t.Fatalf("a call answered while its client was away: %v", err)
 	}
 }

@@ -30,7 +30,12 @@ import (
 // expiry), which travels behind every call it delivered into the pull. The
 // worker gives a pull up on its own only a whole PullWait after JetStream
 // should have ended it, when the request or its end has most likely been lost
-// (a reconnection, a restarted server).
+// (a reconnection, a restarted server), or when the pull falls silent: each
+// pull asks for an idle heartbeat every fifth of its expiry, and one that
+// hears nothing, neither call nor heartbeat, until its expiry at first, then
+// for three heartbeats, has lost the consumer's leader (a crashed node of a
+// cluster; without heartbeats the worker would learn of it only a PullWait
+// after the expiry, 10 s from the pull's start by default).
 
 // Pull request statuses (the Status header of a message without data).
 const (
@@ -50,18 +55,30 @@ var (
 	// errPullLost: the connection it was sent on was lost (reconnected or
 	// closed); a restarted server has forgotten it.
 	errPullLost = errors.New("bus: the connection a pull was sent on was lost")
+	// errPullSilent: neither call nor heartbeat came for three heartbeats.
+	errPullSilent = errors.New("bus: a pull heard no heartbeat; it was given up")
+)
+
+// Heartbeats of a pull: asked for every expiry/heartbeatsPerPull (JetStream
+// refuses a heartbeat over half the expiry), the pull given up after
+// silentBeats of them without a word.
+const (
+	heartbeatsPerPull = 5
+	silentBeats       = 3
 )
 
 // statusRoom is room, in a pull's channel, for the status messages beside its
-// calls: the one that ends the pull, and any the worker never asked for.
-const statusRoom = 4
+// calls: its heartbeats (at most one each heartbeat of its expiry), the one
+// that ends the pull, and room to spare.
+const statusRoom = heartbeatsPerPull + 3
 
 // pullRequest is the body of a request for calls on the consumer's
 // CONSUMER.MSG.NEXT subject: how many, and for how long JetStream keeps the
 // request open waiting for them (in nanoseconds).
 type pullRequest struct {
-	Batch   int           `json:"batch"`
-	Expires time.Duration `json:"expires"`
+	Batch     int           `json:"batch"`
+	Expires   time.Duration `json:"expires"`
+	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
 }
 
 // puller sends pull requests for one consumer.
@@ -84,7 +101,8 @@ func newPuller(js jetstream.JetStream, stream, consumer string, expires time.Dur
 // (the connection is closed, say); JetStream's refusals end the pull instead
 // (see pull.next).
 func (p *puller) start(n int, lost <-chan struct{}) (*pull, error) {
-	body, err := json.Marshal(pullRequest{Batch: n, Expires: p.expires})
+	heartbeat := p.expires / heartbeatsPerPull
+	body, err := json.Marshal(pullRequest{Batch: n, Expires: p.expires, Heartbeat: heartbeat})
 	if err != nil {
 		return nil, fmt.Errorf("bus: pull request: %w", err)
 	}
@@ -98,6 +116,9 @@ func (p *puller) start(n int, lost <-chan struct{}) (*pull, error) {
 		return nil, fmt.Errorf("bus: pull: %w", err)
 	}
 	pl.giveUp = time.NewTimer(2 * p.expires)
+	// The first word may take a round trip and a heartbeat: it is waited for
+	// until the pull's expiry; later ones for silentBeats heartbeats.
+	pl.silence, pl.silentAfter = time.NewTimer(p.expires), silentBeats*heartbeat
 	return pl, nil
 }
 
@@ -109,22 +130,28 @@ type pull struct {
 	sub    *nats.Subscription
 	msgs   chan *nats.Msg // the inbox's messages, room for every one JetStream may send
 	giveUp *time.Timer
-	lost   <-chan struct{} // closed when the connection the pull was sent on is lost
-	ended  bool            // the inbox is no longer listened to
-	err    error           // why the pull ended: nil when it was filled or expired
+	// silence fires when nothing has come for silentAfter (see
+	// silentBeats); every message resets it.
+	silence     *time.Timer
+	silentAfter time.Duration
+	lost        <-chan struct{} // closed when the connection the pull was sent on is lost
+	ended       bool            // the inbox is no longer listened to
+	err         error           // why the pull ended: nil when it was filled or expired
 }
 
 // next returns the pull's next call, or nil once the pull has ended, with the
 // reason: nil when every call asked for came or the pull expired, or when ctx
 // ended (the worker is stopping); an error matching jetstream.ErrConsumerDeleted
 // or nats.ErrNoResponders when the consumer is gone; errPullGivenUp when
-// JetStream never ended it; errPullLost when its connection was lost; another
+// JetStream never ended it; errPullSilent when it fell silent; errPullLost
+// when its connection was lost; another
 // error for another refusal. Calls already received when the pull ends are
 // still returned.
 func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 	for !pl.ended {
 		select {
 		case m := <-pl.msgs:
+			pl.silence.Reset(pl.silentAfter)
 			if code, descr, ok := pullStatus(m); ok {
 				if code != statusHeartbeat {
 					pl.end(statusError(code, descr))
@@ -137,6 +164,12 @@ func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 			return &pulledMsg{msg: m, nc: pl.nc}, nil
 		case <-pl.giveUp.C:
 			pl.end(errPullGivenUp)
+		case <-pl.silence.C:
+			if len(pl.msgs) > 0 { // not silent: this reader was slow
+				pl.silence.Reset(pl.silentAfter)
+				continue
+			}
+			pl.end(errPullSilent)
 		case <-pl.lost:
 			pl.end(errPullLost)
 		case <-ctx.Done():
@@ -160,6 +193,7 @@ func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 func (pl *pull) end(err error) {
 	pl.ended, pl.err = true, err
 	pl.giveUp.Stop()
+	pl.silence.Stop()
 	_ = pl.sub.Unsubscribe()
 }
 

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -189,20 +190,101 @@ func TestPullEnds(t *testing.T) {
 	}
 }
 
-// TestPullGivenUp: a pull that JetStream never ends (its request went to
-// something that swallows it) is given up a PullWait after its expiry.
+// TestPullGivenUp: a pull whose request went to something that swallows it
+// hears no heartbeat and is given up at its expiry; one whose heartbeats stop
+// is given up three heartbeats (a fifth of its expiry each) after the last;
+// one that hears heartbeats but is never ended is given up a PullWait after
+// its expiry.
 func TestPullGivenUp(t *testing.T) {
 	nc := natstest.Connect(t, natstest.Start(t))
 	if _, err := nc.Subscribe("swallow", func(*nats.Msg) {}); err != nil {
 		t.Fatal(err)
 	}
-	p := &puller{nc: nc, subject: "swallow", expires: 100 * time.Millisecond}
+	const expires = time.Second
+	p := &puller{nc: nc, subject: "swallow", expires: expires}
 	pl, err := p.start(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
+	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullSilent) {
+		t.Fatalf("a pull nobody answers: %d calls, %v; want errPullSilent", len(got), err)
+	}
+	if d := time.Since(start); d < expires || d > 2*expires {
+		t.Errorf("a pull that never heard a word was given up after %v, want about its expiry %v", d, expires)
+	}
+
+	// A responder that sends the heartbeats a request asks for: one on
+	// "fade", past the give-up on "beat".
+	beater := func(m *nats.Msg) {
+		var req pullRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil || req.Heartbeat <= 0 || req.Heartbeat*2 > req.Expires {
+			t.Errorf("pull request %s: heartbeat %v for expiry %v (%v)", m.Data, req.Heartbeat, req.Expires, err)
+			return
+		}
+		beats := 4 * heartbeatsPerPull // past the give-up
+		if m.Subject == "fade" {
+			beats = 1
+		}
+		go func() {
+			for range beats {
+				beat := nats.NewMsg(m.Reply)
+				beat.Header.Set(statusHeader, statusHeartbeat)
+				beat.Header.Set(descriptionHeader, "Idle Heartbeat")
+				if nc.PublishMsg(beat) != nil {
+					return
+				}
+				time.Sleep(req.Heartbeat)
+			}
+		}()
+	}
+	sub, err := nc.Subscribe("beat", beater)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	fade, err := nc.Subscribe("fade", beater)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fade.Unsubscribe()
+	p = &puller{nc: nc, subject: "fade", expires: expires}
+	if pl, err = p.start(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullSilent) {
+		t.Fatalf("a pull whose heartbeats stopped: %d calls, %v; want errPullSilent", len(got), err)
+	}
+	silent := silentBeats * expires / heartbeatsPerPull
+	if d := time.Since(start); d < silent || d >= expires {
+		t.Errorf("a pull whose heartbeats stopped after the first was given up after %v, want about %v", d, silent)
+	}
+
+	p = &puller{nc: nc, subject: "beat", expires: expires}
+	if pl, err = p.start(1, nil); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullGivenUp) {
-		t.Fatalf("a pull nobody ends: %d calls, %v; want errPullGivenUp", len(got), err)
+		t.Fatalf("a pull that hears heartbeats and is never ended: %d calls, %v; want errPullGivenUp", len(got), err)
+	}
+}
+
+// TestPullHeartbeatsFromJetStream: a real consumer accepts the heartbeat a
+// pull asks for and keeps an idle pull alive with it until the pull expires.
+func TestPullHeartbeatsFromJetStream(t *testing.T) {
+	b := newPullBench(t, 2*time.Second)
+	pl, err := b.p.start(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := drain(ctxTest(t), pl)
+	if len(got) != 0 || err != nil {
+		t.Fatalf("an idle pull: %d calls, %v; want its expiry", len(got), err)
+	}
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("an idle pull ended after %v, before its expiry", d)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/connloss"
 	"github.com/tesserix/toolexec/internal/retry"
 )
 
@@ -66,7 +67,7 @@ const (
 	publishAttemptTimeout = 5 * time.Second
 	ackTimeout            = 5 * time.Second
 	minBackoff            = 50 * time.Millisecond
-	maxBackoff            = 5 * time.Second
+	maxBackoff            = time.Second
 )
 
 // WorkerConfig configures a [Worker]. The zero value is usable.
@@ -404,6 +405,11 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, errPullLost) {
 				continue
 			}
+			if errors.Is(e.err, errPullSilent) {
+				w.log.Warn("a pull heard no heartbeat from JetStream; it was given up (the consumer's leader may have gone), and calls it may still deliver will return after their ack wait",
+					"pull_wait", w.cfg.PullWait)
+				continue
+			}
 			if errors.Is(e.err, errPullGivenUp) {
 				w.log.Warn("JetStream did not end a pull within PullWait of its expiry; it was given up, and calls it may still deliver will return after their ack wait",
 					"pull_wait", w.cfg.PullWait)
@@ -693,7 +699,10 @@ func (w *Worker) handBack(m jetstream.Msg, why string) {
 var errPermanent = errors.New("permanent publish failure")
 
 // publish stores a in TOOLEXEC_EVENTS and waits for the PubAck, retrying
-// transient failures with backoff until ctx ends.
+// transient failures with backoff until ctx ends. A try whose connection is
+// lost is made again on the next one at once: its PubAck would have been
+// routed to the lost connection (the answer's message id makes a second copy
+// a duplicate).
 func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	mode := wire.Structured
 	if w.cfg.BinaryAnswers {
@@ -705,7 +714,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	}
 	setPublishHeaders(msg, wire.MsgID(a), wire.EventStream)
 	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, publishAttemptTimeout)
+		pctx, cancel := connloss.Attempt(ctx, w.js.Conn(), publishAttemptTimeout)
 		ack, err := w.js.PublishMsg(pctx, msg)
 		cancel()
 		if err == nil {

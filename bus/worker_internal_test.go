@@ -33,7 +33,7 @@ func TestBackoff(t *testing.T) {
 		n    int
 		want string
 	}{
-		{1, "50ms"}, {2, "100ms"}, {3, "200ms"}, {8, "5s"}, {100, "5s"},
+		{1, "50ms"}, {2, "100ms"}, {3, "200ms"}, {5, "800ms"}, {6, "1s"}, {100, "1s"},
 	}
 	for _, tt := range tests {
 		if got := backoff(tt.n).String(); got != tt.want {
