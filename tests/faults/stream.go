@@ -92,6 +92,8 @@ func WaitSettled(ctx context.Context, js jetstream.JetStream) (Settled, error) {
 	for {
 		left, err := leftover(ctx, js)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			// ctx ended during the look: the last state seen says more.
 		case err != nil:
 			state, doneSince = err.Error(), time.Time{}
 		case left.pending > 0 || left.unacked > 0:
