@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
 )
 
 // clusterNodes is the size of the production-shape cluster, and the replicas
@@ -26,8 +29,18 @@ const (
 // natsCluster is a three-node JetStream cluster inside this process, on
 // loopback: each node has its own store directory and its own client and route
 // ports from the benchmark's range, and routes to the other two.
+//
+// A cluster started with linked routes has a TCP proxy on every route, one per
+// ordered pair of nodes (links[i][j]: what node i dials to reach node j), and
+// each node advertises for routes an address that refuses every connection, so
+// that gossip cannot teach the nodes one another's real ports. Cutting a
+// node's links before it stops makes a crash of the stop: its raft groups
+// cannot hand their leaderships over, and its peers see every route reset at
+// once, as when its process is killed.
 type natsCluster struct {
 	nodes []*clusterNode
+	links [][]*tcpproxy.Proxy // nil without linked routes; links[i][i] is nil
+	sinks []*tcpproxy.Proxy   // what each node advertises for routes
 }
 
 // clusterNode is one node and the options it was started with, kept so that
@@ -38,9 +51,10 @@ type clusterNode struct {
 }
 
 // startCluster starts a cluster for one configuration, fsync before every
-// acknowledgement (syncAlways) or every two minutes, and returns it once
-// JetStream has a meta leader that every node follows.
-func (h *harness) startCluster(name string, syncAlways bool) (*natsEnv, error) {
+// acknowledgement (syncAlways) or every two minutes, its routes through proxies
+// when linked (see natsCluster), and returns it once JetStream has a meta
+// leader that every node follows.
+func (h *harness) startCluster(name string, syncAlways, linked bool) (*natsEnv, error) {
 	dir := h.storeDir(name)
 	ports := make([]int, 0, 2*clusterNodes)
 	for range 2 * clusterNodes {
@@ -56,6 +70,12 @@ func (h *harness) startCluster(name string, syncAlways bool) (*natsEnv, error) {
 		routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(p)
 	}
 	c := &natsCluster{}
+	if linked {
+		if err := c.link(routePorts); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
 	for i := range clusterNodes {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("%s-n%d", name, i+1),
@@ -67,6 +87,15 @@ func (h *harness) startCluster(name string, syncAlways bool) (*natsEnv, error) {
 			NoSigs:     true,
 			Cluster:    server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: routePorts[i]},
 			Routes:     server.RoutesFromStr(strings.Join(routes, ",")),
+		}
+		if c.links != nil {
+			o.Routes = nil
+			for j, p := range c.links[i] {
+				if j != i {
+					o.Routes = append(o.Routes, server.RoutesFromStr("nats-route://"+p.Addr())...)
+				}
+			}
+			o.Cluster.Advertise = c.sinks[i].Addr()
 		}
 		if syncAlways {
 			o.SyncAlways = true
@@ -87,6 +116,60 @@ func (h *harness) startCluster(name string, syncAlways bool) (*natsEnv, error) {
 	return &natsEnv{cluster: c, url: c.urls(), dir: dir, syncAlways: syncAlways, replicas: clusterNodes}, nil
 }
 
+// link puts a proxy on every route between the nodes whose route ports are
+// given, and makes each node's sink.
+func (c *natsCluster) link(routePorts []int) error {
+	n := len(routePorts)
+	c.links = make([][]*tcpproxy.Proxy, n)
+	for i := range n {
+		c.links[i] = make([]*tcpproxy.Proxy, n)
+		for j := range n {
+			if i == j {
+				continue
+			}
+			p, err := tcpproxy.New("127.0.0.1:" + strconv.Itoa(routePorts[j]))
+			if err != nil {
+				return err
+			}
+			c.links[i][j] = p
+		}
+		sink, err := tcpproxy.New("127.0.0.1:1")
+		if err != nil {
+			return err
+		}
+		sink.Cut()
+		c.sinks = append(c.sinks, sink)
+	}
+	return nil
+}
+
+// crash stops the node as a killed process would leave its peers: with linked
+// routes, every route to or from it is reset first (and stays refused until
+// heal), so that its leaderships are not handed over; without them, it is
+// Shutdown's graceful stop.
+func (c *natsCluster) crash(n *clusterNode) {
+	if i := slices.Index(c.nodes, n); c.links != nil && i >= 0 {
+		for j := range c.nodes {
+			if j != i {
+				c.links[i][j].Cut()
+				c.links[j][i].Cut()
+			}
+		}
+	}
+	n.kill()
+}
+
+// heal forwards every route again, for a node started after a crash.
+func (c *natsCluster) heal() {
+	for i, row := range c.links {
+		for j, p := range row {
+			if i != j {
+				p.Restore()
+			}
+		}
+	}
+}
+
 // start starts the node with its options (a copy: the server changes them)
 // and waits until it accepts connections.
 func (n *clusterNode) start() error {
@@ -104,8 +187,9 @@ func (n *clusterNode) start() error {
 	return nil
 }
 
-// kill stops the node at once, as a crash would leave its peers: its
-// connections and routes drop. Its store directory stays for restart.
+// kill stops the node with nats-server's Shutdown: its connections and routes
+// drop, after it has handed the leaderships of its raft groups over (as on a
+// SIGTERM). Its store directory stays for restart.
 func (n *clusterNode) kill() {
 	n.srv.Shutdown()
 	n.srv.WaitForShutdown()
@@ -137,12 +221,22 @@ func (c *natsCluster) node(name string) *clusterNode {
 	return nil
 }
 
-// stop stops every node still running.
+// stop stops every node still running and closes the route proxies.
 func (c *natsCluster) stop() {
 	for _, n := range c.nodes {
 		if n.running() {
 			n.kill()
 		}
+	}
+	for _, row := range c.links {
+		for _, p := range row {
+			if p != nil {
+				_ = p.Close()
+			}
+		}
+	}
+	for _, p := range c.sinks {
+		_ = p.Close()
 	}
 }
 

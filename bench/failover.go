@@ -32,6 +32,8 @@ const (
 	clusterKVSync   = "cluster-kv-sync"
 	clusterLoopSync = "cluster-b-sync"
 	clusterFailover = "cluster-failover"
+	// clusterCrash is the failover measurement with crashes for kills.
+	clusterCrash = "cluster-failover-crash"
 )
 
 // The failover measurement's shape: how many times the KV stream's leader is
@@ -66,7 +68,8 @@ func clusterSteps(c config) []step {
 		{ids: []string{clusterKVSync}, fn: func(ctx context.Context, h *harness) []Result {
 			return withCalls(h, c.syncCalls, func() []Result { return kv(clusterKVSync, true)(ctx, h) })
 		}},
-		{ids: []string{clusterFailover}, fn: one(func(ctx context.Context, h *harness) Result { return h.runFailover(ctx) })},
+		{ids: []string{clusterFailover}, fn: one(func(ctx context.Context, h *harness) Result { return h.runFailover(ctx, false) })},
+		{ids: []string{clusterCrash}, fn: one(func(ctx context.Context, h *harness) Result { return h.runFailover(ctx, true) })},
 	}
 }
 
@@ -107,6 +110,10 @@ type failoverKill struct {
 	// say (polled every 2 ms); zero: not measured.
 	KVLeaderMs       float64 `json:"kv_leader_ms"`
 	ConsumerLeaderMs float64 `json:"consumer_leader_ms"`
+	// LedAgainMs is from the kill until every raft group the node led (the KV
+	// stream, and any of the calls and events streams and the consumer) had a
+	// leader on another node; zero: one had none in time.
+	LedAgainMs float64 `json:"led_again_ms"`
 	// Warnings counts the executor's warnings, by message, from the kill
 	// until the cluster was current again.
 	Warnings map[string]int `json:"warnings,omitempty"`
@@ -131,15 +138,19 @@ func (f *failoverRun) pauses() []float64 {
 
 // runFailover measures the failover pause: toolexec with the JetStream KV
 // store on a three-node cluster (lazy fsync) serves a steady closed-loop load;
-// the KV stream's leader is killed, the pause is the time from the kill to
-// the first answer to a call made after it; the node is then restarted on its
-// ports with its store directory, the cluster waited for until every node is
-// current, and the load let run steadily again before the next kill.
-func (h *harness) runFailover(ctx context.Context) Result {
-	r := Result{ID: clusterFailover, Group: groupCluster, Name: "failover: kill the KV stream's leader under load",
+// the KV stream's leader is killed (stopped gracefully, or crashed: see
+// natsCluster.crash), the pause is the time from the kill to the first answer
+// to a call made after it; the node is then restarted on its ports with its
+// store directory, the cluster waited for until every node is current, and
+// the load let run steadily again before the next kill.
+func (h *harness) runFailover(ctx context.Context, crash bool) Result {
+	r := Result{ID: clusterFailover, Group: groupCluster, Name: "failover: stop the KV stream's leader under load",
 		Concurrency: h.cfg.concurrency, Duplicates: h.cfg.duplicates}
+	if crash {
+		r.ID, r.Name = clusterCrash, "failover: crash the KV stream's leader under load"
+	}
 	warnings := &warnRecorder{}
-	ex, durability, err := h.startExecutor(ctx, toolexecConfig{id: clusterFailover, store: "jetstream", cluster: true, logger: slog.New(warnings)})
+	ex, durability, err := h.startExecutor(ctx, toolexecConfig{id: r.ID, store: "jetstream", cluster: true, linked: crash, logger: slog.New(warnings)})
 	if err != nil {
 		return failed(r, err)
 	}
@@ -168,7 +179,7 @@ func (h *harness) runFailover(ctx context.Context) Result {
 			if err := load.waitFlowing(ctx, failoverSteady); err != nil {
 				return err
 			}
-			k := killKVLeader(ctx, ex, nc, load, warnings)
+			k := killKVLeader(ctx, ex, nc, load, warnings, crash)
 			run.Kills = append(run.Kills, k)
 			if k.Err != "" {
 				return errors.New(k.Err)
@@ -203,10 +214,10 @@ func durations(ms []float64) []time.Duration {
 	return ds
 }
 
-// killKVLeader kills the node leading the KV bucket's stream, waits for the
-// first answers after the kill, restarts the node and waits until the cluster
-// is current again.
-func killKVLeader(ctx context.Context, ex *executor, client *nats.Conn, load *failoverLoad, warnings *warnRecorder) (k failoverKill) {
+// killKVLeader kills the node leading the KV bucket's stream (crashes it when
+// crash is set), waits for the first answers after the kill, restarts the node
+// and waits until the cluster is current again.
+func killKVLeader(ctx context.Context, ex *executor, client *nats.Conn, load *failoverLoad, warnings *warnRecorder, crash bool) (k failoverKill) {
 	leaders, err := clusterLeaders(ctx, ex.js)
 	if err != nil {
 		k.Err = err.Error()
@@ -227,17 +238,45 @@ func killKVLeader(ctx context.Context, ex *executor, client *nats.Conn, load *fa
 	}()
 	anyAnswer, completed := load.watchFrom(killed)
 	consumerLeader := ex.env.cluster.leaderOf(wire.CallStream, bus.DefaultDurable)
-	node.kill()
-	var elections sync.WaitGroup
-	elections.Go(func() {
-		k.KVLeaderMs = ms(ex.env.cluster.timeToLeader(killed, k.Node, kvStream, "", failoverWait))
-	})
-	if consumerLeader == k.Node {
+	if crash {
+		ex.env.cluster.crash(node)
+	} else {
+		node.kill()
+	}
+	var (
+		elections sync.WaitGroup
+		mu        sync.Mutex // protects k's leader times while the elections run
+	)
+	elect := func(stream, consumer string, into *float64) {
 		elections.Go(func() {
-			k.ConsumerLeaderMs = ms(ex.env.cluster.timeToLeader(killed, k.Node, wire.CallStream, bus.DefaultDurable, failoverWait))
+			d := ms(ex.env.cluster.timeToLeader(killed, k.Node, stream, consumer, failoverWait))
+			mu.Lock()
+			defer mu.Unlock()
+			if into != nil {
+				*into = d
+			}
+			if d == 0 || k.LedAgainMs < 0 {
+				k.LedAgainMs = -1 // one group found no leader in time
+			} else {
+				k.LedAgainMs = max(k.LedAgainMs, d)
+			}
 		})
 	}
-	defer elections.Wait()
+	elect(kvStream, "", &k.KVLeaderMs)
+	for _, stream := range []string{wire.CallStream, wire.EventStream} {
+		if leaders[stream] == k.Node {
+			elect(stream, "", nil)
+		}
+	}
+	if consumerLeader == k.Node {
+		elect(wire.CallStream, bus.DefaultDurable, &k.ConsumerLeaderMs)
+	}
+	defer func() {
+		elections.Wait()
+		if k.LedAgainMs < 0 {
+			k.LedAgainMs = 0
+		}
+	}()
 	for anyAnswer != nil || completed != nil {
 		select {
 		case t := <-anyAnswer:
@@ -256,6 +295,7 @@ func killKVLeader(ctx context.Context, ex *executor, client *nats.Conn, load *fa
 		k.NewLeader = now[kvStream]
 	}
 	restarted := time.Now()
+	ex.env.cluster.heal()
 	if err := node.start(); err != nil {
 		k.Err = fmt.Sprintf("restarting %s: %v", k.Node, err)
 		return k

@@ -36,7 +36,7 @@ type natsEnv struct {
 // startEnv starts a single node, or a cluster when cluster is set.
 func (h *harness) startEnv(name string, syncAlways, cluster bool) (*natsEnv, error) {
 	if cluster {
-		return h.startCluster(name, syncAlways)
+		return h.startCluster(name, syncAlways, false)
 	}
 	return h.startNATS(name, syncAlways)
 }

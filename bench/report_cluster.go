@@ -26,8 +26,13 @@ func renderCluster(b *strings.Builder, in reportInput) {
 			rows = append(rows, r)
 		}
 	}
-	fo, hasFailover := findRow(in.results, clusterFailover)
-	if len(rows) == 0 && !hasFailover {
+	var failovers []Result
+	for _, id := range []string{clusterFailover, clusterCrash} {
+		if r, ok := findRow(in.results, id); ok {
+			failovers = append(failovers, r)
+		}
+	}
+	if len(rows) == 0 && len(failovers) == 0 {
 		return
 	}
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
@@ -48,8 +53,8 @@ func renderCluster(b *strings.Builder, in reportInput) {
 	if len(rows) > 0 {
 		renderClusterTable(b, in.results, rows)
 	}
-	if hasFailover {
-		renderFailover(b, in, fo)
+	for _, r := range failovers {
+		renderFailover(b, in, r)
 	}
 }
 
@@ -81,29 +86,45 @@ func renderClusterTable(b *strings.Builder, all, rows []Result) {
 	w("\n")
 }
 
-// renderFailover writes the failover pause: what was done, the figures and
-// every kill.
+// renderFailover writes a failover pause: what was done, the figures and
+// every kill. The stops of the cluster-failover row come first; the crashes
+// of cluster-failover-crash refer to them.
 func renderFailover(b *strings.Builder, in reportInput, r Result) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	w("### Failover pause\n\n")
-	w("toolexec with the JetStream KV store on a new cluster (lazy fsync) serves a steady closed\n")
-	w("loop: %d callers in this process, each calling book with toolexec.Client (connected with\n", in.cfg.concurrency)
-	w("all three URLs) and waiting for the answer before the next call, %d %% of the calls\n", int(in.cfg.duplicates*100+0.5))
-	w("repeating an earlier call's key, each waiting at most %s for its answer. After %s of\n", shortDuration(failoverCallTimeout), shortDuration(failoverSteady))
-	w("steady load, the node that leads the bucket's stream (%s, its leader as the stream\n", kvStream)
-	w("info's cluster section names it) is stopped with nats-server's Shutdown; once the pause is\n")
-	w("measured, the node is started again on its ports with its store directory, the run waits\n")
-	w("until every node passes its health check (it has caught up), and the next kill follows the\n")
-	w("next %s of steady load: %d kills.\n\n", shortDuration(failoverSteady), failoverKills)
-	w("**The pause** is the time from the kill to the first answer to a call made after it: the\n")
-	w("answers in flight at the kill do not end it, a call that had to go through the new leaders\n")
-	w("does. *first completed* is the same for the first answer that completed a new key (its\n")
-	w("claim and record written under the new KV leader). Shutdown hands the node's raft\n")
-	w("leaderships over before it stops (as a SIGTERM or a rolling restart does), so this is a\n")
-	w("graceful kill: after a crash the followers would first wait out an election timeout\n")
-	w("(nats-server's is 4 to 9 s), which these figures do not include. *new KV leader* and\n")
-	w("*consumer leader* are from the kill until a node said it led the stream, or the executors'\n")
-	w("consumer when the killed node had led it.\n\n")
+	if r.ID == clusterCrash {
+		w("### Failover pause after a crash\n\n")
+		w("The same load and the same %d kills of the KV stream's leader, on a new cluster whose\n", failoverKills)
+		w("routes run through a TCP proxy for each ordered pair of nodes (each node advertises an\n")
+		w("address that refuses connections, so gossip cannot bypass the proxies). Each kill first\n")
+		w("resets every route to and from the node and refuses new ones, then stops it with\n")
+		w("Shutdown: its leaderships cannot be handed over, and its peers see every route drop at\n")
+		w("once and must wait out their election timeout (nats-server's is 4 to 9 s) before one of\n")
+		w("them leads, as after kill -9 of its process. Its clients see their connection close and\n")
+		w("reconnect to the others. Its store directory is kept whole, as a process crash leaves\n")
+		w("it (a machine's power loss could lose what lazy fsync had not written). Before the node\n")
+		w("is started again, the proxies forward once more.\n\n")
+	} else {
+		w("### Failover pause\n\n")
+		w("toolexec with the JetStream KV store on a new cluster (lazy fsync) serves a steady closed\n")
+		w("loop: %d callers in this process, each calling book with toolexec.Client (connected with\n", in.cfg.concurrency)
+		w("all three URLs) and waiting for the answer before the next call, %d %% of the calls\n", int(in.cfg.duplicates*100+0.5))
+		w("repeating an earlier call's key, each waiting at most %s for its answer. After %s of\n", shortDuration(failoverCallTimeout), shortDuration(failoverSteady))
+		w("steady load, the node that leads the bucket's stream (%s, its leader as the stream\n", kvStream)
+		w("info's cluster section names it) is stopped with nats-server's Shutdown; once the pause is\n")
+		w("measured, the node is started again on its ports with its store directory, the run waits\n")
+		w("until every node passes its health check (it has caught up), and the next kill follows the\n")
+		w("next %s of steady load: %d kills.\n\n", shortDuration(failoverSteady), failoverKills)
+		w("**The pause** is the time from the kill to the first answer to a call made after it: the\n")
+		w("answers in flight at the kill do not end it, a call that had to go through the new leaders\n")
+		w("does. *first completed* is the same for the first answer that completed a new key (its\n")
+		w("claim and record written under the new KV leader). Shutdown hands the node's raft\n")
+		w("leaderships over before it stops (as a SIGTERM or a rolling restart does), so this is a\n")
+		w("graceful kill; the next section crashes the node instead. *new KV leader* and\n")
+		w("*consumer leader* are from the kill until a node said it led the stream, or the executors'\n")
+		w("consumer when the killed node had led it; *all led again* until every stream and consumer\n")
+		w("the node led had a leader elsewhere. The pause beyond that is the executor's and the\n")
+		w("client's own: the pauses between their retries.\n\n")
+	}
 	f := r.Failover
 	if f == nil {
 		w("Not measured: %s\n\n", escapeCell(r.Err))
@@ -113,15 +134,15 @@ func renderFailover(b *strings.Builder, in reportInput, r Result) {
 	if len(ps) > 0 {
 		w("**Pause over %d kills: p50 %s ms, max %s ms.**\n\n", len(ps), trimFloat(r.P50), trimFloat(r.Max))
 	}
-	w("| kill | node | it also held | pause ms | first completed ms | new KV leader ms | consumer leader ms | caught up s | calls ended meanwhile | executor's warnings meanwhile |\n")
-	w("|---:|---|---|---:|---:|---:|---:|---:|---|---|\n")
+	w("| kill | node | it also held | pause ms | first completed ms | new KV leader ms | consumer leader ms | all led again ms | caught up s | calls ended meanwhile | executor's warnings meanwhile |\n")
+	w("|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for i, k := range f.Kills {
 		also := strings.Join(k.AlsoHeld, ", ")
 		if k.Err != "" {
 			also += " — " + k.Err
 		}
-		w("| %d | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", i+1, k.Node, escapeCell(also), msCell(k.PauseMs), msCell(k.CompletedMs),
-			msCell(k.KVLeaderMs), msCell(k.ConsumerLeaderMs), k.CatchUpMs/1000, outcomeList(k.Outcomes), escapeCell(countList(k.Warnings)))
+		w("| %d | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", i+1, k.Node, escapeCell(also), msCell(k.PauseMs), msCell(k.CompletedMs),
+			msCell(k.KVLeaderMs), msCell(k.ConsumerLeaderMs), msCell(k.LedAgainMs), k.CatchUpMs/1000, outcomeList(k.Outcomes), escapeCell(countList(k.Warnings)))
 	}
 	w("\nCalls of the whole run (kills and steady load between them): %s", outcomeList(f.Outcomes))
 	if len(f.Errors) > 0 {

@@ -582,14 +582,19 @@ func TestRenderCluster(t *testing.T) {
 		Result{ID: clusterFailover, Group: groupCluster, Name: "failover", P50: 60, Max: 5035.7, CheckOK: true, Check: "5 kills",
 			Failover: &failoverRun{
 				Kills: []failoverKill{
-					{Node: "n3", AlsoHeld: []string{"TOOLEXEC_EVENTS", "executor's connection"}, PauseMs: 42.65, CompletedMs: 43.4, KVLeaderMs: 39.2, CatchUpMs: 720,
+					{Node: "n3", AlsoHeld: []string{"TOOLEXEC_EVENTS", "executor's connection"}, PauseMs: 42.65, CompletedMs: 43.4, KVLeaderMs: 39.2, LedAgainMs: 41, CatchUpMs: 720,
 						Outcomes: map[string]int{"completed": 1895, "deduplicated": 477}, Warnings: map[string]int{"a": 1, "b": 3}},
-					{Node: "n1", PauseMs: 5035.7, CompletedMs: 5037, KVLeaderMs: 66.6, ConsumerLeaderMs: 58.5, CatchUpMs: 1966,
+					{Node: "n1", PauseMs: 5035.7, CompletedMs: 5037, KVLeaderMs: 66.6, ConsumerLeaderMs: 58.5, LedAgainMs: 66.6, CatchUpMs: 1966,
 						Outcomes: map[string]int{"completed": 3182, "indeterminate": 5}},
 					{Node: "n2", Err: "no answer within 1m0s of killing n2"},
 				},
 				Outcomes: map[string]int{"completed": 5077, "deduplicated": 477, "indeterminate": 5, "no answer": 2},
 				Errors:   map[string]string{"no answer": "publishing call c1: context deadline exceeded"},
+			}},
+		Result{ID: clusterCrash, Group: groupCluster, Name: "failover after a crash", P50: 5210, Max: 7020, CheckOK: true, Check: "5 crashes",
+			Failover: &failoverRun{
+				Kills:    []failoverKill{{Node: "n2", PauseMs: 5210, CompletedMs: 5230, KVLeaderMs: 5100, LedAgainMs: 5150, CatchUpMs: 1500, Outcomes: map[string]int{"completed": 900}}},
+				Outcomes: map[string]int{"completed": 900},
 			}},
 	)
 	sortForDisplay(rs)
@@ -598,16 +603,23 @@ func TestRenderCluster(t *testing.T) {
 		cfg:     config{calls: 20000, syncCalls: 5000, duplicates: 0.2, concurrency: 64, warmup: 500},
 		results: rs,
 	})
+	// The graceful stops come first, then the crashes.
+	if g, c := strings.Index(doc, "### Failover pause\n"), strings.Index(doc, "### Failover pause after a crash"); g < 0 || c < g {
+		t.Errorf("failover sections at %d (stops) and %d (crashes)", g, c)
+	}
 	for _, want := range []string{
 		"## Production shape: three-node cluster",
+		"**Pause over 1 kills: p50 5210 ms, max 7020 ms.**",
+		"| 1 | n2 |  | 5210 | 5230 | 5100 | — | 5150 | 1.5 | 900 completed |  |",
+		"ok: 5 crashes",
 		"| hand-rolled loop | NATS fsync lazy, 3 nodes, 3 replicas | 4000 | 12 | 50 | — | 0.40 | — |  | ok: loop ok |",
 		"| toolexec, JetStream KV store |  | 3000 | 20 | 80 | 380 | 0.43 | 0.75 |  | ok: kv ok |",
 		"| toolexec, JetStream KV store |  | — | — | — | — | — | — |  | not measured: no quorum |",
 		"### Failover pause",
 		"**Pause over 2 kills: p50 60 ms, max 5036 ms.**",
-		"| 1 | n3 | TOOLEXEC_EVENTS, executor's connection | 42.6 | 43.4 | 39.2 | — | 0.7 | 1895 completed, 477 deduplicated | 3 × b; 1 × a |",
-		"| 2 | n1 |  | 5036 | 5037 | 66.6 | 58.5 | 2.0 | 3182 completed, 5 indeterminate |  |",
-		"| 3 | n2 |  — no answer within 1m0s of killing n2 | — | — | — | — | 0.0 |  |  |",
+		"| 1 | n3 | TOOLEXEC_EVENTS, executor's connection | 42.6 | 43.4 | 39.2 | — | 41 | 0.7 | 1895 completed, 477 deduplicated | 3 × b; 1 × a |",
+		"| 2 | n1 |  | 5036 | 5037 | 66.6 | 58.5 | 66.6 | 2.0 | 3182 completed, 5 indeterminate |  |",
+		"| 3 | n2 |  — no answer within 1m0s of killing n2 | — | — | — | — | — | 0.0 |  |  |",
 		"5077 completed, 477 deduplicated, 5 indeterminate, 2 no answer; the first without an answer: no answer: `publishing call c1: context deadline exceeded`.",
 		"ok: 5 kills",
 	} {

@@ -117,7 +117,7 @@ var displayOrder = []string{
 	"a", "a-sync", "b", "b-sync", "raw-kv-lazy", "raw-kv-sync", "raw-pg", "raw-pg-notify", "raw-redis",
 	"mem", "mem-sync", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open", "temporal",
 	"scale-1", "scale-2", "scale-4",
-	clusterLoopLazy, clusterKVLazy, clusterLoopSync, clusterKVSync, clusterFailover, "rss",
+	clusterLoopLazy, clusterKVLazy, clusterLoopSync, clusterKVSync, clusterFailover, clusterCrash, "rss",
 }
 
 // sortForDisplay puts rs in display order; rows it does not know go last, in

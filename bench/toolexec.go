@@ -42,6 +42,7 @@ type toolexecConfig struct {
 	store      string // memory, jetstream, postgres, redis
 	syncAlways bool   // the NATS server's fsync
 	cluster    bool   // a three-node cluster, streams and bucket with three replicas
+	linked     bool   // the cluster's routes through proxies, so that a node can crash
 	// logger receives the executor's logs; nil discards them.
 	logger  *slog.Logger
 	profile bool // write a CPU profile of the executor's process during the run
@@ -73,7 +74,12 @@ type executor struct {
 
 // startExecutor starts the executor of cfg.
 func (h *harness) startExecutor(ctx context.Context, cfg toolexecConfig) (ex *executor, durability string, err error) {
-	env, err := h.startEnv(cfg.id, cfg.syncAlways, cfg.cluster)
+	var env *natsEnv
+	if cfg.linked {
+		env, err = h.startCluster(cfg.id, cfg.syncAlways, true)
+	} else {
+		env, err = h.startEnv(cfg.id, cfg.syncAlways, cfg.cluster)
+	}
 	if err != nil {
 		return nil, "", err
 	}
