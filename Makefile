@@ -43,7 +43,7 @@ BENCH_WORK  ?= $(CURDIR)/bin/bench
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rolled loop, raw store cycles, River and Temporal (bench/temporal, built on first use), a three-node cluster with its failover pause, its scale-out over 1, 2 and 4 executors and its memory over 1,000,000 calls; writes docs/BENCHMARKS.md (needs PostgreSQL and Redis).
+bench: ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rolled loop, raw store cycles, River and Temporal (bench/temporal, built on first use), a three-node cluster with its failover pause (the KV leader stopped, then crashed), its scale-out over 1, 2 and 4 executors and its memory over 1,000,000 calls; writes docs/BENCHMARKS.md (needs PostgreSQL and Redis).
 	@mkdir -p $(BENCH_WORK)
 	$(GO) build -o $(BENCH_WORK)/ ./cmd/emitter ./cmd/executor
 	bash -o pipefail -c "$(GO) test -run '^$$' -bench . -benchmem -count 3 $(PKGS) | tee $(BENCH_WORK)/go-bench.txt"

@@ -5,8 +5,8 @@
 // jobs on the same PostgreSQL and Temporal workflows (an embedded server on a
 // SQLite file, run by the program in ./temporal, a module of its own),
 // toolexec's KV store and the hand-rolled loop on a three-node cluster with the
-// failover pause when the KV stream's leader stops, then the executor binary's
-// scale-out with 1, 2 and 4 processes and its memory over a long run, and writes
+// failover pause when the KV stream's leader stops or crashes, then the executor
+// binary's scale-out with 1, 2 and 4 processes and its memory over a long run, and writes
 // docs/BENCHMARKS.md with a table, the targets, a chart, the Go
 // benchmarks and a CPU profile summary.
 //
