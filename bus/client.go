@@ -148,12 +148,13 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 // for the answer (see Attach). The call id is the message's Nats-Msg-Id: a call
 // published again within the stream's duplicate window is not stored again, and
 // the PubAck says Duplicate. So a try whose PubAck does not come within 5 s,
-// or whose connection is lost, is made again until ctx ends, and so is one that no stream answered while the
-// calls stream elects a leader: once this client has stored a call of the
-// tenant, no responders means that election (a crashed leader's followers
-// wait out their election timeout first, 4 to 9 s on nats-server); before, it
-// means no stream takes the tenant's calls, and Publish fails at once with an
-// error matching jetstream.ErrNoStreamResponse.
+// or whose connection is lost, is made again until ctx ends, and so is one
+// that no stream answered while the calls stream elects a leader: once this
+// client has stored a call of the tenant, no responders means that election
+// (a crashed leader's followers wait out their election timeout first, 4 to
+// 9 s on nats-server); before, it means no stream takes the tenant's calls,
+// and Publish fails at once with an error matching
+// jetstream.ErrNoStreamResponse.
 //
 // A call that is not well formed (a token that is not valid, arguments that are
 // not a JSON object) is refused before anything is sent, with the
@@ -169,13 +170,11 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 // publish stores msg, the call of tenant with callID, in TOOLEXEC_CALLS and
 // returns the PubAck. A try whose PubAck does not come within
 // callPublishAttempt, or whose connection is lost meanwhile, is made again:
-// the leader that took the call may have died with its answer, or the answer
+// the leader that took the call may have died with its PubAck, or the PubAck
 // was routed to the lost connection, and the call id makes a second copy a
-// duplicate. No
-// responders on the tenant's subject after this client has stored a call of
-// the tenant means the stream is electing a leader (a crashed leader's
-// followers wait out their election timeout, 4 to 9 s on nats-server), so it
-// is waited out too; before any, it means that no stream takes the tenant's
+// duplicate. No responders on the tenant's subject after this client has
+// stored a call of the tenant means the stream is electing a leader, which is
+// waited out too; before any, it means that no stream takes the tenant's
 // calls, and the call fails at once with jetstream.ErrNoStreamResponse. Both
 // waits end with ctx.
 func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID string) (*jetstream.PubAck, error) {

@@ -55,7 +55,8 @@ var (
 	// errPullLost: the connection it was sent on was lost (reconnected or
 	// closed); a restarted server has forgotten it.
 	errPullLost = errors.New("bus: the connection a pull was sent on was lost")
-	// errPullSilent: neither call nor heartbeat came for three heartbeats.
+	// errPullSilent: neither call nor heartbeat came until its expiry, or for
+	// three heartbeats after the last word.
 	errPullSilent = errors.New("bus: a pull heard no heartbeat; it was given up")
 )
 
@@ -144,9 +145,8 @@ type pull struct {
 // ended (the worker is stopping); an error matching jetstream.ErrConsumerDeleted
 // or nats.ErrNoResponders when the consumer is gone; errPullGivenUp when
 // JetStream never ended it; errPullSilent when it fell silent; errPullLost
-// when its connection was lost; another
-// error for another refusal. Calls already received when the pull ends are
-// still returned.
+// when its connection was lost; another error for another refusal. Calls
+// already received when the pull ends are still returned.
 func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 	for !pl.ended {
 		select {

@@ -699,10 +699,10 @@ func (w *Worker) handBack(m jetstream.Msg, why string) {
 var errPermanent = errors.New("permanent publish failure")
 
 // publish stores a in TOOLEXEC_EVENTS and waits for the PubAck, retrying
-// transient failures with backoff until ctx ends. A try whose connection is
-// lost is made again on the next one at once: its PubAck would have been
-// routed to the lost connection (the answer's message id makes a second copy
-// a duplicate).
+// transient failures with backoff until ctx ends. A try stops waiting when its
+// connection is lost, since its PubAck would be routed to the lost connection,
+// and is made again on the next one (the answer's message id makes a second
+// copy a duplicate).
 func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	mode := wire.Structured
 	if w.cfg.BinaryAnswers {
