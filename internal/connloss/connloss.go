@@ -39,7 +39,7 @@ func Context(nc *nats.Conn) context.Context {
 		return w.(*watcher).current()
 	}
 	w := &watcher{}
-	w.renew()
+	w.ctx, w.cancel = context.WithCancelCause(context.Background())
 	if prev, loaded := watchers.LoadOrStore(nc, w); loaded {
 		return prev.(*watcher).current()
 	}
@@ -92,9 +92,4 @@ func (w *watcher) lost(closed bool) context.Context {
 		w.ctx, w.cancel = context.WithCancelCause(context.Background())
 	}
 	return ended
-}
-
-// renew starts the first life.
-func (w *watcher) renew() {
-	w.ctx, w.cancel = context.WithCancelCause(context.Background())
 }
