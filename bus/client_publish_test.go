@@ -92,16 +92,7 @@ func TestCallPublishesAgainAfterLostPubAck(t *testing.T) {
 	bus.ShortenCallPublishAttempts(t, time.Second)
 	h := newHarness(t)
 	h.startWorker(t, quickBooking(t), bus.WorkerConfig{}, 0)
-	proxy := tcpproxy.Start(t, h.srv.Addr().String())
-	nc, err := nats.Connect("nats://"+proxy.Addr(), nats.Name(t.Name()), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, proxy := h.proxiedClient(t)
 	if _, err := c.Call(ctxT(t), call("book", "r1", "first", `{"flight":"BA1"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -141,16 +132,7 @@ func TestCallFindsAnswerPublishedWhileDisconnected(t *testing.T) {
 		<-release
 		return "booked", nil
 	})), bus.WorkerConfig{}, 0)
-	proxy := tcpproxy.Start(t, h.srv.Addr().String())
-	nc, err := nats.Connect("nats://"+proxy.Addr(), nats.Name(t.Name()), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, proxy := h.proxiedClient(t)
 	ctx, cancel := context.WithTimeout(ctxT(t), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -175,4 +157,21 @@ func TestCallFindsAnswerPublishedWhileDisconnected(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("a call answered while its client was away: %v", err)
 	}
+}
+
+// proxiedClient returns a client whose connection reaches the server through
+// a proxy the test controls, and the proxy. It reconnects every 50 ms.
+func (h *harness) proxiedClient(t *testing.T) (*bus.Client, *tcpproxy.Proxy) {
+	t.Helper()
+	proxy := tcpproxy.Start(t, h.srv.Addr().String())
+	nc, err := nats.Connect("nats://"+proxy.Addr(), nats.Name(t.Name()), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c, err := bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, proxy
 }
