@@ -185,9 +185,14 @@ func (cfg ConsumerConfig) JetStreamConfig() jetstream.ConsumerConfig {
 // matches jetstream.ErrStreamNotFound. Lost replies are tried again, as in
 // EnsureStreams.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig) (jetstream.Consumer, error) {
+	return ensureConsumer(ctx, js, cfg, setupAttempt)
+}
+
+// ensureConsumer is EnsureConsumer with tries of attempt each.
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig, attempt time.Duration) (jetstream.Consumer, error) {
 	jc := cfg.JetStreamConfig()
 	var c jetstream.Consumer
-	err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) (err error) {
+	err := retry.Setup(ctx, attempt, func(ctx context.Context) (err error) {
 		c, err = js.CreateOrUpdateConsumer(ctx, wire.CallStream, jc)
 		return err
 	})

@@ -481,13 +481,19 @@ func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc Con
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
 	retry.Pause(ctx, backoff(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
-	// answer it either.
+	// answer it either, or its consumer is electing a leader: then the
+	// request to create it goes unanswered until one leads, and tries of
+	// recreateAttempt find the new leader soon after.
 	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
-		if _, err := EnsureConsumer(ctx, w.js, cc); err != nil {
+		if _, err := ensureConsumer(ctx, w.js, cc, recreateAttempt); err != nil {
 			w.log.Warn("creating the consumer again failed", "error", err)
 		}
 	}
 }
+
+// recreateAttempt bounds one try of the worker's request to create its
+// consumer again after a failed pull.
+const recreateAttempt = time.Second
 
 // handle takes one delivered message to its end: acknowledged after its answer
 // is stored, terminated after a rejection is stored, or handed back.

@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -100,6 +101,32 @@ func TestPullFailedCreatesConsumerAgain(t *testing.T) {
 		t.Fatalf("the consumer created again does not deliver: %v", err)
 	}
 	_ = m.Ack()
+}
+
+// TestPullFailedFindsTheConsumerSoon: when the request that creates the
+// consumer again goes unanswered (its leader is being elected), pullFailed
+// asks again a second later instead of waiting out a whole setup try (5 s).
+func TestPullFailedFindsTheConsumerSoon(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	js := natstest.JetStream(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := EnsureStreams(ctx, js, StreamsConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	lossy := natstest.NewLossyAPI(t, nc) // drops the first reply to the consumer's creation
+	w := &Worker{js: lossy, log: slog.New(slog.DiscardHandler)}
+	start := time.Now()
+	w.pullFailed(ctx, fmt.Errorf("bus: pull: %w", nats.ErrNoResponders), 1, ConsumerConfig{})
+	if d := time.Since(start); d > 3*recreateAttempt || d >= setupAttempt {
+		t.Errorf("pullFailed took %v with one lost reply, want about %v", d, recreateAttempt)
+	}
+	if _, err := js.Consumer(ctx, wire.CallStream, DefaultDurable); err != nil {
+		t.Fatalf("the consumer was not created: %v", err)
+	}
+	if got := lossy.Dropped(); len(got) == 0 {
+		t.Error("no reply was dropped")
+	}
 }
 
 // pullOne asks p for one call and returns it, or nil and why the pull ended
