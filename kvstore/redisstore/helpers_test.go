@@ -96,7 +96,13 @@ func deleteUnder(t testing.TB, c redis.UniversalClient, prefix string) {
 // newStore returns a store on the test Redis under a unique prefix, and its client.
 func newStore(t testing.TB, cfg redisstore.Config) (*redisstore.Store, *redis.Client) {
 	t.Helper()
-	c := newClient(t)
+	return storeOn(t, newClient(t), cfg)
+}
+
+// storeOn returns a store over client c, under a unique prefix unless cfg
+// names one, closed when the test ends.
+func storeOn(t testing.TB, c *redis.Client, cfg redisstore.Config) (*redisstore.Store, *redis.Client) {
+	t.Helper()
 	if cfg.Prefix == "" {
 		cfg.Prefix = uniquePrefix(t, c)
 	}

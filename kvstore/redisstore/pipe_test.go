@@ -59,13 +59,7 @@ func hookedStore(t *testing.T, h *tripHook, cfg redisstore.Config) (*redisstore.
 	t.Helper()
 	c := newClient(t)
 	c.AddHook(h)
-	cfg.Prefix = uniquePrefix(t, c)
-	s, err := redisstore.New(c, cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s, c
+	return storeOn(t, c, cfg)
 }
 
 // burst runs do(i) for i in [0, n) at once, with the hook's gate shut until
