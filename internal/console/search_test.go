@@ -26,6 +26,22 @@ func TestStreamSearcher(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// A caller hears an answer as soon as the server routes it, which can be
+	// before the events stream has stored it: wait for the three.
+	for {
+		st, err := s.js.Stream(ctx, wire.EventStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.CachedInfo().State.Msgs == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the events stream holds %d events, want 3", st.CachedInfo().State.Msgs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	search := console.StreamSearcher{JS: s.js}
 	byRun, err := search.Search(ctx, wire.EventPrefix+"*.*.*."+globex.RunID+".*", nil, 10)
 	if err != nil || len(byRun) != 2 || byRun[0].CallID != globex.CallID || byRun[1].CallID != done.CallID {
