@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/bus/wire"
@@ -128,8 +129,14 @@ func parseHistoryRequest(data []byte) (HistoryRequest, *HistoryError) {
 	if err := json.Unmarshal(data, &req, json.RejectUnknownMembers(true)); err != nil {
 		return HistoryRequest{}, historyError(HistoryBadRequest, "the request is not the JSON expected: %v", err)
 	}
-	if req.AfterSeq != 0 && !req.Since.IsZero() {
-		return HistoryRequest{}, historyError(HistoryBadRequest, "after_seq and since both set: give one start")
+	// Both starts given, whatever their values, are refused: omitzero would
+	// take after_seq 0 for "not given".
+	var starts struct {
+		AfterSeq *jsontext.Value `json:"after_seq"`
+		Since    *jsontext.Value `json:"since"`
+	}
+	if err := json.Unmarshal(data, &starts); err == nil && starts.AfterSeq != nil && starts.Since != nil {
+		return HistoryRequest{}, historyError(HistoryBadRequest, "after_seq and since both given: give one start")
 	}
 	if req.Limit < 0 {
 		return HistoryRequest{}, historyError(HistoryBadRequest, "limit %d is negative", req.Limit)

@@ -200,9 +200,9 @@ func TestHistoryAttachErrors(t *testing.T) {
 	}
 }
 
-// TestHistoryCallDuplicate calls again with the id of a call answered before:
-// the PubAck says duplicate, and Call finds the stored answer through the
-// service.
+// TestHistoryCallDuplicate calls again, marked as a repeat, with the id of a
+// call answered before: the executor acknowledges it unrun, and Call finds
+// the stored answer through the service.
 func TestHistoryCallDuplicate(t *testing.T) {
 	h := newHarness(t)
 	h.serveHistory(t)
@@ -215,7 +215,9 @@ func TestHistoryCallDuplicate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.Call(ctxT(t), call("book", "run-1", "dup-1", `{"flight":"LH1"}`))
+	repeat := call("book", "run-1", "dup-1", `{"flight":"LH1"}`)
+	repeat.Repeat = true
+	again, err := c.Call(ctxT(t), repeat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,6 +524,8 @@ func TestHistoryFence(t *testing.T) {
 		{"fractional limit", `{"limit":1.5}`},
 		{"negative sequence", `{"after_seq":-1}`},
 		{"two starts", `{"after_seq":1,"since":"2026-01-01T00:00:00Z"}`},
+		{"two starts, one of them zero", `{"after_seq":0,"since":"2026-01-01T00:00:00Z"}`},
+		{"two starts, one of them the zero time", `{"after_seq":3,"since":"0001-01-01T00:00:00Z"}`},
 		{"since not a time", `{"since":"yesterday"}`},
 		{"invalid UTF-8", "{\"filter\":\"toolexec.event.acme.\xff\"}"},
 		{"oversize", `{"filter":"toolexec.event.acme.>"` + strings.Repeat(" ", bus.MaxHistoryRequestBytes) + `}`},
