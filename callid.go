@@ -20,11 +20,11 @@ func newID(prefix string) string {
 }
 
 // sentIDs counts the call ids a client chose itself (WithCallID) and published
-// within the calls stream's duplicate window, each under its tenant (see
-// sentKey), so that a PubAck saying
-// "duplicate" can be told apart: the client's own retry of a call, whose answer
-// it may wait for, or an id someone else published first, whose answer is not
-// this caller's. Fresh ids are not kept: nobody else can know them.
+// within a window, each under its tenant and tool (see sentKey), so that a
+// refusal because a call of that tenant, tool and id waits in the calls stream
+// can be told apart: the client's own earlier call, whose answer it may wait
+// for, or another publisher's, whose answer is not this caller's. Fresh ids
+// are not kept: nobody else can know them.
 type sentIDs struct {
 	window time.Duration
 	mu     sync.Mutex        // protects ids and sweepAt
@@ -61,6 +61,22 @@ func (s *sentIDs) add(id string, now time.Time) {
 		}
 	}
 	s.sweepAt = now.Add(s.window)
+}
+
+// undo takes back the latest add of id: that publication was refused, and
+// must not make a later one look like the client's own repeat.
+func (s *sentIDs) undo(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.ids[id]
+	switch {
+	case !ok:
+	case e.n <= 1:
+		delete(s.ids, id)
+	default:
+		e.n--
+		s.ids[id] = e
+	}
 }
 
 // count returns how many times id was published, counting from the first

@@ -23,8 +23,21 @@ func TestSentIDs(t *testing.T) {
 	if n := s.count("a", t0.Add(time.Minute+window+time.Second)); n != 0 {
 		t.Errorf("past the window: %d", n)
 	}
-	// Published again after the window: the stream stores it anew, so it counts
-	// as a first publication.
+	// A refused publication is taken back: it does not count towards the next.
+	s.add("b", t0)
+	s.undo("b")
+	if n := s.count("b", t0); n != 0 {
+		t.Errorf("after a refused first publication: %d", n)
+	}
+	s.add("b", t0)
+	s.add("b", t0)
+	s.undo("b")
+	if n := s.count("b", t0); n != 1 {
+		t.Errorf("after a refused second publication: %d", n)
+	}
+	s.undo("never")
+
+	// Published again after the window: it counts as a first publication.
 	s.add("a", t0.Add(10*time.Minute))
 	if n := s.count("a", t0.Add(10*time.Minute)); n != 1 {
 		t.Errorf("published again after the window: %d", n)

@@ -125,8 +125,8 @@ func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolexec: %w", err)
 	}
-	c := &Client{runID: o.runID, sent: newSentIDs(bus.DefaultDuplicates)}
-	c.bc, err = bus.NewClient(js, bus.ClientConfig{Source: o.source, Binary: o.binary, Logger: o.log, OnDuplicate: c.duplicate})
+	c := &Client{runID: o.runID, sent: newSentIDs(sentWindow)}
+	c.bc, err = bus.NewClient(js, bus.ClientConfig{Source: o.source, Binary: o.binary, Logger: o.log, OnPending: c.pending})
 	if err != nil {
 		return nil, fmt.Errorf("toolexec: %w", err)
 	}
@@ -145,9 +145,12 @@ type CallOption func(*events.Call)
 func WithRunID(runID string) CallOption { return func(c *events.Call) { c.RunID = runID } }
 
 // WithCallID gives the call the id callID instead of a fresh one (NewCallID).
-// Calling again with the id of an earlier call of this client waits for that
-// call's answer instead of running it again. An id another publisher used first
-// is refused with a *CallIDTakenError; choose ids nobody can guess.
+// A tenant, tool and call id name one call: calling again with the id of an
+// earlier call gets that call's answer instead of running it again, whoever
+// published it (the executors and the client both look for the stored
+// answer). An id that a call of the same tenant and tool holds while it waits
+// to be answered, one that this client did not publish, is refused with a
+// *CallIDTakenError; another tenant's ids never are.
 func WithCallID(callID string) CallOption { return func(c *events.Call) { c.CallID = callID } }
 
 // WithTraceParent continues the W3C trace context traceparent (and tracestate,
@@ -183,29 +186,41 @@ func (c *Client) Call(ctx context.Context, tenant, tool string, args any, opts .
 	if call.CallID == "" {
 		call.CallID = NewCallID()
 	} else {
+		// A chosen id may have been published before: the executors then
+		// answer from the stored answer, and so does Call.
+		call.Repeat = true
 		c.sent.add(sentKey(call), time.Now())
 	}
 	a, err := c.bc.Call(ctx, call)
 	if err != nil {
+		if errors.Is(err, ErrCallIDTaken) {
+			c.sent.undo(sentKey(call))
+		}
 		return nil, c.callError(ctx, call, err)
 	}
 	return resultOf(a)
 }
 
-// duplicate judges a PubAck that says the call's id was stored before: the
-// call's own id, if this client published it for this tenant at least twice (a
-// retry by the caller), or an id it never chose (a fresh one, which nobody else
-// can know); taken by someone else if this client published it once, now.
-func (c *Client) duplicate(call events.Call) error {
-	if c.sent.count(sentKey(call), time.Now()) == 1 {
-		return &CallIDTakenError{CallID: call.CallID}
+// sentWindow is how long the client remembers an id it chose and published,
+// to tell its own earlier call, still waiting in the calls stream, from
+// another publisher's (see pending).
+const sentWindow = 2 * time.Minute
+
+// pending judges a call the calls stream refused because a call of the same
+// tenant, tool and call id waits there: this client's own, if it published
+// the id at least twice within sentWindow (this call and an earlier one),
+// whose answer Call waits for; another publisher's if this is its only
+// publication, a *CallIDTakenError.
+func (c *Client) pending(call events.Call) error {
+	if c.sent.count(sentKey(call), time.Now()) < 2 {
+		return &CallIDTakenError{Tenant: call.Tenant, Tool: call.Tool, CallID: call.CallID}
 	}
 	return nil
 }
 
-// sentKey is what sentIDs keeps of a call: its id within its tenant, since the
-// calls stream drops an id seen before whatever the tenant.
-func sentKey(call events.Call) string { return call.Tenant + "/" + call.CallID }
+// sentKey is what sentIDs keeps of a call: its tenant, tool and id, which
+// name it.
+func sentKey(call events.Call) string { return call.Tenant + "/" + call.Tool + "/" + call.CallID }
 
 // Attach waits for the answer to a call published earlier, by this client or
 // another (after a restart, or a *NoAnswerError): from the events stream if it
@@ -290,6 +305,10 @@ func (c *Client) callError(ctx context.Context, call events.Call, err error) err
 		return &RejectedError{Tool: call.Tool, Code: re.Code, Message: msg}
 	case ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 		return &NoAnswerError{Tenant: call.Tenant, Tool: call.Tool, RunID: call.RunID, CallID: call.CallID, Err: err}
+	case errors.Is(err, jetstream.ErrNoStreamResponse):
+		return fmt.Errorf("toolexec: %w (no stream takes tenant %s's calls: no executor has run against this NATS server "+
+			"to create the streams, the connection reaches another server than the executors', or its account does not "+
+			"import toolexec.call.%s.>)", err, call.Tenant, call.Tenant)
 	}
 	return err
 }

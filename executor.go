@@ -13,6 +13,7 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/kvstore"
@@ -122,10 +123,13 @@ type Executor struct {
 	ownStore   bool
 	dispatcher *dispatch.Dispatcher
 	worker     *bus.Worker
-	admin      *admin.Service
-	history    *bus.HistoryService
-	catalog    *bus.CatalogService
-	drain      time.Duration
+	// legacy takes the calls of the calls stream of wire version 1 while it
+	// exists (bus.HasLegacyCallStream); nil where there is none.
+	legacy  *bus.Worker
+	admin   *admin.Service
+	history *bus.HistoryService
+	catalog *bus.CatalogService
+	drain   time.Duration
 }
 
 // NewExecutor creates or updates the streams (and the default store's bucket)
@@ -197,6 +201,27 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	if e.worker, err = bus.NewWorker(js, e.dispatcher, wcfg); err != nil {
 		return nil, err
 	}
+	legacy, err := bus.HasLegacyCallStream(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("toolexec: %w", err)
+	}
+	if legacy {
+		// Callers of wire version 1 may still publish there; their calls are
+		// taken, with a share of the concurrency, until an operator deletes the
+		// stream (docs/PROTOCOL.md §11).
+		lcfg := wcfg
+		lcfg.Stream, lcfg.StopWhenStreamGone = wire.LegacyCallStream, true
+		conc := wcfg.Concurrency
+		if conc <= 0 {
+			conc = bus.DefaultConcurrency
+		}
+		lcfg.Concurrency = max(1, conc/4)
+		if e.legacy, err = bus.NewWorker(js, e.dispatcher, lcfg); err != nil {
+			return nil, err
+		}
+		log.Warn("the calls stream of wire version 1 exists: its calls are taken too, until it is deleted",
+			"stream", wire.LegacyCallStream)
+	}
 	if !cfg.DisableAdmin {
 		if e.admin, err = admin.Serve(js, e.store, admin.Config{Logger: log, Account: cfg.AdminAccount}); err != nil {
 			return nil, fmt.Errorf("toolexec: serving the admin subjects: %w", err)
@@ -229,25 +254,60 @@ func (e *Executor) Admin() *admin.Service { return e.admin }
 // consumer could not be created, the connection was closed). An executor runs
 // once.
 func (e *Executor) Run(ctx context.Context) error {
-	// The worker is stopped hard only when the drain deadline passes.
+	// The workers are stopped hard only when the drain deadline passes.
 	runCtx, hardStop := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardStop()
 	done := make(chan error, 1)
 	go func() { done <- e.worker.Run(runCtx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	var legacyDone chan error // nil when there is no worker of the old calls stream, or it has ended
+	if e.legacy != nil {
+		legacyDone = make(chan error, 1)
+		go func() { legacyDone <- e.legacy.Run(runCtx) }()
+	}
+wait:
+	for {
+		select {
+		case err := <-done:
+			hardStop()
+			if legacyDone != nil {
+				<-legacyDone
+			}
+			return err
+		case err := <-legacyDone:
+			legacyDone = nil
+			if err != nil {
+				hardStop()
+				<-done
+				return err
+			}
+			// Its stream was deleted: the calls stream of wire version 1 is gone.
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	e.log.Info("shutting down: finishing calls in flight", "drain_timeout", e.drain)
 	drainCtx, cancel := context.WithTimeout(context.Background(), e.drain)
 	defer cancel()
-	if err := e.worker.Shutdown(drainCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	} else if err != nil {
-		e.log.Warn("drain deadline passed: calls still in flight were handed back", "drain_timeout", e.drain)
+	var drainErr error
+	if legacyDone != nil {
+		drainErr = e.legacy.Shutdown(drainCtx)
 	}
-	return <-done
+	if err := e.worker.Shutdown(drainCtx); err != nil {
+		drainErr = err
+	}
+	switch {
+	case errors.Is(drainErr, context.DeadlineExceeded):
+		e.log.Warn("drain deadline passed: calls still in flight were handed back", "drain_timeout", e.drain)
+	case drainErr != nil:
+		return drainErr
+	}
+	err := <-done
+	if legacyDone != nil {
+		if lerr := <-legacyDone; err == nil {
+			err = lerr
+		}
+	}
+	return err
 }
 
 // Close stops serving the admin, history and catalog subjects and closes the store

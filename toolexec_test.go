@@ -223,10 +223,13 @@ func TestCallRejected(t *testing.T) {
 	}
 }
 
-// TestCallIDTaken: a call id published first by someone else (another tenant,
-// or another client of the same tenant) is an error naming the id, at once, not
-// a wait for an answer that is not the caller's; and the caller's own second
-// call with its own id finds its answer.
+// TestCallIDTaken: a tenant, tool and call id name one call. Called again
+// with the id of a call answered before, by any client of the tenant, the
+// first answer comes back and nothing runs twice. While a call waits to be
+// answered, another client of its tenant naming it is refused at once with a
+// CallIDTakenError, every time it tries, while the client that published it
+// waits for its answer; another tenant's call with the same id is its own and
+// runs at once.
 func TestCallIDTaken(t *testing.T) {
 	f := newFixture(t)
 	ctx := ctxFor(t, 30*time.Second)
@@ -235,43 +238,63 @@ func TestCallIDTaken(t *testing.T) {
 	if err != nil || first.Kind != toolexec.Completed {
 		t.Fatalf("acme's call: %+v, %v", first, err)
 	}
-
-	// The same client calling again with its own id waits for that call's answer.
-	again, err := acme.Call(ctx, "acme", "book", bookArgs{Flight: "BA117"}, toolexec.WithCallID("shared-1"))
-	if err != nil || again.Kind != toolexec.Completed || again.Outcome != first.Outcome || again.CallID != "shared-1" {
-		t.Errorf("acme's second call with its own id: %+v, %v; want the first answer %q", again, err, first.Outcome)
+	for _, c := range []*toolexec.Client{acme, f.client(t)} {
+		again, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1"))
+		if err != nil || again.Kind != toolexec.Completed || again.Outcome != first.Outcome || again.CallID != "shared-1" {
+			t.Errorf("calling again with an answered call's id: %+v, %v; want the first answer %q", again, err, first.Outcome)
+		}
+	}
+	if res, err := acme.Call(ctx, "globex", "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1")); err != nil ||
+		res.Kind != toolexec.Completed || res.Outcome != "PNR-AF001-1" {
+		t.Errorf("globex's call with acme's call id: %+v, %v; want its own booking", res, err)
 	}
 
-	for _, tc := range []struct {
-		name, tenant string
-	}{
-		{"another tenant", "globex"},
-		{"another client of the same tenant", "acme"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			other := f.client(t)
-			start := time.Now()
-			res, err := other.Call(ctx, tc.tenant, "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1"))
-			var taken *toolexec.CallIDTakenError
-			if !errors.As(err, &taken) || !errors.Is(err, toolexec.ErrCallIDTaken) || taken.CallID != "shared-1" {
-				t.Fatalf("got %+v, %v; want a CallIDTakenError naming shared-1", res, err)
+	// A call that waits in its body holds its id.
+	owner := f.client(t)
+	held := make(chan error, 2)
+	for range 2 {
+		go func() {
+			res, err := owner.Call(ctx, "acme", "book", bookArgs{Flight: "SLOW"}, toolexec.WithCallID("held-1"))
+			if err == nil && res.Outcome != "PNR-SLOW-1" {
+				err = fmt.Errorf("outcome %q", res.Outcome)
 			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("the refusal took %v: it waited for an answer", d)
-			}
-		})
+			held <- err
+		}()
 	}
-	// The same client cannot reuse its acme call's id for globex either: the
-	// stream would drop globex's call.
-	_, err = acme.Call(ctx, "globex", "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1"))
-	if !errors.Is(err, toolexec.ErrCallIDTaken) {
-		t.Errorf("acme's client calling for globex with acme's call id: %v, want ErrCallIDTaken", err)
+	for deadline := time.Now().Add(10 * time.Second); f.air.count("acme", "SLOW") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the held call did not start")
+		}
 	}
-	if n := f.air.count("acme", "BA117"); n != 1 {
-		t.Errorf("BA117 booked %d times, want 1", n)
+	other := f.client(t)
+	for try := range 2 {
+		start := time.Now()
+		res, err := other.Call(ctx, "acme", "book", bookArgs{Flight: "AF002"}, toolexec.WithCallID("held-1"))
+		var taken *toolexec.CallIDTakenError
+		if !errors.As(err, &taken) || !errors.Is(err, toolexec.ErrCallIDTaken) || taken.CallID != "held-1" || taken.Tenant != "acme" {
+			t.Fatalf("try %d: got %+v, %v; want a CallIDTakenError naming acme's held-1", try+1, res, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("try %d: the refusal took %v: it waited for an answer", try+1, d)
+		}
 	}
-	if n := f.air.count("globex", "AF001") + f.air.count("acme", "AF001"); n != 0 {
-		t.Errorf("a call whose id was taken ran %d times", n)
+	if res, err := other.Call(ctx, "globex", "book", bookArgs{Flight: "AF002"}, toolexec.WithCallID("held-1")); err != nil ||
+		res.Kind != toolexec.Completed {
+		t.Errorf("globex's call with the id of acme's waiting call: %+v, %v; want it run at once", res, err)
+	}
+	close(f.air.hold)
+	for range 2 {
+		if err := <-held; err != nil {
+			t.Errorf("the owner's call: %v", err)
+		}
+	}
+	for _, b := range []struct {
+		tenant, flight string
+		want           int
+	}{{"acme", "BA117", 1}, {"acme", "AF001", 0}, {"globex", "AF001", 1}, {"acme", "SLOW", 1}, {"acme", "AF002", 0}, {"globex", "AF002", 1}} {
+		if n := f.air.count(b.tenant, b.flight); n != b.want {
+			t.Errorf("%s's %s booked %d times, want %d", b.tenant, b.flight, n, b.want)
+		}
 	}
 }
 

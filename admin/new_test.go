@@ -53,7 +53,7 @@ func TestNew(t *testing.T) {
 		t.Fatal("no resolved event")
 	}
 
-	if _, err := h.js.PublishMsg(ctxT(t), &nats.Msg{Subject: "toolexec.call.acme.book", Data: []byte("x")}); err != nil {
+	if _, err := h.js.PublishMsg(ctxT(t), &nats.Msg{Subject: "toolexec.call.acme.book.c1", Data: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := adm.Forget(ctxT(t), "acme")

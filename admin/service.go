@@ -270,11 +270,19 @@ func (a *Service) forgetRequest(ctx context.Context, req ForgetRequest) ForgetRe
 		return resp
 	}
 	resp.Records = n
-	for _, p := range []struct{ stream, subject string }{
-		{wire.CallStream, wire.TenantCallSubjects(req.Tenant)},
-		{wire.EventStream, wire.TenantEventSubjects(req.Tenant)},
+	for _, p := range []struct {
+		stream, subject string
+		optional        bool // the stream may not exist
+	}{
+		{wire.CallStream, wire.TenantCallSubjects(req.Tenant), false},
+		{wire.LegacyCallStream, wire.TenantCallSubjects(req.Tenant), true},
+		{wire.EventStream, wire.TenantEventSubjects(req.Tenant), false},
 	} {
-		if err := a.purge(ctx, p.stream, p.subject); err != nil {
+		err := a.purge(ctx, p.stream, p.subject)
+		if p.optional && errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue
+		}
+		if err != nil {
 			resp.Error = &Error{Code: CodeUnavailable,
 				Message: fmt.Sprintf("%d records erased, but purging %s from %s failed: %v", n, p.subject, p.stream, err)}
 			return resp

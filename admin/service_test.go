@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
@@ -117,8 +118,13 @@ func TestRoundTrips(t *testing.T) {
 		t.Errorf("Resolve(release with outcome) = %v, want ErrInvalid", err)
 	}
 
-	// Forget: acme's records, calls and events go; globex's stay.
-	for _, subj := range []string{"toolexec.call.acme.book", "toolexec.call.globex.book"} {
+	// Forget: acme's records, calls (in the calls stream of wire version 1 too,
+	// where it still exists) and events go; globex's stay.
+	if _, err := h.js.CreateStream(ctx, jetstream.StreamConfig{Name: wire.LegacyCallStream, Subjects: []string{wire.LegacyCallSubjects},
+		Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"toolexec.call.acme.book.c1", "toolexec.call.globex.book.c1", "toolexec.call.acme.book", "toolexec.call.globex.book"} {
 		if _, err := h.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: []byte("x")}); err != nil {
 			t.Fatal(err)
 		}
@@ -139,14 +145,16 @@ func TestRoundTrips(t *testing.T) {
 	if rec, err := h.client.Inspect(ctx, "globex", k2); err != nil || rec.State != kvstore.StateCompleted {
 		t.Errorf("other tenant's record: %+v, %v", rec, err)
 	}
-	if got := streamSubjects(t, h.js, wire.CallStream, wire.TenantCallSubjects("acme")); len(got) != 0 {
-		t.Errorf("acme calls left: %v", got)
+	for _, stream := range []string{wire.CallStream, wire.LegacyCallStream} {
+		if got := streamSubjects(t, h.js, stream, wire.TenantCallSubjects("acme")); len(got) != 0 {
+			t.Errorf("acme calls left in %s: %v", stream, got)
+		}
+		if got := streamSubjects(t, h.js, stream, wire.TenantCallSubjects("globex")); len(got) != 1 {
+			t.Errorf("globex calls in %s: %v, want one", stream, got)
+		}
 	}
 	if got := eventSubjects(t, h.js, wire.TenantEventSubjects("acme")); len(got) != 0 {
 		t.Errorf("acme events left: %v", got)
-	}
-	if got := streamSubjects(t, h.js, wire.CallStream, wire.TenantCallSubjects("globex")); len(got) != 1 {
-		t.Errorf("globex calls: %v, want one", got)
 	}
 	if got := eventSubjects(t, h.js, wire.TenantEventSubjects("globex")); len(got) != 1 {
 		t.Errorf("globex events: %v, want one", got)

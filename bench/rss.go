@@ -17,7 +17,8 @@ import (
 
 // The executor's configuration in the RSS run. Every window in which it keeps
 // data on purpose — idempotency records (--retention), answers
-// (--event-max-age), the message ids the streams deduplicate by — lasts
+// (--event-max-age), the answers' message ids the events stream deduplicates
+// by (its window is capped to --event-max-age) — lasts
 // rssWindow, so that the data kept stops growing long before the first
 // reference point (a tenth of the calls) and what grows after it grows per
 // call. The window must be short against the time the reference point takes:
@@ -200,11 +201,6 @@ func (h *harness) runRSS(ctx context.Context) Result {
 		return failed(r, err)
 	}
 	defer nc.Close()
-	// The executor has no flag for the calls stream's duplicate window (two
-	// minutes): set it as an operator would (nats stream edit --dupe-window).
-	if err := setDuplicateWindow(ctx, js, wire.CallStream, rssWindow); err != nil {
-		return failed(r, err)
-	}
 
 	began := time.Now()
 	sample := func(calls int) error {
@@ -267,20 +263,6 @@ func (h *harness) runRSS(ctx context.Context) Result {
 	r.Check = fmt.Sprintf("%d of %d answered in %d emitter runs; emitter: bodies entered %d = distinct keys %d%s; executor's own count of bodies entered: %d; RSS (median of the last %d samples) %s MiB after %d calls, %s MiB after %d (%.2f×)",
 		answered, c.rssCalls, runs, bodies, distinct, firstBad, own, rssPointSamples, kib(first.MedianKiB), first.At.Calls, kib(last.MedianKiB), last.At.Calls, ratio)
 	return r
-}
-
-// setDuplicateWindow sets the duplicate window of stream to d.
-func setDuplicateWindow(ctx context.Context, js jetstream.JetStream, stream string, d time.Duration) error {
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", stream, err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.Duplicates = d
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("stream %s: duplicate window %v: %w", stream, d, err)
-	}
-	return nil
 }
 
 // streamMsgs is the number of messages stream holds.

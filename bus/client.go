@@ -33,12 +33,12 @@ type ClientConfig struct {
 	// Logger receives answers that cannot be read while watching; default
 	// slog.Default().
 	Logger *slog.Logger
-	// OnDuplicate, when set, is asked by Call about a call whose PubAck says its
-	// call id was stored before, within the calls stream's duplicate window: nil
-	// lets Call look for that call's answer as usual, an error is returned by Call
-	// as its own (the call was not stored, and whoever published the id first
-	// owns its answer). Default: look for the answer.
-	OnDuplicate func(call events.Call) error
+	// OnPending, when set, is asked by Call about a call that the calls stream
+	// refused because a call of the same tenant, tool and call id is stored
+	// and not yet answered (see ErrCallPending): nil lets Call wait for that
+	// call's answer, an error is returned by Call as its own. Default: return
+	// an error matching ErrCallPending.
+	OnPending func(call events.Call) error
 	// History says how Attach, Watch and Call read the events stored in
 	// TOOLEXEC_EVENTS; default HistoryAuto (see HistoryPath).
 	History HistoryPath
@@ -121,7 +121,7 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Source == "" {
 		call.Source = c.cfg.Source
 	}
-	subject := wire.CallSubject(call.Tenant, call.Tool)
+	subject := wire.CallSubject(call.Tenant, call.Tool, call.CallID)
 	var msg *nats.Msg
 	if c.mode == wire.Structured {
 		data, err := wire.CallJSON(call)
@@ -141,24 +141,44 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.TraceParent != "" {
 		msg.Header.Set(traceParentHeader, call.TraceParent)
 	}
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	// The stream the call must land in: one of wire version 1, which takes
+	// every call subject, refuses it instead of storing what its executors
+	// cannot read.
+	msg.Header[jetstream.ExpectedStreamHeader] = []string{wire.CallStream}
+	if call.Repeat {
+		markRepeat(msg)
+	}
 	return msg, nil
 }
 
-// Publish stores call in TOOLEXEC_CALLS and returns the PubAck, without waiting
-// for the answer (see Attach). The call id is the message's Nats-Msg-Id: a call
-// published again within the stream's duplicate window is not stored again, and
-// the PubAck says Duplicate. So a try whose PubAck does not come within 5 s,
-// or whose connection is lost, is made again until ctx ends, and so is one
-// that no stream answered while the calls stream elects a leader: once this
-// client has stored a call of the tenant, no responders means that election
-// (a crashed leader's followers wait out their election timeout first, 4 to
-// 9 s on nats-server); before, it means no stream takes the tenant's calls,
-// and Publish fails at once with an error matching
+// markRepeat marks msg as a call that may repeat one published before (see
+// wire.RepeatHeader).
+func markRepeat(msg *nats.Msg) { msg.Header[wire.RepeatHeader] = []string{"true"} }
+
+// Publish stores call in TOOLEXEC_CALLS_V2 and returns the PubAck, without
+// waiting for the answer (see Attach). The stream keeps one call at most under
+// its subject (tenant, tool and call id), so a try whose PubAck does not come
+// within 5 s, or whose connection is lost, is made again until ctx ends, marked
+// as a repeat (wire.RepeatHeader): if the first try was stored, the second is
+// refused while it waits in the stream, and the PubAck returned says
+// Duplicate; if an executor has answered it meanwhile, the second is stored
+// and the executor answers it from the stored answer without running it
+// again. A try that no stream answered while the calls stream elects a leader
+// is made again too: once this client has stored a call of the tenant, no
+// responders means that election (a crashed leader's followers wait out their
+// election timeout first, 4 to 9 s on nats-server); before, it means no stream
+// takes the tenant's calls, and Publish fails at once with an error matching
 // jetstream.ErrNoStreamResponse.
 //
 // A call that is not well formed (a token that is not valid, arguments that are
 // not a JSON object) is refused before anything is sent, with the
-// *events.RejectError an executor would have answered.
+// *events.RejectError an executor would have answered. A first try refused
+// because a call of the same tenant, tool and call id waits in the stream
+// returns an error matching ErrCallPending, and one that a stream of wire
+// version 1 took an error matching ErrOldCallStream.
 func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubAck, error) {
 	msg, err := c.callMsg(call)
 	if err != nil {
@@ -167,20 +187,14 @@ func (c *Client) Publish(ctx context.Context, call events.Call) (*jetstream.PubA
 	return c.publish(ctx, msg, call.Tenant, call.CallID)
 }
 
-// publish stores msg, the call of tenant with callID, in TOOLEXEC_CALLS and
-// returns the PubAck. A try whose PubAck does not come within
-// callPublishAttempt, or whose connection is lost meanwhile, is made again:
-// the leader that took the call may have died with its PubAck, or the PubAck
-// was routed to the lost connection, and the call id makes a second copy a
-// duplicate. No responders on the tenant's subject after this client has
-// stored a call of the tenant means the stream is electing a leader, which is
-// waited out too; before any, it means that no stream takes the tenant's
-// calls, and the call fails at once with jetstream.ErrNoStreamResponse. Both
-// waits end with ctx.
+// publish stores msg, the call of tenant with callID, in TOOLEXEC_CALLS_V2 and
+// returns the PubAck; see Publish for the tries.
 func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID string) (*jetstream.PubAck, error) {
-	setPublishHeaders(msg, callID, wire.CallStream)
 	var refused error // the last try's error other than a context's
 	for attempt := 1; ; attempt++ {
+		if attempt == 2 {
+			markRepeat(msg)
+		}
 		pctx, cancel := connloss.Attempt(ctx, c.nc, callPublishAttempt)
 		ack, err := c.js.PublishMsg(pctx, msg)
 		lost := pctx.Err() != nil && ctx.Err() == nil
@@ -188,6 +202,17 @@ func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID stri
 		if err == nil {
 			c.reached.Store(tenant, true)
 			return ack, nil
+		}
+		switch stored := storeRefusal(err); {
+		case stored == refusedPending && attempt > 1:
+			// An earlier try, whose PubAck was lost, stored the call.
+			c.reached.Store(tenant, true)
+			return &jetstream.PubAck{Stream: wire.CallStream, Duplicate: true}, nil
+		case stored == refusedPending:
+			return nil, fmt.Errorf("%w: call %s of tenant %s (subject %s)", ErrCallPending, callID, tenant, msg.Subject)
+		case stored == refusedOldStream:
+			return nil, fmt.Errorf("%w: a stream other than %s (%s, of wire version 1, where the executors are older) took %s; "+
+				"upgrade the executors before their callers (docs/PROTOCOL.md §11)", ErrOldCallStream, wire.CallStream, wire.LegacyCallStream, msg.Subject)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			refused = err
@@ -211,38 +236,62 @@ var callPublishAttempt = 5 * time.Second
 
 const maxCallPublishPause = 500 * time.Millisecond
 
-// setPublishHeaders sets what JetStream checks a publication by: its message id,
-// whose repeat within the stream's duplicate window is not stored again, and
-// the stream it must land in.
-func setPublishHeaders(msg *nats.Msg, msgID, stream string) {
-	if msg.Header == nil {
-		msg.Header = nats.Header{}
+// A publication's refusal, as storeRefusal reads it.
+const (
+	refusedOther     = iota
+	refusedPending   // a message is stored under the subject already
+	refusedOldStream // the subject belongs to another stream than the one expected
+)
+
+// JetStream's error codes for the refusals storeRefusal tells apart.
+const (
+	errCodeStoreFailed    = 10077 // JSStreamStoreFailedF: "maximum messages per subject exceeded", among others
+	errCodeStreamNotMatch = 10060 // JSStreamNotMatchErr: "expected stream does not match"
+)
+
+// storeRefusal reads why JetStream refused to store a call.
+func storeRefusal(err error) int {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return refusedOther
 	}
-	msg.Header[jetstream.MsgIDHeader] = []string{msgID}
-	msg.Header[jetstream.ExpectedStreamHeader] = []string{stream}
+	switch {
+	case api.ErrorCode == errCodeStoreFailed && strings.Contains(api.Description, "per subject"):
+		return refusedPending
+	case api.ErrorCode == errCodeStreamNotMatch:
+		return refusedOldStream
+	}
+	return refusedOther
 }
 
 // Call publishes call and waits for its answer. It subscribes to the call's
-// answer subject before publishing, so the answer cannot slip past; if the
-// PubAck says the call had been published before, it also looks for an answer
-// already stored in TOOLEXEC_EVENTS (as Attach reads it: see HistoryPath).
-// The answer it waits for is the call id's under any run id: a call id
-// published again with another run (within the duplicate window, so not
-// stored again) gets the answer of its first publication.
+// answer subject before publishing, so the answer cannot slip past; when the
+// call may repeat one published before (call.Repeat, or a try sent again: see
+// Publish), or the stream refused it because a call of the same tenant, tool
+// and call id waits there, it also looks for the answer stored in
+// TOOLEXEC_EVENTS (as Attach reads it: see HistoryPath). The answer it waits
+// for is that of the call's tenant, tool and call id under any run id: those
+// three name a call, and a call published again with another run gets the
+// answer of its first publication.
+//
+// A refusal because such a call waits in the stream is an error matching
+// ErrCallPending unless ClientConfig.OnPending says to wait for that call's
+// answer.
 //
 // Every answer is returned with a nil error, rejected, failed and indeterminate
 // ones included (dispatch.AnswerError turns one into an error). Errors: the
 // *events.RejectError of a call refused before sending (see Publish), a publish
-// failure, an error matching ErrBadAnswer, or ctx's error wrapped when ctx ends
-// first — the call may still be answered later; Attach finds the answer.
+// failure (ErrCallPending, ErrOldCallStream among them), an error matching
+// ErrBadAnswer, or ctx's error wrapped when ctx ends first — the call may still
+// be answered later; Attach finds the answer.
 func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, error) {
 	msg, err := c.callMsg(call)
 	if err != nil {
 		return events.Answer{}, err
 	}
-	// Any run: a call id names one call of its tenant, and a call id published
-	// before under another run (a retry from a new session that did not know the
-	// first run) is a duplicate whose answer is the first publication's.
+	// Any run: a tenant, tool and call id name one call, and one published
+	// before under another run (a retry from a new session that did not know
+	// the first run) is answered with the first publication's answer.
 	filter := wire.AnswerFilter(call.Tenant, call.Tool, "*", call.CallID)
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.nc.ChanSubscribe(filter, ch)
@@ -254,28 +303,50 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	// published while the connection was lost is looked for in the stream.
 	life := connloss.Context(c.nc)
 	ack, err := c.publish(ctx, msg, call.Tenant, call.CallID)
-	if err != nil {
+	pending := errors.Is(err, ErrCallPending)
+	if pending {
+		// The call that holds the subject may have been answered a moment ago,
+		// its acknowledgement not yet in: then its answer is stored.
+		if a, found, ferr := c.findStored(ctx, call.Tenant, filter); ferr == nil && found {
+			return a, nil
+		}
+		if c.cfg.OnPending == nil {
+			return events.Answer{}, err
+		}
+		if err := c.cfg.OnPending(call); err != nil {
+			return events.Answer{}, err
+		}
+	} else if err != nil {
 		return events.Answer{}, err
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// lookup looks for the answer stored in TOOLEXEC_EVENTS until it is found:
+	// the live subscription does not hear one stored before it, nor the
+	// answer to a repeat that an executor acknowledges without answering it
+	// again. A look that fails (no executor answers the history service yet)
+	// is tried again.
 	lookup := func() <-chan lookupResult {
 		stored := make(chan lookupResult, 1)
-		go func() {
-			a, found, err := c.lookup(lctx, call.Tenant, filter, call.CallID)
-			if found || err != nil {
-				stored <- lookupResult{a, err}
+		look := func(ctx context.Context) (events.Answer, bool, error) {
+			a, found, err := c.findStored(ctx, call.Tenant, filter)
+			if err != nil && !errors.Is(err, ErrBadAnswer) {
+				c.log.Debug("looking for a call's stored answer failed; trying again", "call_id", call.CallID, "error", err)
+				return a, false, nil
 			}
+			return a, found, err
+		}
+		go func() {
+			if a, found, err := look(lctx); found {
+				stored <- lookupResult{a, err}
+				return
+			}
+			lookAgain(lctx, look, stored)
 		}()
 		return stored
 	}
 	var stored <-chan lookupResult
-	if ack.Duplicate {
-		if c.cfg.OnDuplicate != nil {
-			if err := c.cfg.OnDuplicate(call); err != nil {
-				return events.Answer{}, err
-			}
-		}
+	if pending || wire.IsRepeat(msg.Header) || ack.Duplicate {
 		// Published before, perhaps answered before this subscription existed:
 		// read the stream too.
 		stored = lookup()
@@ -286,20 +357,6 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 type lookupResult struct {
 	a   events.Answer
 	err error
-}
-
-// lookup finds the answer stored under filter for Call, whose subscription
-// hears it live: through JetStream it waits until the answer is stored; through
-// the history service it asks once, and found is false when nothing is stored
-// yet.
-func (c *Client) lookup(ctx context.Context, tenant, filter, callID string) (a events.Answer, found bool, err error) {
-	if !c.viaService() {
-		a, err := c.attach(ctx, filter, callID)
-		if err == nil || !c.fallBack(err) {
-			return a, err == nil, err
-		}
-	}
-	return c.storedAnswer(ctx, tenant, filter)
 }
 
 // await returns the first answer from ch or from stored. When the
@@ -366,8 +423,8 @@ func (c *Client) Attach(ctx context.Context, tenant, tool, runID, callID string)
 }
 
 // Find looks once for the stored answer to tenant's call callID, whatever its
-// tool and run (a call id names one call of a tenant: the calls stream stores
-// an id once), without waiting: found is false, with a nil error, when no
+// tool and run (the first stored, should the id have been used for two tools),
+// without waiting: found is false, with a nil error, when no
 // answer is stored yet. It reads as Attach does (see HistoryPath). Errors: one
 // matching events.ErrInvalidToken for a malformed token, ErrBadAnswer, a
 // JetStream error, ErrNoHistoryService or a *HistoryError.
@@ -377,7 +434,12 @@ func (c *Client) Find(ctx context.Context, tenant, callID string) (a events.Answ
 			return events.Answer{}, false, err
 		}
 	}
-	filter := wire.EventSubject(tenant, "*", "*", "*", callID)
+	return c.findStored(ctx, tenant, wire.EventSubject(tenant, "*", "*", "*", callID))
+}
+
+// findStored looks once for the first event of tenant stored under filter,
+// without waiting; see Find.
+func (c *Client) findStored(ctx context.Context, tenant, filter string) (a events.Answer, found bool, err error) {
 	if !c.viaService() {
 		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
 		a, found, err := c.lookStored(filter)(lctx)

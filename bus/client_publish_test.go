@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,4 +176,105 @@ func (h *harness) proxiedClient(t *testing.T) (*bus.Client, *tcpproxy.Proxy) {
 		t.Fatal(err)
 	}
 	return c, proxy
+}
+
+// lostPubAck is a JetStream whose first publication is stored but whose
+// PubAck never reaches the caller: that try waits out its context, as one
+// whose PubAck was lost does. stored is closed once the first copy is in.
+type lostPubAck struct {
+	jetstream.JetStream
+	once   sync.Once
+	stored chan struct{}
+}
+
+func newLostPubAck(js jetstream.JetStream) *lostPubAck {
+	return &lostPubAck{JetStream: js, stored: make(chan struct{})}
+}
+
+func (l *lostPubAck) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	first := false
+	l.once.Do(func() { first = true })
+	if !first {
+		return l.JetStream.PublishMsg(ctx, m, opts...)
+	}
+	if _, err := l.JetStream.PublishMsg(ctx, m, opts...); err != nil {
+		return nil, err
+	}
+	close(l.stored)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestLostPubAckWhileTheCallWaits: the first copy of a call is stored but its
+// PubAck is lost, and no executor has taken it when the client sends it again:
+// the stream refuses the second copy (its subject holds the first), the
+// client reads that as stored, and the call is run once and answered.
+func TestLostPubAckWhileTheCallWaits(t *testing.T) {
+	bus.ShortenCallPublishAttempts(t, 300*time.Millisecond)
+	h := newHarness(t)
+	lossy := newLostPubAck(h.js)
+	c, err := bus.NewClient(lossy, bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		a, err := c.Call(ctxT(t), call("book", "r1", "lost-1", `{"flight":"BA1"}`))
+		if err == nil && a.Kind != events.KindCompleted {
+			err = fmt.Errorf("answer %s", a.Kind)
+		}
+		done <- err
+	}()
+	<-lossy.stored
+	time.Sleep(time.Second) // past the first try and into the second, refused
+	if n := streamMsgs(t, h.js, wire.CallStream); n != 1 {
+		t.Fatalf("the calls stream holds %d messages, want 1", n)
+	}
+	var entered atomic.Int64
+	wk := h.startWorker(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		return "booked", nil
+	})), bus.WorkerConfig{}, 0)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	consumerSettled(t, h.js)
+	if n, got := entered.Load(), wk.w.Stats().Received.Load(); n != 1 || got != 1 {
+		t.Errorf("body entered %d times, worker received %d calls; want 1, 1", n, got)
+	}
+}
+
+// TestLostPubAckAfterTheAnswer: the first copy of a call is stored but its
+// PubAck is lost, and an executor answers it before the client sends it
+// again: the second copy, marked as a repeat, is stored (the first has left
+// the stream), and the executor acknowledges it without running a body that
+// has no idempotency policy again or answering it twice.
+func TestLostPubAckAfterTheAnswer(t *testing.T) {
+	bus.ShortenCallPublishAttempts(t, 500*time.Millisecond)
+	h := newHarness(t)
+	var entered atomic.Int64
+	wk := h.startWorker(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		entered.Add(1)
+		return "booked", nil
+	})), bus.WorkerConfig{}, 0)
+	lossy := newLostPubAck(h.js)
+	c, err := bus.NewClient(lossy, bus.ClientConfig{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Call(ctxT(t), call("book", "r1", "lost-2", `{"flight":"BA1"}`))
+	if err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("answer %v, %v", a.Kind, err)
+	}
+	waitFor(t, 10*time.Second, "the copy sent again to be taken", func() bool { return wk.w.Stats().Received.Load() == 2 })
+	consumerSettled(t, h.js)
+	if n := entered.Load(); n != 1 {
+		t.Errorf("body entered %d times, want 1", n)
+	}
+	if n := wk.w.Stats().AlreadyAnswered.Load(); n != 1 {
+		t.Errorf("%d copies acknowledged as answered before, want 1", n)
+	}
+	if got := eventSubjects(t, h.js, wire.AnswerFilter("acme", "book", "*", "lost-2")); len(got) != 1 {
+		t.Errorf("answers stored: %v, want one", got)
+	}
 }

@@ -129,16 +129,16 @@ func TestPublishTwice(t *testing.T) {
 		return "booked", nil
 	}))
 	c := call("book", "run-1", "twice-1", `{"flight":"LH1"}`)
-	first, err := h.client.Publish(ctxT(t), c)
-	if err != nil {
+	if _, err := h.client.Publish(ctxT(t), c); err != nil {
 		t.Fatal(err)
 	}
-	second, err := h.client.Publish(ctxT(t), c)
-	if err != nil {
-		t.Fatal(err)
+	// While the first waits in the stream, the second is refused: its subject
+	// holds a call.
+	if _, err := h.client.Publish(ctxT(t), c); !errors.Is(err, bus.ErrCallPending) {
+		t.Fatalf("second Publish: %v, want ErrCallPending", err)
 	}
-	if first.Duplicate || !second.Duplicate || first.Sequence != second.Sequence {
-		t.Fatalf("PubAcks %+v then %+v; want the second a duplicate of the first", first, second)
+	if _, err := h.client.Call(ctxT(t), c); !errors.Is(err, bus.ErrCallPending) {
+		t.Fatalf("Call of a pending call without OnPending: %v, want ErrCallPending", err)
 	}
 	if n := streamMsgs(t, h.js, wire.CallStream); n != 1 {
 		t.Fatalf("TOOLEXEC_CALLS holds %d messages, want 1", n)
@@ -147,9 +147,12 @@ func TestPublishTwice(t *testing.T) {
 	if _, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID); err != nil {
 		t.Fatal(err)
 	}
-	// A third time, through Call, after the answer is stored: the PubAck says
-	// duplicate and Call finds the stored answer.
-	a, err := h.client.Call(ctxT(t), c)
+	// A third time, through Call, marked as a repeat, after the answer is
+	// stored: stored again once the first has left the stream, it is
+	// acknowledged unrun, and Call finds the stored answer.
+	again := c
+	again.Repeat = true
+	a, err := h.client.Call(ctxT(t), again)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,11 +163,60 @@ func TestPublishTwice(t *testing.T) {
 	if n := entered.Load(); n != 1 {
 		t.Errorf("body entered %d times, want 1", n)
 	}
-	if n := wk.w.Stats().Received.Load(); n != 1 {
-		t.Errorf("worker received %d messages, want 1", n)
+	if n := wk.w.Stats().Received.Load() - wk.w.Stats().AlreadyAnswered.Load(); n != 1 {
+		t.Errorf("worker ran %d messages, want 1", n)
 	}
-	if got := eventSubjects(t, h.js, wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID)); len(got) != 1 {
+	if got := eventSubjects(t, h.js, wire.AnswerFilter(c.Tenant, c.Tool, "*", c.CallID)); len(got) != 1 {
 		t.Errorf("answers stored: %v, want one", got)
+	}
+}
+
+// TestRepeatWithAnotherRunGetsTheFirstAnswer: a tenant, tool and call id name
+// one call; published again, marked as a repeat, under another run, it is
+// answered with the first run's answer, and the body runs once.
+func TestRepeatWithAnotherRunGetsTheFirstAnswer(t *testing.T) {
+	h := newHarness(t)
+	var entered atomic.Int64
+	h.startWorker(t, registry(t, bookTool(t, "book", tool.ReadOnly, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+		return fmt.Sprint("look-", entered.Add(1)), nil
+	})), bus.WorkerConfig{}, 0)
+	first, err := h.client.Call(ctxT(t), call("book", "run-1", "runs-1", `{"flight":"LH1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := call("book", "run-2", "runs-1", `{"flight":"LH1"}`)
+	again.Repeat = true
+	second, err := h.client.Call(ctxT(t), again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Outcome != first.Outcome || second.RunID != "run-1" {
+		t.Errorf("repeat answered %+v, want the first answer %+v", second, first)
+	}
+	consumerSettled(t, h.js)
+	if n := entered.Load(); n != 1 {
+		t.Errorf("read-only body entered %d times, want 1", n)
+	}
+}
+
+// TestCallIDOfAnotherTool: one call id used for two tools names two calls,
+// each answered under its own tool; neither answer drops the other.
+func TestCallIDOfAnotherTool(t *testing.T) {
+	h := newHarness(t)
+	mk := func(name string) *tool.Tool {
+		return bookTool(t, name, tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+			return name + "-done", nil
+		})
+	}
+	h.startWorker(t, registry(t, mk("book"), mk("cancel")), bus.WorkerConfig{}, 0)
+	for _, name := range []string{"book", "cancel"} {
+		a, err := h.client.Call(ctxT(t), call(name, "run-1", "shared-1", `{"flight":"LH1"}`))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if a.Kind != events.KindCompleted || a.Outcome != name+"-done" {
+			t.Errorf("%s answered %+v", name, a)
+		}
 	}
 }
 

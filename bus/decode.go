@@ -37,20 +37,24 @@ type inbound struct {
 
 // decode reads m as a call. A message that is too large, not a CloudEvent, or
 // not a well-formed call is answered rejected, addressed to the tenant of its
-// subject, its tool (when the subject names a valid one), its run id and call id
-// when it carries valid ones (else the stand-in of StandInCallID). Only a
+// subject, its tool (when the subject names a valid one), its run id when it
+// carries a valid one, and the call id of its subject (when valid), else the
+// call id it carries (when valid), else the stand-in of StandInCallID. Only a
 // message whose subject names no valid tenant cannot be answered at all. size
 // is the message's size, headers included.
 func (w *Worker) decode(m jetstream.Msg, size int) inbound {
 	subject := m.Subject()
 	in := inbound{subject: subject}
-	tenant, tool, ok := splitCallSubject(subject)
+	tenant, tool, subjectCallID, ok := splitCallSubject(subject)
 	if !ok || !events.ValidToken(tenant) {
 		in.unaddressable = "subject names no valid tenant"
 		return in
 	}
 	h, data := m.Headers(), m.Data()
 	reject := func(err error, id, runID string, e *event.Event) inbound {
+		if events.ValidToken(subjectCallID) {
+			id = subjectCallID
+		}
 		in.rejected = w.rejection(m, tenant, tool, id, runID, e, err)
 		return in
 	}
@@ -65,10 +69,14 @@ func (w *Worker) decode(m jetstream.Msg, size int) inbound {
 		return reject(err, addr.ID, addr.RunID, nil)
 	}
 	c, err := wire.CallFromEvent(e, tenant, tool)
+	if err == nil {
+		err = wire.CheckSubjectCallID(c, subjectCallID)
+	}
 	if err != nil {
 		runID, _ := wire.Extensions(e)[wire.ExtRunID].(string)
 		return reject(err, e.ID(), runID, &e)
 	}
+	c.Repeat = wire.IsRepeat(h)
 	in.call = c
 	return in
 }
@@ -121,16 +129,19 @@ func validOrEmpty(s string) string {
 	return ""
 }
 
-// splitCallSubject splits "toolexec.call.<tenant>.<rest>" into the tenant token
-// and the rest (the tool, or whatever stands in its place). It reports false for
-// a subject outside toolexec.call.>.
-func splitCallSubject(subject string) (tenant, tool string, ok bool) {
+// splitCallSubject splits "toolexec.call.<tenant>.<tool>.<call_id>" into its
+// three tokens, or "toolexec.call.<tenant>.<tool>" (wire version 1) into two
+// and an empty call id; the tool is whatever stands in its place, and a
+// subject of more tokens has them all in its call id. It reports false for a
+// subject outside toolexec.call.>.
+func splitCallSubject(subject string) (tenant, tool, callID string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, wire.CallPrefix)
 	if !ok {
-		return "", "", false
+		return "", "", "", false
 	}
-	tenant, tool, _ = strings.Cut(rest, ".")
-	return tenant, tool, true
+	tenant, rest, _ = strings.Cut(rest, ".")
+	tool, callID, _ = strings.Cut(rest, ".")
+	return tenant, tool, callID, true
 }
 
 // headerSize approximates the bytes h takes on the wire.

@@ -26,24 +26,29 @@
 //
 // A caller subscribes to the call's answer subject
 // (toolexec.event.<tenant>.*.<tool>.<run_id>.<call_id>), then publishes the call
-// to toolexec.call.<tenant>.<tool> with Nats-Msg-Id = call id, so that a call
-// published twice within the duplicate window is stored once. A worker fetches
+// to toolexec.call.<tenant>.<tool>.<call_id>, where the calls stream keeps one
+// call at most: a call published twice while it waits is stored once, and no
+// tenant's call id touches another's. A worker fetches
 // it (never more calls than it has free slots, so no call waits in a buffer
 // while its ack timer runs; and it listens to each pull until JetStream ends
 // it, so no call delivered into a pull is dropped on its way), decodes and
 // checks it, and hands it to the dispatcher, telling JetStream it is in
 // progress meanwhile. The answer goes to
 // toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id> with Nats-Msg-Id =
-// wire.MsgID (derived from tenant and call id: one stored answer per call,
-// whoever publishes it), and only after its PubAck is the call acknowledged.
+// wire.MsgID (derived from the tenant, tool and call id: one stored answer per
+// call, whoever publishes it), and only after its PubAck is the call
+// acknowledged. A call marked as a repeat (wire.RepeatHeader), and one
+// delivered again, is first looked for among the stored answers, and
+// acknowledged unrun when it was answered before.
 //
 // A message that is not a well-formed call — not JSON, not a CloudEvent, a
 // specversion other than 1.0, a missing attribute, a bad token, a tenant
 // extension that disagrees with the subject, more than WorkerConfig.MaxMessageBytes
 // — is answered rejected with its events code and terminated, never
 // redelivered; nothing is claimed and no body entered. The rejection is
-// addressed to the subject's tenant and, when the message carries no usable
-// call id, to a stand-in made from its stream sequence ([StandInCallID]).
+// addressed to the subject's tenant and call id and, when neither the subject
+// nor the message carries a usable call id, to a stand-in made from its stream
+// sequence ([StandInCallID]).
 //
 // A worker that dies mid-call leaves its message unacknowledged: JetStream
 // redelivers it after the ack wait, and the next worker finds the idempotency

@@ -3,12 +3,15 @@ package bus_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
@@ -79,7 +82,14 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 	})
 	w := wk.w
 
-	const subj = "toolexec.call.acme.book"
+	// subj is the subject of call id of tool book. A rejection is addressed to
+	// the call id of its subject when that is a valid token, else to the one
+	// the message carries, else to the stand-in. noID returns an id that is no
+	// valid token, a new one each time: the stream keeps one message per
+	// subject, and a rejected one leaves it only after its answer is stored.
+	subj := func(id string) string { return "toolexec.call.acme.book." + id }
+	var noIDs int
+	noID := func() string { noIDs++; return fmt.Sprintf("c%%%d", noIDs) }
 	big := strings.Repeat("x", 5000)
 	tests := []struct {
 		name       string
@@ -90,36 +100,39 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 		wantTool   string
 		dispatched bool // the rejection comes from the dispatcher
 	}{
-		{name: "not JSON", msg: structuredMsg(subj, `{"specversion":"1.0",`), wantCode: events.CodeInvalidJSON, wantTool: "book"},
-		{name: "JSON array", msg: structuredMsg(subj, `[1,2,3]`), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
-		{name: "JSON but no specversion", msg: structuredMsg(subj, `{"id":"c-nospec","runid":"r1"}`), wantCode: events.CodeNotCloudEvent, wantCallID: "c-nospec", wantRunID: "r1", wantTool: "book"},
-		{name: "specversion 0.3", msg: structuredMsg(subj, event(map[string]any{"specversion": "0.3", "id": "c-03"})), wantCode: events.CodeBadSpecVersion, wantCallID: "c-03", wantRunID: "r1", wantTool: "book"},
-		{name: "specversion 2.0", msg: structuredMsg(subj, event(map[string]any{"specversion": "2.0", "id": "c-20"})), wantCode: events.CodeBadSpecVersion, wantCallID: "c-20", wantRunID: "r1", wantTool: "book"},
-		{name: "no id", msg: structuredMsg(subj, event(map[string]any{"id": nil})), wantCode: events.CodeMissingAttribute, wantRunID: "r1", wantTool: "book"},
-		{name: "no source", msg: structuredMsg(subj, event(map[string]any{"source": nil, "id": "c-nosrc"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-nosrc", wantRunID: "r1", wantTool: "book"},
-		{name: "no type", msg: structuredMsg(subj, event(map[string]any{"type": nil, "id": "c-notype"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-notype", wantRunID: "r1", wantTool: "book"},
-		{name: "wrong type", msg: structuredMsg(subj, event(map[string]any{"type": "com.example.other", "id": "c-type"})), wantCode: events.CodeBadType, wantCallID: "c-type", wantRunID: "r1", wantTool: "book"},
-		{name: "no runid", msg: structuredMsg(subj, event(map[string]any{"runid": nil, "id": "c-norun"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-norun", wantTool: "book"},
-		{name: "id not a token", msg: structuredMsg(subj, event(map[string]any{"id": "a.b"})), wantCode: events.CodeBadToken, wantRunID: "r1", wantTool: "book"},
-		{name: "runid not a token", msg: structuredMsg(subj, event(map[string]any{"runid": "r 1", "id": "c-badrun"})), wantCode: events.CodeBadToken, wantCallID: "c-badrun", wantTool: "book"},
-		{name: "tenant mismatch", msg: structuredMsg(subj, event(map[string]any{"tenant": "globex", "id": "c-tenant"})), wantCode: events.CodeTenantMismatch, wantCallID: "c-tenant", wantRunID: "r1", wantTool: "book"},
-		{name: "tool mismatch", msg: structuredMsg(subj, event(map[string]any{"subject": "cancel", "id": "c-tool"})), wantCode: events.CodeToolMismatch, wantCallID: "c-tool", wantRunID: "r1", wantTool: "book"},
-		{name: "subject without tool", msg: structuredMsg("toolexec.call.acme", event(map[string]any{"subject": nil, "id": "c-notool"})), wantCode: events.CodeBadToken, wantCallID: "c-notool", wantRunID: "r1"},
-		{name: "subject with extra token", msg: structuredMsg("toolexec.call.acme.book.now", event(map[string]any{"subject": nil, "id": "c-extra"})), wantCode: events.CodeBadToken, wantCallID: "c-extra", wantRunID: "r1"},
-		{name: "duplicate envelope member", msg: structuredMsg(subj, `{"specversion":"1.0","id":"c-dup","id":"c-dup2","runid":"r1"}`), wantCode: events.CodeDuplicateMember, wantCallID: "c-dup", wantRunID: "r1", wantTool: "book"},
-		{name: "data not JSON content type", msg: structuredMsg(subj, event(map[string]any{"datacontenttype": "text/plain", "data": "hi", "id": "c-ct"})), wantCode: events.CodeBadContentType, wantCallID: "c-ct", wantRunID: "r1", wantTool: "book"},
-		{name: "no data", msg: structuredMsg(subj, event(map[string]any{"data": nil, "id": "c-nodata"})), wantCode: events.CodeBadData, wantCallID: "c-nodata", wantRunID: "r1", wantTool: "book"},
-		{name: "arguments not an object", msg: structuredMsg(subj, event(map[string]any{"data": map[string]any{"arguments": []int{1}}, "id": "c-arr"})), wantCode: events.CodeArgumentsNotObject, wantCallID: "c-arr", wantRunID: "r1", wantTool: "book"},
-		{name: "too large", msg: structuredMsg(subj, event(map[string]any{"id": "c-big", "data": map[string]any{"arguments": map[string]any{"flight": big}}})), wantCode: events.CodeTooLarge, wantCallID: "c-big", wantRunID: "r1", wantTool: "book"},
-		{name: "binary without ce headers", msg: binaryMsg(subj, `{"arguments":{}}`, "Content-Type", "application/json"), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
-		{name: "binary bad percent-encoding", msg: binaryMsg(subj, `{"arguments":{"flight":"x"}}`, "ce-specversion", "1.0", "ce-id", "c-pct", "ce-source", "/a",
+		{name: "not JSON", msg: structuredMsg(subj("c-nojson"), `{"specversion":"1.0",`), wantCode: events.CodeInvalidJSON, wantCallID: "c-nojson", wantTool: "book"},
+		{name: "not JSON, no call id anywhere", msg: structuredMsg(subj(noID()), `{"specversion":"1.0",`), wantCode: events.CodeInvalidJSON, wantTool: "book"},
+		{name: "JSON array", msg: structuredMsg(subj(noID()), `[1,2,3]`), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
+		{name: "JSON but no specversion", msg: structuredMsg(subj(noID()), `{"id":"c-nospec","runid":"r1"}`), wantCode: events.CodeNotCloudEvent, wantCallID: "c-nospec", wantRunID: "r1", wantTool: "book"},
+		{name: "specversion 0.3", msg: structuredMsg(subj("c-03"), event(map[string]any{"specversion": "0.3", "id": "c-03"})), wantCode: events.CodeBadSpecVersion, wantCallID: "c-03", wantRunID: "r1", wantTool: "book"},
+		{name: "specversion 2.0", msg: structuredMsg(subj("c-20"), event(map[string]any{"specversion": "2.0", "id": "c-20"})), wantCode: events.CodeBadSpecVersion, wantCallID: "c-20", wantRunID: "r1", wantTool: "book"},
+		{name: "no id", msg: structuredMsg(subj("c-noid"), event(map[string]any{"id": nil})), wantCode: events.CodeMissingAttribute, wantCallID: "c-noid", wantRunID: "r1", wantTool: "book"},
+		{name: "no id anywhere", msg: structuredMsg(subj(noID()), event(map[string]any{"id": nil})), wantCode: events.CodeMissingAttribute, wantRunID: "r1", wantTool: "book"},
+		{name: "no source", msg: structuredMsg(subj("c-nosrc"), event(map[string]any{"source": nil, "id": "c-nosrc"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-nosrc", wantRunID: "r1", wantTool: "book"},
+		{name: "no type", msg: structuredMsg(subj("c-notype"), event(map[string]any{"type": nil, "id": "c-notype"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-notype", wantRunID: "r1", wantTool: "book"},
+		{name: "wrong type", msg: structuredMsg(subj("c-type"), event(map[string]any{"type": "com.example.other", "id": "c-type"})), wantCode: events.CodeBadType, wantCallID: "c-type", wantRunID: "r1", wantTool: "book"},
+		{name: "no runid", msg: structuredMsg(subj("c-norun"), event(map[string]any{"runid": nil, "id": "c-norun"})), wantCode: events.CodeMissingAttribute, wantCallID: "c-norun", wantTool: "book"},
+		{name: "id not a token", msg: structuredMsg(subj(noID()), event(map[string]any{"id": "a.b"})), wantCode: events.CodeBadToken, wantRunID: "r1", wantTool: "book"},
+		{name: "runid not a token", msg: structuredMsg(subj("c-badrun"), event(map[string]any{"runid": "r 1", "id": "c-badrun"})), wantCode: events.CodeBadToken, wantCallID: "c-badrun", wantTool: "book"},
+		{name: "tenant mismatch", msg: structuredMsg(subj("c-tenant"), event(map[string]any{"tenant": "globex", "id": "c-tenant"})), wantCode: events.CodeTenantMismatch, wantCallID: "c-tenant", wantRunID: "r1", wantTool: "book"},
+		{name: "tool mismatch", msg: structuredMsg(subj("c-tool"), event(map[string]any{"subject": "cancel", "id": "c-tool"})), wantCode: events.CodeToolMismatch, wantCallID: "c-tool", wantRunID: "r1", wantTool: "book"},
+		{name: "call id mismatch", msg: structuredMsg(subj("c-subject"), event(map[string]any{"id": "c-event"})), wantCode: events.CodeCallIDMismatch, wantCallID: "c-subject", wantRunID: "r1", wantTool: "book"},
+		{name: "call id of the subject not a token", msg: structuredMsg(subj(noID()), event(map[string]any{"id": "c-event2"})), wantCode: events.CodeCallIDMismatch, wantCallID: "c-event2", wantRunID: "r1", wantTool: "book"},
+		{name: "tool not a token", msg: structuredMsg("toolexec.call.acme.bo%ok.c-badtool", event(map[string]any{"subject": nil, "id": "c-badtool"})), wantCode: events.CodeBadToken, wantCallID: "c-badtool", wantRunID: "r1"},
+		{name: "duplicate envelope member", msg: structuredMsg(subj("c-dup"), `{"specversion":"1.0","id":"c-dup","id":"c-dup2","runid":"r1"}`), wantCode: events.CodeDuplicateMember, wantCallID: "c-dup", wantRunID: "r1", wantTool: "book"},
+		{name: "data not JSON content type", msg: structuredMsg(subj("c-ct"), event(map[string]any{"datacontenttype": "text/plain", "data": "hi", "id": "c-ct"})), wantCode: events.CodeBadContentType, wantCallID: "c-ct", wantRunID: "r1", wantTool: "book"},
+		{name: "no data", msg: structuredMsg(subj("c-nodata"), event(map[string]any{"data": nil, "id": "c-nodata"})), wantCode: events.CodeBadData, wantCallID: "c-nodata", wantRunID: "r1", wantTool: "book"},
+		{name: "arguments not an object", msg: structuredMsg(subj("c-arr"), event(map[string]any{"data": map[string]any{"arguments": []int{1}}, "id": "c-arr"})), wantCode: events.CodeArgumentsNotObject, wantCallID: "c-arr", wantRunID: "r1", wantTool: "book"},
+		{name: "too large", msg: structuredMsg(subj(noID()), event(map[string]any{"id": "c-big", "data": map[string]any{"arguments": map[string]any{"flight": big}}})), wantCode: events.CodeTooLarge, wantCallID: "c-big", wantRunID: "r1", wantTool: "book"},
+		{name: "binary without ce headers", msg: binaryMsg(subj(noID()), `{"arguments":{}}`, "Content-Type", "application/json"), wantCode: events.CodeNotCloudEvent, wantTool: "book"},
+		{name: "binary bad percent-encoding", msg: binaryMsg(subj("c-pct"), `{"arguments":{"flight":"x"}}`, "ce-specversion", "1.0", "ce-id", "c-pct", "ce-source", "/a",
 			"ce-type", wire.CallType, "ce-runid", "r1", "ce-tenant", "ac%ZZme"), wantCode: events.CodeNotCloudEvent, wantCallID: "c-pct", wantRunID: "r1", wantTool: "book"},
-		{name: "binary data not JSON", msg: binaryMsg(subj, `not json`, "ce-specversion", "1.0", "ce-id", "c-bin", "ce-source", "/a",
+		{name: "binary data not JSON", msg: binaryMsg(subj("c-bin"), `not json`, "ce-specversion", "1.0", "ce-id", "c-bin", "ce-source", "/a",
 			"ce-type", wire.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeBadData, wantCallID: "c-bin", wantRunID: "r1", wantTool: "book"},
-		{name: "duplicate argument", msg: binaryMsg(subj, `{"arguments":{"flight":"x","flight":"y"}}`, "ce-specversion", "1.0", "ce-id", "c-dupa", "ce-source", "/a",
+		{name: "duplicate argument", msg: binaryMsg(subj("c-dupa"), `{"arguments":{"flight":"x","flight":"y"}}`, "ce-specversion", "1.0", "ce-id", "c-dupa", "ce-source", "/a",
 			"ce-type", wire.CallType, "ce-runid", "r1", "Content-Type", "application/json"), wantCode: events.CodeDuplicateMember, wantCallID: "c-dupa", wantRunID: "r1", wantTool: "book", dispatched: true},
-		{name: "unknown tool", msg: structuredMsg("toolexec.call.acme.cancel", event(map[string]any{"subject": "cancel", "id": "c-unknown"})), wantCode: events.CodeUnknownTool, wantCallID: "c-unknown", wantRunID: "r1", wantTool: "cancel", dispatched: true},
-		{name: "schema violation", msg: structuredMsg(subj, event(map[string]any{"id": "c-schema", "data": map[string]any{"arguments": map[string]any{"flight": 5}}})), wantCode: events.CodeSchemaViolation, wantCallID: "c-schema", wantRunID: "r1", wantTool: "book", dispatched: true},
+		{name: "unknown tool", msg: structuredMsg("toolexec.call.acme.cancel.c-unknown", event(map[string]any{"subject": "cancel", "id": "c-unknown"})), wantCode: events.CodeUnknownTool, wantCallID: "c-unknown", wantRunID: "r1", wantTool: "cancel", dispatched: true},
+		{name: "schema violation", msg: structuredMsg(subj("c-schema"), event(map[string]any{"id": "c-schema", "data": map[string]any{"arguments": map[string]any{"flight": 5}}})), wantCode: events.CodeSchemaViolation, wantCallID: "c-schema", wantRunID: "r1", wantTool: "book", dispatched: true},
 	}
 
 	sub, err := h.nc.SubscribeSync(wire.EventSubject("acme", events.KindRejected, "*", "*", "*"))
@@ -165,8 +178,16 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 		})
 	}
 
+	// Subjects of other shapes, those of wire version 1 among them, reach no
+	// stream: the publisher hears so at once.
+	for _, subject := range []string{"toolexec.call.acme.book", "toolexec.call.acme", "toolexec.call.acme.book.c1.now"} {
+		if _, err := h.js.PublishMsg(ctxT(t), structuredMsg(subject, event(nil))); !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			t.Errorf("publishing on %s: %v, want no stream response", subject, err)
+		}
+	}
+
 	// A subject with no valid tenant cannot be answered: terminated, silently.
-	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.ac%me.book", event(nil))); err != nil {
+	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.ac%me.book.c1", event(nil))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the unaddressable call to be terminated", func() bool { return w.Stats().Unaddressable.Load() == 1 })
@@ -228,7 +249,7 @@ func TestHostileAttributeIsAnsweredBriefly(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 	hostile := strings.Repeat("9", 200<<10)
-	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.acme.book", event(map[string]any{"id": "c-hostile", "time": hostile}))); err != nil {
+	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.acme.book.c-hostile", event(map[string]any{"id": "c-hostile", "time": hostile}))); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsg(15 * time.Second)

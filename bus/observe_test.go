@@ -79,7 +79,7 @@ func TestWorkerObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.nc.PublishMsg(structuredMsg(wire.CallSubject("acme", "book"), "{not json")); err != nil {
+	if err := h.nc.PublishMsg(structuredMsg(wire.CallSubject("acme", "book", "bad-1"), "{not json")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sub.NextMsg(10 * time.Second); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,6 +118,7 @@ func TestPullSubject(t *testing.T) {
 type pullBench struct {
 	js jetstream.JetStream
 	p  *puller
+	n  int // calls published, each under a call id of its own
 }
 
 func newPullBench(t *testing.T, expires time.Duration) *pullBench {
@@ -135,7 +137,8 @@ func newPullBench(t *testing.T, expires time.Duration) *pullBench {
 func (b *pullBench) publish(t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		if _, err := b.js.Publish(ctxTest(t), wire.CallSubject("acme", "book"), []byte("{}")); err != nil {
+		b.n++
+		if _, err := b.js.Publish(ctxTest(t), wire.CallSubject("acme", "book", "c"+strconv.Itoa(b.n)), []byte("{}")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -403,7 +406,7 @@ func TestPulledMsgAcknowledgements(t *testing.T) {
 // headers and the delivery's metadata.
 func TestPulledMsgReadsTheDelivery(t *testing.T) {
 	b := newPullBench(t, time.Minute)
-	msg := nats.NewMsg(wire.CallSubject("acme", "book"))
+	msg := nats.NewMsg(wire.CallSubject("acme", "book", "call-1"))
 	msg.Data = []byte(`{"x":1}`)
 	msg.Header.Set("Nats-Msg-Id", "call-1")
 	if _, err := b.js.PublishMsg(ctxTest(t), msg); err != nil {

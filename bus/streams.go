@@ -14,8 +14,8 @@ import (
 
 // Defaults for [StreamsConfig] and the shared consumer.
 const (
-	// DefaultDuplicates is the window within which JetStream drops a message whose
-	// Nats-Msg-Id it has seen: a call published twice, an answer published twice.
+	// DefaultDuplicates is the window within which TOOLEXEC_EVENTS drops a
+	// message whose Nats-Msg-Id it has seen: an answer published twice.
 	DefaultDuplicates = 2 * time.Minute
 	// DefaultEventMaxAge is how long answers and audit events are kept.
 	DefaultEventMaxAge = 7 * 24 * time.Hour
@@ -39,8 +39,8 @@ type StreamsConfig struct {
 	Replicas int
 	// Storage is the streams' storage; default file.
 	Storage jetstream.StorageType
-	// Duplicates is the duplicate window of both streams; default
-	// DefaultDuplicates.
+	// Duplicates is the duplicate window of the events stream; default
+	// DefaultDuplicates. The calls stream needs none (see CallStreamConfig).
 	Duplicates time.Duration
 	// EventMaxAge is how long TOOLEXEC_EVENTS keeps an event; default
 	// DefaultEventMaxAge. A caller can attach to a call's answer only within it.
@@ -50,22 +50,34 @@ type StreamsConfig struct {
 	CallMaxAge time.Duration
 }
 
-// CallStreamConfig returns the configuration of the calls stream: subjects
-// toolexec.call.>, work-queue retention (a call leaves the stream once
-// acknowledged or terminated).
+// CallStreamConfig returns the configuration of the calls stream,
+// TOOLEXEC_CALLS_V2: subjects toolexec.call.<tenant>.<tool>.<call_id>,
+// work-queue retention (a call leaves the stream once acknowledged or
+// terminated), and at most one message per subject, a second one refused
+// while the first is stored. That refusal is what makes a call published
+// twice (its PubAck lost, say) stored once; it concerns one subject, so one
+// tenant's publication never touches another's. Nats-Msg-Id plays no part:
+// callers set none, and the duplicate window is the least the server allows,
+// so that one set anyway drops nothing of anyone's for longer.
 func (cfg StreamsConfig) CallStreamConfig() jetstream.StreamConfig {
 	cfg = cfg.withDefaults()
 	return jetstream.StreamConfig{
-		Name:        wire.CallStream,
-		Description: "toolexec tool calls, taken by the executors' shared consumer",
-		Subjects:    []string{wire.CallSubjects},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     cfg.Storage,
-		Replicas:    cfg.Replicas,
-		Duplicates:  capDuplicates(cfg.Duplicates, cfg.CallMaxAge),
-		MaxAge:      cfg.CallMaxAge,
+		Name:                 wire.CallStream,
+		Description:          "toolexec tool calls, one per call subject, taken by the executors' shared consumer",
+		Subjects:             []string{wire.CallSubjects},
+		Retention:            jetstream.WorkQueuePolicy,
+		Storage:              cfg.Storage,
+		Replicas:             cfg.Replicas,
+		MaxMsgsPerSubject:    1,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+		Duplicates:           minDuplicates,
+		MaxAge:               cfg.CallMaxAge,
 	}
 }
+
+// minDuplicates is the shortest duplicate window nats-server accepts.
+const minDuplicates = 100 * time.Millisecond
 
 // EventStreamConfig returns the configuration of the events stream: subjects
 // toolexec.event.>, limits retention with MaxAge EventMaxAge.
@@ -105,14 +117,23 @@ func capDuplicates(d, maxAge time.Duration) time.Duration {
 	return d
 }
 
-// EnsureStreams creates TOOLEXEC_CALLS and TOOLEXEC_EVENTS as cfg describes, or
-// updates them if they exist. An update the server refuses (changing a stream's
-// retention, say) is returned as an error naming the stream. A request whose
-// reply is lost (routes still forming in a new cluster) or that JetStream
-// cannot serve yet is tried again until ctx ends.
+// EnsureStreams creates TOOLEXEC_CALLS_V2 and TOOLEXEC_EVENTS as cfg
+// describes, or updates them if they exist. An update the server refuses
+// (changing a stream's retention, say) is returned as an error naming the
+// stream. A request whose reply is lost (routes still forming in a new
+// cluster) or that JetStream cannot serve yet is tried again until ctx ends.
+//
+// Where the calls stream of wire version 1, TOOLEXEC_CALLS, exists and takes
+// every call subject, its subjects are first narrowed to those of version 1
+// (toolexec.call.<tenant>.<tool>), so that the two streams can live side by
+// side; its calls stay, for a worker of their own (WorkerConfig.Stream,
+// HasLegacyCallStream). It is never created.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) error {
 	if cfg.Replicas > 5 {
 		return invalidConfig("streams: Replicas must be 1 to 5, got %d", cfg.Replicas)
+	}
+	if err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) error { return narrowLegacyCalls(ctx, js) }); err != nil {
+		return fmt.Errorf("bus: stream %s: %w", wire.LegacyCallStream, err)
 	}
 	for _, sc := range []jetstream.StreamConfig{cfg.CallStreamConfig(), cfg.EventStreamConfig()} {
 		err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) error {
@@ -126,6 +147,50 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamsConfi
 	return nil
 }
 
+// narrowLegacyCalls narrows the subjects of the calls stream of wire version 1,
+// if it exists, to those of version 1, leaving the rest of its configuration
+// and its calls as they are.
+func narrowLegacyCalls(ctx context.Context, js jetstream.JetStream) error {
+	s, err := js.Stream(ctx, wire.LegacyCallStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sc := s.CachedInfo().Config
+	if len(sc.Subjects) == 1 && sc.Subjects[0] == wire.LegacyCallSubjects {
+		return nil
+	}
+	sc.Subjects = []string{wire.LegacyCallSubjects}
+	_, err = js.UpdateStream(ctx, sc)
+	return err
+}
+
+// HasLegacyCallStream reports whether the calls stream of wire version 1,
+// TOOLEXEC_CALLS, exists: then calls published by callers of that version
+// still land there, and a worker with WorkerConfig.Stream set to it takes them
+// until an operator deletes the stream.
+func HasLegacyCallStream(ctx context.Context, js jetstream.JetStream) (bool, error) {
+	var found bool
+	err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) error {
+		_, err := js.Stream(ctx, wire.LegacyCallStream)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			found = false
+			return nil
+		case err != nil:
+			return err
+		}
+		found = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("bus: stream %s: %w", wire.LegacyCallStream, err)
+	}
+	return found, nil
+}
+
 // setupAttempt bounds one try of a request that creates or updates a stream or
 // the consumer (see retry.Setup). A variable so that tests can shorten it.
 var setupAttempt = 5 * time.Second
@@ -134,6 +199,9 @@ var setupAttempt = 5 * time.Second
 // calls stream. Every executor should use the same values: each one creates or
 // updates the consumer when it starts.
 type ConsumerConfig struct {
+	// Stream is the calls stream the consumer reads; default TOOLEXEC_CALLS_V2
+	// (wire.CallStream).
+	Stream string
 	// Durable names the consumer; default DefaultDurable.
 	Durable string
 	// AckWait is how long a delivered call may go without an ack or an in-progress
@@ -150,6 +218,9 @@ type ConsumerConfig struct {
 }
 
 func (cfg ConsumerConfig) withDefaults() ConsumerConfig {
+	if cfg.Stream == "" {
+		cfg.Stream = wire.CallStream
+	}
 	if cfg.Durable == "" {
 		cfg.Durable = DefaultDurable
 	}
@@ -180,7 +251,8 @@ func (cfg ConsumerConfig) JetStreamConfig() jetstream.ConsumerConfig {
 	}
 }
 
-// EnsureConsumer creates the shared consumer on TOOLEXEC_CALLS, or updates it,
+// EnsureConsumer creates the shared consumer on its stream (TOOLEXEC_CALLS_V2
+// by default), or updates it,
 // and returns it. The stream must exist (see EnsureStreams): otherwise the error
 // matches jetstream.ErrStreamNotFound. Lost replies are tried again, as in
 // EnsureStreams.
@@ -191,13 +263,14 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerCon
 // ensureConsumer is EnsureConsumer with tries of attempt each.
 func ensureConsumer(ctx context.Context, js jetstream.JetStream, cfg ConsumerConfig, attempt time.Duration) (jetstream.Consumer, error) {
 	jc := cfg.JetStreamConfig()
+	stream := cfg.withDefaults().Stream
 	var c jetstream.Consumer
 	err := retry.Setup(ctx, attempt, func(ctx context.Context) (err error) {
-		c, err = js.CreateOrUpdateConsumer(ctx, wire.CallStream, jc)
+		c, err = js.CreateOrUpdateConsumer(ctx, stream, jc)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: consumer %s on %s: %w", jc.Durable, wire.CallStream, err)
+		return nil, fmt.Errorf("bus: consumer %s on %s: %w", jc.Durable, stream, err)
 	}
 	return c, nil
 }

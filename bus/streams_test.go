@@ -34,14 +34,18 @@ func TestEnsureStreams(t *testing.T) {
 		return i.Config
 	}
 	calls := info(wire.CallStream)
-	if calls.Retention != jetstream.WorkQueuePolicy || len(calls.Subjects) != 1 || calls.Subjects[0] != "toolexec.call.>" ||
-		calls.Duplicates != bus.DefaultDuplicates || calls.Storage != jetstream.FileStorage || calls.Replicas != 1 {
+	if calls.Retention != jetstream.WorkQueuePolicy || len(calls.Subjects) != 1 || calls.Subjects[0] != "toolexec.call.*.*.*" ||
+		calls.MaxMsgsPerSubject != 1 || calls.Discard != jetstream.DiscardNew || !calls.DiscardNewPerSubject ||
+		calls.Duplicates != 100*time.Millisecond || calls.Storage != jetstream.FileStorage || calls.Replicas != 1 {
 		t.Errorf("calls stream %+v", calls)
 	}
 	evs := info(wire.EventStream)
 	if evs.Retention != jetstream.LimitsPolicy || len(evs.Subjects) != 1 || evs.Subjects[0] != "toolexec.event.>" ||
 		evs.MaxAge != bus.DefaultEventMaxAge || evs.Duplicates != bus.DefaultDuplicates {
 		t.Errorf("events stream %+v", evs)
+	}
+	if _, err := js.Stream(ctx, wire.LegacyCallStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("the calls stream of wire version 1: %v, want none made", err)
 	}
 
 	// Again, with other limits: the streams are updated in place.
@@ -51,8 +55,8 @@ func TestEnsureStreams(t *testing.T) {
 	if evs := info(wire.EventStream); evs.MaxAge != time.Minute || evs.Duplicates != time.Minute {
 		t.Errorf("updated events stream: max age %v, duplicates %v; want 1m, capped to 1m", evs.MaxAge, evs.Duplicates)
 	}
-	if calls := info(wire.CallStream); calls.MaxAge != time.Hour || calls.Duplicates != 5*time.Minute {
-		t.Errorf("updated calls stream: max age %v, duplicates %v", calls.MaxAge, calls.Duplicates)
+	if calls := info(wire.CallStream); calls.MaxAge != time.Hour || calls.Duplicates != 100*time.Millisecond {
+		t.Errorf("updated calls stream: max age %v, duplicates %v; want 1h, 100ms", calls.MaxAge, calls.Duplicates)
 	}
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: 6}); !errors.Is(err, bus.ErrInvalidConfig) {
 		t.Errorf("EnsureStreams(Replicas 6) = %v, want ErrInvalidConfig", err)
@@ -107,9 +111,11 @@ func TestSetupSurvivesLostReplies(t *testing.T) {
 	if _, err := bus.EnsureConsumer(ctx, lossy, bus.ConsumerConfig{}); err != nil {
 		t.Fatalf("EnsureConsumer with lost replies: %v", err)
 	}
-	// CreateOrUpdateStream asks for an update first and creates the stream when
+	// The calls stream of wire version 1 is looked for first. Then
+	// CreateOrUpdateStream asks for an update and creates the stream when
 	// there is none: both first replies are lost, for each stream.
 	want := []string{
+		"STREAM.INFO." + wire.LegacyCallStream,
 		"STREAM.UPDATE." + wire.CallStream, "STREAM.CREATE." + wire.CallStream,
 		"STREAM.UPDATE." + wire.EventStream, "STREAM.CREATE." + wire.EventStream,
 		"CONSUMER.CREATE." + wire.CallStream + "." + bus.DefaultDurable,

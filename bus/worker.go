@@ -72,6 +72,15 @@ const (
 
 // WorkerConfig configures a [Worker]. The zero value is usable.
 type WorkerConfig struct {
+	// Stream is the calls stream the worker takes calls from; default
+	// TOOLEXEC_CALLS_V2 (wire.CallStream). The worker of the calls stream of
+	// wire version 1 (wire.LegacyCallStream; see HasLegacyCallStream) sets it,
+	// with StopWhenStreamGone.
+	Stream string
+	// StopWhenStreamGone makes Run return nil, once the calls in flight are
+	// done, when Stream does not exist or is deleted: an operator deleting the
+	// calls stream of wire version 1 ends its worker.
+	StopWhenStreamGone bool
 	// Durable names the shared consumer; default DefaultDurable.
 	Durable string
 	// Concurrency bounds the calls this worker runs at once; default
@@ -127,6 +136,9 @@ type WorkerConfig struct {
 }
 
 func (cfg WorkerConfig) withDefaults() WorkerConfig {
+	if cfg.Stream == "" {
+		cfg.Stream = wire.CallStream
+	}
 	if cfg.Durable == "" {
 		cfg.Durable = DefaultDurable
 	}
@@ -286,9 +298,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return nil
 	}
 
-	cc := ConsumerConfig{Durable: w.cfg.Durable, AckWait: w.cfg.AckWait, MaxDeliver: w.cfg.MaxDeliver, MaxAckPending: w.cfg.MaxAckPending}
+	cc := ConsumerConfig{Stream: w.cfg.Stream, Durable: w.cfg.Durable, AckWait: w.cfg.AckWait, MaxDeliver: w.cfg.MaxDeliver, MaxAckPending: w.cfg.MaxAckPending}
 	if _, err := EnsureConsumer(hctx, w.js, cc); err != nil {
-		if pctx.Err() != nil {
+		if pctx.Err() != nil || w.cfg.StopWhenStreamGone && errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
 		}
 		return err
@@ -369,7 +381,7 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 	defer running.Wait()
 	defer close(work)
 
-	p := newPuller(w.js, wire.CallStream, cc.Durable, w.cfg.PullWait)
+	p := newPuller(w.js, w.cfg.Stream, cc.Durable, w.cfg.PullWait)
 	conn := w.js.Conn()
 	events := conn.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	defer conn.RemoveStatusListener(events)
@@ -416,7 +428,9 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 				continue
 			}
 			failures++
-			w.pullFailed(pctx, e.err, failures, cc)
+			if w.pullFailed(pctx, e.err, failures, cc) {
+				return nil
+			}
 			continue
 		case <-free:
 		}
@@ -437,7 +451,9 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 				return fmt.Errorf("bus: worker: %w", err)
 			}
 			failures++
-			w.pullFailed(pctx, err, failures, cc)
+			if w.pullFailed(pctx, err, failures, cc) {
+				return nil
+			}
 			continue
 		}
 		pulls++
@@ -476,8 +492,9 @@ func release(slots chan<- struct{}, n int) {
 }
 
 // pullFailed logs a failed pull, waits a growing while, and creates the
-// consumer again when it has gone.
-func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc ConsumerConfig) {
+// consumer again when it has gone. It reports true when the stream has gone
+// and the worker is to stop (WorkerConfig.StopWhenStreamGone).
+func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc ConsumerConfig) (stop bool) {
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
 	retry.Pause(ctx, backoff(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
@@ -486,9 +503,14 @@ func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc Con
 	// recreateAttempt find the new leader soon after.
 	if (consumerGone(err) || errors.Is(err, nats.ErrNoResponders)) && ctx.Err() == nil {
 		if _, err := ensureConsumer(ctx, w.js, cc, recreateAttempt); err != nil {
+			if w.cfg.StopWhenStreamGone && errors.Is(err, jetstream.ErrStreamNotFound) {
+				w.log.Info("the calls stream is gone; its worker stops", "stream", w.cfg.Stream)
+				return true
+			}
 			w.log.Warn("creating the consumer again failed", "error", err)
 		}
 	}
+	return false
 }
 
 // recreateAttempt bounds one try of the worker's request to create its
@@ -538,14 +560,16 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 
 	in.call.Delivery = delivery
-	if delivery > 1 && w.answeredBefore(ctx, in.call) {
+	if (delivery > 1 || in.call.Repeat) && w.answeredBefore(ctx, in.call) {
 		// An earlier delivery's answer is stored (its acknowledgement was lost or
-		// late). Running the call again could contradict it: an answer saying
-		// nothing ran, given while the store was away, is not in the record.
+		// late), or that of an earlier publication of the same call (a copy sent
+		// again, an id the caller chose), which the caller reads from the stream.
+		// Running the call again could contradict it: an answer saying nothing
+		// ran, given while the store was away, is not in the record.
 		w.stats.AlreadyAnswered.Add(1)
 		ctx := withTraceParent(ctx, in.call.TraceParent)
-		w.log.InfoContext(ctx, "a call delivered again was answered before; acknowledged without running it",
-			"tenant", in.call.Tenant, "tool", in.call.Tool, "call_id", in.call.CallID, "delivery", delivery)
+		w.log.InfoContext(ctx, "a call delivered or sent again was answered before; acknowledged without running it",
+			"tenant", in.call.Tenant, "tool", in.call.Tool, "call_id", in.call.CallID, "delivery", delivery, "repeat", in.call.Repeat)
 		if err := m.Ack(); err != nil {
 			w.log.Warn("acknowledging an answered call failed", "call_id", in.call.CallID, "error", err)
 		}
@@ -577,16 +601,17 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 }
 
 // answeredBefore reports whether an answer to c is stored in TOOLEXEC_EVENTS
-// (one message get, by the call's answer subject). When it cannot tell — a
+// (one message get, by the answer subject of c's tenant, tool and call id,
+// whatever the run: those three name a call). When it cannot tell — a
 // malformed token, JetStream not answering — it says no, and the call is
 // dispatched as any other.
 func (w *Worker) answeredBefore(ctx context.Context, c events.Call) bool {
-	for _, v := range []string{c.Tenant, c.Tool, c.RunID, c.CallID} {
+	for _, v := range []string{c.Tenant, c.Tool, c.CallID} {
 		if !events.ValidToken(v) {
 			return false
 		}
 	}
-	_, err := w.stored.first(ctx, wire.AnswerFilter(c.Tenant, c.Tool, c.RunID, c.CallID))
+	_, err := w.stored.first(ctx, wire.AnswerFilter(c.Tenant, c.Tool, "*", c.CallID))
 	switch {
 	case err == nil:
 		return true
@@ -718,7 +743,13 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	setPublishHeaders(msg, wire.MsgID(a), wire.EventStream)
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
+	}
+	// The message id makes a second copy of the answer a duplicate; the stream
+	// it must land in is the events stream.
+	msg.Header[jetstream.MsgIDHeader] = []string{wire.MsgID(a)}
+	msg.Header[jetstream.ExpectedStreamHeader] = []string{wire.EventStream}
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := connloss.Attempt(ctx, w.js.Conn(), publishAttemptTimeout)
 		ack, err := w.js.PublishMsg(pctx, msg)

@@ -47,17 +47,19 @@ func TestSplitCallSubject(t *testing.T) {
 	tests := []struct {
 		give         string
 		tenant, tool string
+		callID       string
 		ok           bool
 	}{
-		{"toolexec.call.acme.book", "acme", "book", true},
-		{"toolexec.call.acme", "acme", "", true},
-		{"toolexec.call.acme.book.x", "acme", "book.x", true},
-		{"toolexec.event.acme.book", "", "", false},
+		{"toolexec.call.acme.book.c1", "acme", "book", "c1", true},
+		{"toolexec.call.acme.book", "acme", "book", "", true},
+		{"toolexec.call.acme", "acme", "", "", true},
+		{"toolexec.call.acme.book.c1.x", "acme", "book", "c1.x", true},
+		{"toolexec.event.acme.book.c1", "", "", "", false},
 	}
 	for _, tt := range tests {
-		tenant, tool, ok := splitCallSubject(tt.give)
-		if tenant != tt.tenant || tool != tt.tool || ok != tt.ok {
-			t.Errorf("splitCallSubject(%q) = %q, %q, %t", tt.give, tenant, tool, ok)
+		tenant, tool, callID, ok := splitCallSubject(tt.give)
+		if tenant != tt.tenant || tool != tt.tool || callID != tt.callID || ok != tt.ok {
+			t.Errorf("splitCallSubject(%q) = %q, %q, %q, %t", tt.give, tenant, tool, callID, ok)
 		}
 	}
 }
@@ -93,7 +95,7 @@ func TestPullFailedCreatesConsumerAgain(t *testing.T) {
 	if _, err := js.Consumer(ctx, wire.CallStream, DefaultDurable); err != nil {
 		t.Fatalf("the consumer was not created again: %v", err)
 	}
-	if _, err := js.Publish(ctx, wire.CallSubject("acme", "book"), []byte("{}")); err != nil {
+	if _, err := js.Publish(ctx, wire.CallSubject("acme", "book", "c1"), []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	m, err = pullOne(t, ctx, p)

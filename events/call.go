@@ -10,7 +10,7 @@ import (
 type Call struct {
 	Tenant string // the tenant the call was published for
 	RunID  string // the run the call belongs to
-	CallID string // the call's id; on the wire also its event id and Nats-Msg-Id
+	CallID string // the call's id; on the wire also its event id and the last token of its subject
 	Tool   string // the tool called
 	// Source is the agent that made the call (the event's source on the wire).
 	Source string
@@ -25,6 +25,12 @@ type Call struct {
 	// Time is when the call was made (the event's time attribute); zero when
 	// unknown.
 	Time time.Time
+	// Repeat says the call may repeat one published before under the same
+	// tenant, tool and call id: its id was chosen by the caller, or it is a
+	// copy sent again. On the wire it is a header (see bus/wire.RepeatHeader):
+	// an executor then answers it from the answer already stored, if there is
+	// one, instead of running it, and a client looks for that answer too.
+	Repeat bool
 	// Delivery counts how often the transport has delivered this call, 1 for
 	// the first delivery; 0 when unknown, which is read as the first. It is not
 	// on the wire: the bus sets it from JetStream's metadata. An earlier

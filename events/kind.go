@@ -113,6 +113,9 @@ const (
 	CodeTenantMismatch Code = "tenant_mismatch"
 	// CodeToolMismatch: the subject attribute disagrees with the NATS subject's tool.
 	CodeToolMismatch Code = "tool_mismatch"
+	// CodeCallIDMismatch: the event's id disagrees with the call id of the NATS
+	// subject.
+	CodeCallIDMismatch Code = "call_id_mismatch"
 	// CodeUnknownTool: no tool of that name is registered.
 	CodeUnknownTool Code = "unknown_tool"
 	// CodeSchemaViolation: the data, or the arguments, do not match their schema.
@@ -165,7 +168,7 @@ func RejectionCodes() []Code {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
-		CodeTooManyValues,
+		CodeTooManyValues, CodeCallIDMismatch,
 	}
 }
 
@@ -182,7 +185,7 @@ func (c Code) IsRejection() bool {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
-		CodeTooManyValues:
+		CodeTooManyValues, CodeCallIDMismatch:
 		return true
 	}
 	return false

@@ -5,7 +5,7 @@
 //
 // A gateway needs only a NATS connection. It lists the tools the executors
 // declare (bus.Client.Tools, on toolexec.tools.<tenant>) and turns each
-// tools/call into an ordinary call on toolexec.call.<tenant>.<tool>, which any
+// tools/call into an ordinary call on toolexec.call.<tenant>.<tool>.<call_id>, which any
 // executor of the fleet runs; it waits for the answer on the call's answer
 // subject like any other caller, so watchers and auditors see MCP calls as
 // they see every call. Nothing about the key or the state machine changes.
@@ -38,14 +38,13 @@
 //     over HTTP without a session, a fresh run for each call, so that calls
 //     of unrelated clients are never taken for one effect). A client that
 //     reconnects sets it to keep its run, and so its keys.
-//   - call_id: the call's id. A request naming the id of an earlier call is
-//     answered with that call's answer if it is stored, and otherwise waits
-//     for it, whatever run the retry names: the calls stream drops the
-//     repeated publication within its duplicate window (2 minutes by
-//     default), and the wait hears the first publication's answer. A retry
-//     of a call still running after that window is stored as a new call: it
-//     runs under its own run id, so give the first call's run_id too (every
-//     result and error result names it) to keep its idempotency key.
+//   - call_id: the call's id. A request naming the id of an earlier call of
+//     the same tool is answered with that call's answer if it is stored, and
+//     otherwise waits for it, whatever run the retry names: the calls stream
+//     refuses a second call of one tenant, tool and id while the first waits,
+//     and an executor answers a repeat of an answered call from its stored
+//     answer without running it. Call ids are the tenant's own: another
+//     tenant's use of the same id changes nothing.
 //
 // The answer becomes the result: completed and deduplicated ones a normal
 // result (the outcome as text, and as structuredContent when it is a JSON

@@ -102,7 +102,10 @@ func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: %w", err)
 	}
-	bc, err := bus.NewClient(js, bus.ClientConfig{Source: cfg.Source, Logger: cfg.Logger})
+	// A request naming the call id of a call that waits to be answered gets
+	// that call's answer: the gateway waits for it (see MetaCallID).
+	waitForIt := func(events.Call) error { return nil }
+	bc, err := bus.NewClient(js, bus.ClientConfig{Source: cfg.Source, Logger: cfg.Logger, OnPending: waitForIt})
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: %w", err)
 	}
@@ -332,6 +335,9 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	call := events.Call{
 		Tenant: ts.tenant, Tool: name, RunID: runID, CallID: callID, Source: g.cfg.Source,
 		Arguments: rawArguments(req.Params.Arguments),
+		// A given id may name a call published before, still waiting or
+		// answered since the look above.
+		Repeat: given,
 	}
 	if tp, ok := meta["traceparent"].(string); ok {
 		call.TraceParent = tp

@@ -297,3 +297,50 @@ func TestStdioClientGone(t *testing.T) {
 		t.Fatalf("ServeStdio did not end within 30 s of a failed write; after closing its input: %v", <-done)
 	}
 }
+
+// TestCallIDsAreTheTenantsOwn: over both transports, a call id that one
+// tenant's call holds while it runs is no obstacle to another tenant: globex's
+// call with the same call_id is its own, answered at once with its own
+// outcome, while acme's still runs; acme's then completes.
+func TestCallIDsAreTheTenantsOwn(t *testing.T) {
+	f := startFleet(t)
+	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tokens: tokens(t)}).URL
+	for _, tr := range []struct {
+		name          string
+		acme, globex  *mcp.ClientSession
+		callID, holds string
+	}{
+		{"http", connectHTTP(t, url, acmeToken, nil), connectHTTP(t, url, globexToken, nil), "shared-http", "h"},
+		{"stdio", connectStdio(t, f.gw, "acme", nil), connectStdio(t, f.gw, "globex", nil), "shared-stdio", "s"},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			ids := mcp.Meta{mcpgate.MetaCallID: tr.callID}
+			before := f.hold.entered.Load()
+			held := make(chan *mcp.CallToolResult, 1)
+			go func() { held <- callTool(t, tr.acme, "hold", map[string]any{"tag": tr.holds}, ids) }()
+			for deadline := time.Now().Add(time.Minute); f.hold.entered.Load() == before; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("acme's call did not start within a minute")
+				}
+			}
+			start := time.Now()
+			r := callTool(t, tr.globex, "lookup_fare", map[string]any{"flight": "BA117"}, ids)
+			if r.IsError || metaOf(r, "kind") != "completed" || metaOf(r, "call_id") != tr.callID || !strings.Contains(text(r), "612.40") {
+				t.Fatalf("globex's call with acme's call id: %v %q; want its own completed answer", r.Meta, text(r))
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("globex's call took %v while acme's held the id", d)
+			}
+			select {
+			case r := <-held:
+				t.Fatalf("acme's held call ended early: %v %q", r.Meta, text(r))
+			default:
+			}
+			f.hold.open()
+			if r := <-held; r.IsError || metaOf(r, "kind") != "completed" {
+				t.Fatalf("acme's call: %v %q", r.Meta, text(r))
+			}
+			f.hold.reset()
+		})
+	}
+}

@@ -52,6 +52,13 @@ func (h *holdTool) open() {
 	close(h.release)
 }
 
+// reset makes the calls that start from now on wait again.
+func (h *holdTool) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.release = make(chan struct{})
+}
+
 func (h *holdTool) tool(t *testing.T) *tool.Tool {
 	tl, err := tool.New(tool.Spec{
 		Name: "hold", Description: "Wait until the test lets go.",

@@ -83,11 +83,13 @@ func AnswerSubject(a events.Answer) string {
 }
 
 // AnswerID returns the CloudEvents id of a's event: 32 hex digits of a SHA-256 over the
-// tenant and the call id (for [events.KindResolved]: over the tenant, key, action, call id
-// and time). It does not depend on the kind, outcome or time of an answer, so every
-// answer to one call has the same id: publishing an answer again, by the same
-// worker or by the one that took the call over, yields the same event, and JetStream
-// stores only the first within its duplicate window (see [MsgID]).
+// tenant, the tool and the call id, the three that name a call (for
+// [events.KindResolved]: over the tenant, key, action, call id and time). It does
+// not depend on the kind, outcome, run or time of an answer, so every answer to
+// one call has the same id: publishing an answer again, by the same worker or by
+// the one that took the call over, yields the same event, and JetStream stores
+// only the first within its duplicate window (see [MsgID]). A call id used again
+// for another tool is another call, whose answer has an id of its own.
 func AnswerID(a events.Answer) string {
 	h := sha256.New()
 	var n [binary.MaxVarintLen64]byte
@@ -107,8 +109,9 @@ func AnswerID(a events.Answer) string {
 		}
 		h.Write(ts[:])
 	} else {
-		put("toolexec/answer")
+		put("toolexec/answer/2")
 		put(a.Tenant)
+		put(tokenOr(a.Tool))
 		put(a.CallID)
 	}
 	var sum [sha256.Size]byte
@@ -116,7 +119,7 @@ func AnswerID(a events.Answer) string {
 }
 
 // MsgID returns the Nats-Msg-Id to publish a's event with. It equals [AnswerID]:
-// derived from the tenant and call id only, not the kind, so that a second answer to
+// derived from the tenant, tool and call id only, not the kind, so that a second answer to
 // one call (say, a redelivered call answered again after a worker died between
 // publishing and acking) is dropped by JetStream's duplicate window and each call
 // keeps exactly one answer event.

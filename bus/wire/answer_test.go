@@ -219,15 +219,16 @@ func TestRejectedWithMalformedIDs(t *testing.T) {
 	}
 }
 
-// TestAnswerIDs checks that the event id and Nats-Msg-Id depend on the tenant and
-// call only, so that every answer to one call is one message.
+// TestAnswerIDs checks that the event id and Nats-Msg-Id depend on the tenant,
+// tool and call id only, so that every answer to one call is one message, and a
+// call id used again for another tool is another call.
 func TestAnswerIDs(t *testing.T) {
 	completed := base(events.KindCompleted)
 	completed.Outcome = "a"
 	dedup := base(events.KindDeduplicated)
 	dedup.Key, dedup.Outcome, dedup.Time = key, "b", when.Add(time.Hour)
 	indet := base(events.KindIndeterminate)
-	indet.Reason, indet.Tool, indet.RunID = events.ReasonHolderLost, "other", "run_2"
+	indet.Reason, indet.RunID = events.ReasonHolderLost, "run_2"
 
 	if wire.AnswerID(completed) != wire.AnswerID(dedup) || wire.AnswerID(completed) != wire.AnswerID(indet) {
 		t.Errorf("answers to one call have ids %q, %q, %q; want one", wire.AnswerID(completed), wire.AnswerID(dedup), wire.AnswerID(indet))
@@ -251,16 +252,19 @@ func TestAnswerIDs(t *testing.T) {
 	otherCall.CallID = "call-8"
 	otherTenant := completed
 	otherTenant.Tenant = "globex"
+	otherTool := completed
+	otherTool.Tool = "other"
 	// Length-prefixed hashing: "ab"+"c" and "a"+"bc" must differ.
-	split1 := events.Answer{Kind: events.KindCompleted, Tenant: "ab", CallID: "c"}
-	split2 := events.Answer{Kind: events.KindCompleted, Tenant: "a", CallID: "bc"}
+	split1 := events.Answer{Kind: events.KindCompleted, Tenant: "ab", Tool: "t", CallID: "c"}
+	split2 := events.Answer{Kind: events.KindCompleted, Tenant: "a", Tool: "bt", CallID: "c"}
 	resolved := events.Answer{Kind: events.KindResolved, Tenant: "acme", CallID: "call-7", Key: key, Action: events.ActionRelease, Time: when}
 	resolvedLater := resolved
 	resolvedLater.Time = when.Add(time.Minute)
 	ids := map[string]string{}
 	for name, id := range map[string]string{
 		"call": wire.AnswerID(completed), "other call": wire.AnswerID(otherCall), "other tenant": wire.AnswerID(otherTenant),
-		"split1": wire.AnswerID(split1), "split2": wire.AnswerID(split2), "resolved": wire.AnswerID(resolved), "resolved later": wire.AnswerID(resolvedLater),
+		"other tool": wire.AnswerID(otherTool),
+		"split1":     wire.AnswerID(split1), "split2": wire.AnswerID(split2), "resolved": wire.AnswerID(resolved), "resolved later": wire.AnswerID(resolvedLater),
 	} {
 		if prev, dup := ids[id]; dup {
 			t.Errorf("%s and %s share id %s", name, prev, id)

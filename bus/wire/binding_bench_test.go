@@ -29,7 +29,7 @@ var (
 // message, as the client does for every call it publishes in binary mode (in
 // structured mode it writes the event directly: BenchmarkCallJSON).
 func BenchmarkEncodeCall(b *testing.B) {
-	subject := wire.CallSubject(benchCall.Tenant, benchCall.Tool)
+	subject := wire.CallSubject(benchCall.Tenant, benchCall.Tool, benchCall.CallID)
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			b.ReportAllocs()

@@ -92,7 +92,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msg, err := wire.NewMsg(wire.CallSubject(want.Tenant, want.Tool), e, mode)
+			msg, err := wire.NewMsg(wire.CallSubject(want.Tenant, want.Tool, want.CallID), e, mode)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -193,6 +193,19 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (events.Cal
 	return c, nil
 }
 
+// CheckSubjectCallID refuses a call c, read by [CallFromEvent], whose id is not
+// subjectCallID, the call id its subject names ([CallSubject]): the subject
+// is what the calls stream keeps one call of, so the two must agree
+// ([events.CodeCallIDMismatch], an [*events.RejectError]). An empty
+// subjectCallID, of a subject of wire version 1 that names no call, accepts
+// any id.
+func CheckSubjectCallID(c events.Call, subjectCallID string) error {
+	if subjectCallID == "" || c.CallID == subjectCallID {
+		return nil
+	}
+	return events.Reject(events.CodeCallIDMismatch, "id", "the event's id is %s but the call was published as call %q", quote(c.CallID), subjectCallID)
+}
+
 // callArguments checks the data of a call and returns its raw arguments. It
 // holds the data to the call schema (schemas.CallSchema: an object with one
 // member, arguments, itself an object) by reading its top level directly; a

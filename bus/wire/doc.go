@@ -6,15 +6,15 @@
 //
 // # Subjects
 //
-//	toolexec.call.<tenant>.<tool>                                  calls ([CallSubject])
+//	toolexec.call.<tenant>.<tool>.<call_id>                        calls ([CallSubject])
 //	toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>       answers ([EventSubject], [AnswerSubject])
 //	toolexec.event.<tenant>.*.<tool>.<run_id>.<call_id>            one call's answer ([AnswerFilter])
 //	toolexec.history.<tenant>                                      a tenant's stored events, on request ([HistorySubject])
 //
-// Calls are kept by the work-queue stream [CallStream], answers and audit events
-// by the limits stream [EventStream]. An answer is published with Nats-Msg-Id
-// [MsgID], derived from the tenant and call id, so that each call keeps one
-// answer event whoever publishes it.
+// Calls are kept by the work-queue stream [CallStream], one per call subject,
+// answers and audit events by the limits stream [EventStream]. An answer is
+// published with Nats-Msg-Id [MsgID], derived from the tenant, tool and call
+// id, so that each call keeps one answer event whoever publishes it.
 //
 // # Events
 //

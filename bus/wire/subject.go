@@ -4,13 +4,23 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tesserix/toolexec/events"
 )
 
 // Streams and subjects.
 const (
-	// CallStream is the JetStream work-queue stream that holds calls.
-	CallStream = "TOOLEXEC_CALLS"
+	// CallStream is the JetStream work-queue stream that holds calls: one
+	// stored call at most per call subject, so that a call id is its tenant's
+	// alone (see [CallSubject]).
+	CallStream = "TOOLEXEC_CALLS_V2"
+	// LegacyCallStream is the calls stream of wire version 1, whose subjects
+	// named no call id and which dropped a repeated Nats-Msg-Id whatever the
+	// tenant. The executors still take the calls it holds (its subjects
+	// narrowed to [LegacyCallSubjects]) until an operator deletes it; they
+	// never create it.
+	LegacyCallStream = "TOOLEXEC_CALLS"
 	// EventStream is the JetStream limits stream that holds answers and audit events.
 	EventStream = "TOOLEXEC_EVENTS"
 
@@ -19,8 +29,12 @@ const (
 	// EventPrefix starts every answer and audit subject.
 	EventPrefix = "toolexec.event."
 
-	// CallSubjects is the subject filter of [CallStream]: every call.
-	CallSubjects = CallPrefix + ">"
+	// CallSubjects is the subject filter of [CallStream]: every call,
+	// toolexec.call.<tenant>.<tool>.<call_id>.
+	CallSubjects = CallPrefix + "*.*.*"
+	// LegacyCallSubjects is the subject filter [LegacyCallStream] keeps:
+	// toolexec.call.<tenant>.<tool>, the calls of wire version 1.
+	LegacyCallSubjects = CallPrefix + "*.*"
 	// EventSubjects is the subject filter of [EventStream]: every answer and audit
 	// event.
 	EventSubjects = EventPrefix + ">"
@@ -45,17 +59,45 @@ const (
 	CatalogSubjects = CatalogPrefix + "*"
 )
 
+// RepeatHeader names the header that marks a call message which may repeat a
+// call published before: a copy sent again after its PubAck did not come, or a
+// call whose id the caller chose rather than drew. An executor that takes a
+// call so marked first looks for the answer stored under its tenant, tool and
+// call id, whatever the run, and when it finds one it acknowledges the call
+// without running or answering it again: [CallStream] refuses a second copy
+// only while the first is stored, and a call leaves it once answered. The
+// value is "true".
+const RepeatHeader = "Toolexec-Repeat"
+
+// IsRepeat reports whether h marks its call as a repeat (see [RepeatHeader]),
+// the header's name matched without regard to case.
+func IsRepeat(h nats.Header) bool {
+	v, ok := Get(h, RepeatHeader)
+	return ok && strings.EqualFold(v, "true")
+}
+
 // Placeholder stands in, in an event subject, for a tool, run id or call id that a
 // rejected call did not supply in a usable form (absent or not a valid token), and
 // for the run and call of a resolution whose record does not name them. It is a
 // valid token, so such subjects still have the usual shape.
 const Placeholder = "_"
 
-// CallSubject returns "toolexec.call.<tenant>.<tool>", where calls for tool are
-// published. It does not check its arguments: check them with [events.CheckToken] first,
-// since anything but valid tokens yields something that is not a valid subject.
-func CallSubject(tenant, tool string) string {
-	return CallPrefix + tenant + "." + tool
+// CallSubject returns "toolexec.call.<tenant>.<tool>.<call_id>", where the
+// call callID of tool is published. [CallStream] stores one call at most under
+// each such subject, so a call id that one tenant uses cannot touch another
+// tenant's calls. It does not check its arguments: check them with
+// [events.CheckToken] first, since anything but valid tokens yields something
+// that is not a valid subject.
+func CallSubject(tenant, tool, callID string) string {
+	var b strings.Builder
+	b.Grow(len(CallPrefix) + len(tenant) + len(tool) + len(callID) + 2)
+	b.WriteString(CallPrefix)
+	b.WriteString(tenant)
+	b.WriteByte('.')
+	b.WriteString(tool)
+	b.WriteByte('.')
+	b.WriteString(callID)
+	return b.String()
 }
 
 // TenantCallSubjects returns "toolexec.call.<tenant>.>": every call of tenant, the
@@ -106,26 +148,41 @@ func AnswerFilter(tenant, tool, runID, callID string) string {
 	return EventSubject(tenant, "*", tool, runID, callID)
 }
 
-// ParseCallSubject splits "toolexec.call.<tenant>.<tool>" into its tenant and tool.
-// Anything else (another prefix, more or fewer tokens, a token that is not valid)
-// is an error matching [ErrBadSubject]; when a token is at fault the error also
-// wraps its [*events.TokenError].
-func ParseCallSubject(subject string) (tenant, tool string, err error) {
+// CallSubjectParts is what a call subject says: whose call, of which tool,
+// and, from wire version 2 on, which call.
+type CallSubjectParts struct {
+	Tenant string
+	Tool   string
+	// CallID is empty for a subject of wire version 1,
+	// toolexec.call.<tenant>.<tool>, whose call id is in the event alone.
+	CallID string
+}
+
+// ParseCallSubject splits "toolexec.call.<tenant>.<tool>.<call_id>" (or, of
+// wire version 1, "toolexec.call.<tenant>.<tool>") into its parts. Anything
+// else (another prefix, more or fewer tokens, a token that is not valid) is an
+// error matching [ErrBadSubject]; when a token is at fault the error also wraps
+// its [*events.TokenError].
+func ParseCallSubject(subject string) (CallSubjectParts, error) {
 	rest, ok := strings.CutPrefix(subject, CallPrefix)
 	if !ok {
-		return "", "", fmt.Errorf("%w: %s does not start with %q", ErrBadSubject, quote(subject), CallPrefix)
+		return CallSubjectParts{}, fmt.Errorf("%w: %s does not start with %q", ErrBadSubject, quote(subject), CallPrefix)
 	}
-	tenant, tool, ok = strings.Cut(rest, ".")
-	if !ok || strings.IndexByte(tool, '.') >= 0 {
-		return "", "", fmt.Errorf("%w: %s is not %s<tenant>.<tool>", ErrBadSubject, quote(subject), CallPrefix)
+	parts := strings.Split(rest, ".")
+	if len(parts) != 2 && len(parts) != 3 {
+		return CallSubjectParts{}, fmt.Errorf("%w: %s is not %s<tenant>.<tool>.<call_id>", ErrBadSubject, quote(subject), CallPrefix)
 	}
-	if err := events.CheckToken("tenant", tenant); err != nil {
-		return "", "", fmt.Errorf("%w: %w", ErrBadSubject, err)
+	a := CallSubjectParts{Tenant: parts[0], Tool: parts[1]}
+	names := []string{"tenant", "tool", "callid"}
+	if len(parts) == 3 {
+		a.CallID = parts[2]
 	}
-	if err := events.CheckToken("tool", tool); err != nil {
-		return "", "", fmt.Errorf("%w: %w", ErrBadSubject, err)
+	for i, v := range parts {
+		if err := events.CheckToken(names[i], v); err != nil {
+			return CallSubjectParts{}, fmt.Errorf("%w: %w", ErrBadSubject, err)
+		}
 	}
-	return tenant, tool, nil
+	return a, nil
 }
 
 // EventAddress is what an event subject says: whose event, of which kind, about

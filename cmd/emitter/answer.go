@@ -24,6 +24,9 @@ const (
 	exitFailed = 3
 	// exitIndeterminate: nobody can say whether the call's effect landed.
 	exitIndeterminate = 4
+	// exitTaken: the call was not stored, because a call of the same tenant,
+	// tool and call id waits in the calls stream, not yet answered.
+	exitTaken = 5
 )
 
 // answerJSON is an answer as --json prints it: one flat object, with the

@@ -88,7 +88,7 @@ func TestBenchText(t *testing.T) {
 	r := e.emit(t, "", "bench", "--tool", "update_profile", "--calls", "40", "--duplicates", "0.5", "--concurrency", "4", "--warmup", "0")
 	mustExit(t, r, exitOK)
 	for _, re := range []string{
-		`^40 calls of update_profile \(idempotent, key \[passenger\]\), tenant bench, run bench_[0-9a-f]{24}\n`,
+		`^40 calls of update_profile \(idempotent, key \[passenger\]\), tenant bench, run bench_[0-9a-f]{32}\n`,
 		`\n  50% duplicates, 20 distinct keys, 4 in flight, arguments \d+ bytes\n`,
 		`\nthroughput  \d+ calls/s \(40 answered in \d+\.\d\ds\)\n`,
 		`\nlatency     p50 [0-9.]+ms  p95 [0-9.]+ms  p99 [0-9.]+ms  max [0-9.]+ms  \(publish → answer received\)\n`,

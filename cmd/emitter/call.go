@@ -34,7 +34,7 @@ func newCallCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call --tenant T --tool N [--args JSON] [--run R] [--call-id C]",
 		Short: "Publish a tool call and wait for its answer",
-		Long: `Publish a tool call as a CloudEvent on toolexec.call.<tenant>.<tool> and wait for its
+		Long: `Publish a tool call as a CloudEvent on toolexec.call.<tenant>.<tool>.<call_id> and wait for its
 one answer, then print it: a line naming the kind, the tool, the run, the call and the
 idempotency key, and a line with the outcome or the error. With --json the answer is
 printed as one JSON object (kind, type, id, subject, time, tenant, tool, run_id,
@@ -42,9 +42,12 @@ call_id, key, and outcome, error, code, field, reason or body_entered as the kin
 them).
 
 The run id and the call id are generated when not given, and printed with the answer.
-The call id is the message's Nats-Msg-Id: publishing the same call id again within the
-stream's duplicate window stores the call once, and this command then reads the
-answer already stored.
+A tenant, tool and call id name one call. A --call-id of a call answered before gets
+that call's answer, and nothing runs again (this command marks a call whose id it did
+not draw as a repeat, and the executors answer it from the stored answer). A --call-id
+of a call of the same tenant and tool that waits to be answered is refused at once,
+with exit status 5: 'emitter attach' waits for that call's answer. Another tenant's
+call ids never touch this tenant's calls.
 
 --args takes the arguments as a JSON object; "-" reads them from stdin, "@FILE" from a
 file. Arguments that are not a JSON object, and a tenant, tool, run id or call id that
@@ -62,6 +65,8 @@ Exit status:
   4  TOOL_INDETERMINATE: nobody can say whether the effect landed (except with
      reason store_unavailable and body_entered=false, or key_underivable: then
      nothing ran, and the message says so and what to do)
+  5  not stored: a call of the same tenant, tool and --call-id waits to be
+     answered (with --no-wait too); the message gives the attach command
   2  bad input, refused before anything was published
   1  anything else: no connection, no answer within --timeout, interrupted`,
 		Example: `  emitter call --tenant acme --tool lookup_fare --args '{"flight":"BA117"}'
@@ -108,6 +113,9 @@ func buildCall(cmd *cobra.Command, g *globalOptions, o *callOptions) (events.Cal
 	}
 	if c.CallID == "" {
 		c.CallID = newID("call")
+	} else {
+		// An id the caller chose may name a call published before.
+		c.Repeat = true
 	}
 	if c.TraceParent != "" && !validTraceParent(c.TraceParent) {
 		return events.Call{}, badInput(fmt.Errorf("--traceparent %q is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)", c.TraceParent))
@@ -175,7 +183,7 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 	if o.noWait {
 		ack, err := s.client.Publish(ctx, c)
 		if err != nil {
-			return publishError(err)
+			return publishError(g, c, err)
 		}
 		if g.json {
 			b, err := json.Marshal(map[string]any{
@@ -193,7 +201,7 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 		}
 		note := "published"
 		if ack.Duplicate {
-			note = "already published (duplicate call id): stored once"
+			note = "published (a try sent again after a lost acknowledgement found the first one stored)"
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s; pick up the answer with:\n  %s\n", note, attachCommand(g, c))
 		return nil
@@ -204,17 +212,23 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 		if ended(ctx) {
 			return waitError(cmd.Context(), g, c, "publishing the call or waiting for its answer", err)
 		}
-		return publishError(err)
+		return publishError(g, c, err)
 	}
 	return printAnswer(out, g, a)
 }
 
 // publishError gives the exit status of a Call or Publish error: bad input for a
-// call the client refused, 1 otherwise.
-func publishError(err error) error {
+// call the client refused, exitTaken for one refused because a call of its
+// tenant, tool and call id waits in the stream, 1 otherwise.
+func publishError(g *globalOptions, c events.Call, err error) error {
 	var re *events.RejectError
-	if errors.As(err, &re) {
+	switch {
+	case errors.As(err, &re):
 		return badInput(err)
+	case errors.Is(err, bus.ErrCallPending):
+		return &exitError{code: exitTaken, err: fmt.Errorf("call %s of tenant %s and tool %s was not stored: a call with that id "+
+			"waits in the calls stream, not yet answered (published before by this tenant); choose another --call-id, "+
+			"or wait for that call's answer with:\n  %s", c.CallID, c.Tenant, c.Tool, attachCommand(g, c))}
 	}
 	return noStreamHint(err)
 }
@@ -278,10 +292,10 @@ func readArgs(stdin io.Reader, v string) ([]byte, error) {
 	return raw, nil
 }
 
-// newID returns a new run or call id: prefix, "_" and 24 random hex digits, a
-// valid token.
+// newID returns a new run or call id: prefix, "_" and 32 random hex digits
+// (128 bits), a valid token.
 func newID(prefix string) string {
-	b := make([]byte, 12)
+	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return prefix + "_" + hex.EncodeToString(b)
 }

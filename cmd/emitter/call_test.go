@@ -26,7 +26,7 @@ const (
 
 var (
 	pnrRE    = regexp.MustCompile(`\n  outcome: ([A-Z0-9]{6})\n$`)
-	callIDRE = regexp.MustCompile(`^call_[0-9a-f]{24}$`)
+	callIDRE = regexp.MustCompile(`^call_[0-9a-f]{32}$`)
 )
 
 // TestCallOutcomes runs one booking through each outcome and checks the text,
@@ -41,7 +41,7 @@ func TestCallOutcomes(t *testing.T) {
 
 	r := book(bookArgs1)
 	mustExit(t, r, exitOK)
-	first := regexp.MustCompile(`^completed  book  run=run_1 call=(call_[0-9a-f]{24})  key=` + key + `\n  outcome: [A-Z0-9]{6}\n$`)
+	first := regexp.MustCompile(`^completed  book  run=run_1 call=(call_[0-9a-f]{32})  key=` + key + `\n  outcome: [A-Z0-9]{6}\n$`)
 	if !first.MatchString(r.stdout) || r.stderr != "" {
 		t.Fatalf("completed: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
@@ -50,7 +50,7 @@ func TestCallOutcomes(t *testing.T) {
 	// The same booking with a fresh request id: answered from the record.
 	r = book(bookArgs2)
 	mustExit(t, r, exitOK)
-	dedup := regexp.MustCompile(`^TOOL_DEDUPLICATED  book  run=run_1 call=call_[0-9a-f]{24}  key=` + key + `\n  outcome: ` + pnr + `\n$`)
+	dedup := regexp.MustCompile(`^TOOL_DEDUPLICATED  book  run=run_1 call=call_[0-9a-f]{32}  key=` + key + `\n  outcome: ` + pnr + `\n$`)
 	if !dedup.MatchString(r.stdout) || r.stderr != "" {
 		t.Fatalf("deduplicated: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
@@ -63,7 +63,7 @@ func TestCallOutcomes(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		r = book(failArgs)
 		mustExit(t, r, exitIndeterminate)
-		ind := regexp.MustCompile(`^TOOL_INDETERMINATE  book  run=run_1 call=call_[0-9a-f]{24}  key=` + failKey + `  reason=body_failed body_entered=true\n$`)
+		ind := regexp.MustCompile(`^TOOL_INDETERMINATE  book  run=run_1 call=call_[0-9a-f]{32}  key=` + failKey + `  reason=body_failed body_entered=true\n$`)
 		if !ind.MatchString(r.stdout) {
 			t.Fatalf("indeterminate: stdout %q", r.stdout)
 		}
@@ -96,7 +96,7 @@ func TestCallOutcomes(t *testing.T) {
 	// An unknown tool: rejected, exit 3.
 	r = e.emit(t, "", "call", "--tenant", tenant, "--tool", "nope", "--args", "{}")
 	mustExit(t, r, exitFailed)
-	if !regexp.MustCompile(`^rejected  nope  run=run_[0-9a-f]{24} call=call_[0-9a-f]{24}  code=unknown_tool\n  error: .*nope.*\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^rejected  nope  run=run_[0-9a-f]{32} call=call_[0-9a-f]{32}  code=unknown_tool\n  error: .*nope.*\n$`).MatchString(r.stdout) {
 		t.Fatalf("unknown tool: stdout %q", r.stdout)
 	}
 	if !strings.Contains(r.stderr, "unknown_tool") {
@@ -159,7 +159,7 @@ func TestCallArgumentSources(t *testing.T) {
 		{"binary", "", []string{"--args", fareArgs, "--binary"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sub, err := e.nc.SubscribeSync(wire.CallSubject(tenant, "lookup_fare"))
+			sub, err := e.nc.SubscribeSync(wire.CallSubject(tenant, "lookup_fare", "*"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,8 +180,10 @@ func TestCallArgumentSources(t *testing.T) {
 			if want := tt.name == "binary"; binary != want {
 				t.Fatalf("binary mode %t, want %t (headers %v)", binary, want, m.Header)
 			}
-			if !binary && m.Header.Get(nats.MsgIdHdr) == "" {
-				t.Fatalf("no Nats-Msg-Id: headers %v", m.Header)
+			if m.Header.Get(nats.MsgIdHdr) != "" || m.Header.Get("Nats-Expected-Stream") != wire.CallStream ||
+				m.Header.Get(wire.RepeatHeader) != "" || !callIDRE.MatchString(strings.TrimPrefix(m.Subject, "toolexec.call.acme.lookup_fare.")) {
+				t.Fatalf("a fresh call on %s with headers %v; want the call id last in the subject, no Nats-Msg-Id, "+
+					"the stream expected, no repeat", m.Subject, m.Header)
 			}
 		})
 	}
@@ -263,11 +265,60 @@ func TestCallTimeoutThenAttach(t *testing.T) {
 	if a := parseAnswer(t, r.stdout); a.Kind != events.KindCompleted || *a.Outcome != "GBP 612.40" {
 		t.Fatalf("attach --json: %+v", a)
 	}
-	// Publishing the same call id again stores it once and reads the answer.
+	// Calling again with the same call id reads the stored answer; the copy,
+	// marked as a repeat, is not run again.
 	r = e.emit(t, "", "call", "--tenant", tenant, "--run", "run_t", "--call-id", "call_t", "--tool", "lookup_fare", "--args", fareArgs)
 	mustExit(t, r, exitOK)
-	if st := e.callsStored(t); st.LastSeq != 1 {
-		t.Fatalf("TOOLEXEC_CALLS last sequence %d: the repeated call id was stored again", st.LastSeq)
+	if r.stdout != "completed  lookup_fare  run=run_t call=call_t\n  outcome: GBP 612.40\n" {
+		t.Fatalf("calling again: stdout %q", r.stdout)
+	}
+	// The copy was refused while the first waited for its acknowledgement,
+	// or stored once the first had left and acknowledged unrun.
+	waitFor(t, "the calls stream to empty", func() bool { return e.callsStored(t).Msgs == 0 })
+	if ran := e.worker.Stats().Received.Load() - e.worker.Stats().AlreadyAnswered.Load(); ran != 1 {
+		t.Fatalf("the call ran %d times, want 1", ran)
+	}
+}
+
+// TestCallIDPending: a --call-id that a waiting call of the same tenant and
+// tool holds is refused at once with exit status 5 and the attach command,
+// waiting or not; another tenant's call with the same id, in an account of
+// its own, is its own, stored and answered.
+func TestCallIDPending(t *testing.T) {
+	t.Parallel()
+	e := newAccountsEnv(t)
+	publish := func(tn string, extra ...string) result {
+		return e.emit(t, "", append([]string{"--user", tn, "--password", tn, "call", "--tenant", tn, "--run", "run_p",
+			"--call-id", "held", "--tool", "lookup_fare", "--args", fareArgs}, extra...)...)
+	}
+	r := publish(tenant, "--no-wait")
+	mustExit(t, r, exitOK)
+	attach := "attach --tenant acme --tool lookup_fare --run run_p --call-id held"
+	for _, extra := range [][]string{nil, {"--no-wait"}} {
+		start := time.Now()
+		r = publish(tenant, extra...)
+		mustExit(t, r, exitTaken)
+		if r.stdout != "" || !strings.Contains(r.stderr, "was not stored") || !strings.Contains(r.stderr, attach) {
+			t.Fatalf("%v: stdout %q, stderr %q; want the refusal and the attach command", extra, r.stdout, r.stderr)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%v: refused after %v, not at once", extra, d)
+		}
+	}
+	r = publish("globex", "--no-wait")
+	mustExit(t, r, exitOK)
+	if st := e.callsStored(t); st.Msgs != 2 {
+		t.Fatalf("the calls stream holds %d calls, want acme's and globex's", st.Msgs)
+	}
+	e.startExecutor(t)
+	for _, tn := range []string{tenant, "globex"} {
+		r = e.emit(t, "", "--user", tn, "--password", tn, "attach", "--tenant", tn, "--tool", "lookup_fare", "--run", "run_p", "--call-id", "held")
+		mustExit(t, r, exitOK)
+	}
+	r = publish("globex")
+	mustExit(t, r, exitOK)
+	if !strings.HasPrefix(r.stdout, "completed  lookup_fare  run=run_p call=held") {
+		t.Fatalf("globex calling again: stdout %q", r.stdout)
 	}
 }
 

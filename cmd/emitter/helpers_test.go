@@ -38,6 +38,7 @@ type env struct {
 	js      jetstream.JetStream
 	airline *demo.Airline // nil until startExecutor
 	store   *memstore.Store
+	worker  *bus.Worker   // nil until startExecutor
 	auth    []nats.Option // how the test's own connections authenticate
 }
 
@@ -106,6 +107,7 @@ func (e *env) startExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.worker = w
 	done := make(chan error, 1)
 	go func() { done <- w.Run(context.Background()) }()
 	t.Cleanup(func() {

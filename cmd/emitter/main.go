@@ -6,7 +6,9 @@
 // Exit status: 0 on success; 2 for bad input, whether cobra refused the command line
 // (unknown flag, missing required flag, stray argument) or a subcommand refused its
 // input; 3 for a call that failed or was rejected (and an admin request's definite
-// "no"); 4 for a call whose outcome is indeterminate; 1 for any other failure.
+// "no"); 4 for a call whose outcome is indeterminate; 5 for a call not stored
+// because a call of the same tenant, tool and call id waits to be answered; 1
+// for any other failure.
 package main
 
 import (

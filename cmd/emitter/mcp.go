@@ -30,7 +30,7 @@ func newMCPCmd(g *globalOptions) *cobra.Command {
 		Long: `Serve the Model Context Protocol on standard input and output, for one tenant: an
 MCP client (a desktop agent, an IDE) that spawns its tools server runs this command.
 tools/list lists the tools the executors declare; tools/call publishes an ordinary
-call on toolexec.call.<tenant>.<tool>, which any executor runs, and returns its
+call on toolexec.call.<tenant>.<tool>.<call_id>, which any executor runs, and returns its
 answer: completed, deduplicated, or an error result that says plainly when the
 outcome is unknown and that retrying will not run the tool again.
 

@@ -67,11 +67,11 @@ func TestProcess(t *testing.T) {
 		stderr string // substring
 	}{
 		{"completed", append(book, bookArgs1), exitOK,
-			`^completed  book  run=run_1 call=call_[0-9a-f]{24}  key=` + key + `\n  outcome: [A-Z0-9]{6}\n$`, ""},
+			`^completed  book  run=run_1 call=call_[0-9a-f]{32}  key=` + key + `\n  outcome: [A-Z0-9]{6}\n$`, ""},
 		{"deduplicated", append(book, bookArgs2), exitOK,
-			`^TOOL_DEDUPLICATED  book  run=run_1 call=call_[0-9a-f]{24}  key=` + key + `\n  outcome: [A-Z0-9]{6}\n$`, ""},
+			`^TOOL_DEDUPLICATED  book  run=run_1 call=call_[0-9a-f]{32}  key=` + key + `\n  outcome: [A-Z0-9]{6}\n$`, ""},
 		{"indeterminate", append(book, failArgs), exitIndeterminate,
-			`^TOOL_INDETERMINATE  book  run=run_1 call=call_[0-9a-f]{24}  key=[0-9a-f]{64}  reason=body_failed body_entered=true\n$`, "emitter -s " + e.url + " resolve --tenant acme --key "},
+			`^TOOL_INDETERMINATE  book  run=run_1 call=call_[0-9a-f]{32}  key=[0-9a-f]{64}  reason=body_failed body_entered=true\n$`, "emitter -s " + e.url + " resolve --tenant acme --key "},
 		{"rejected", []string{"call", "--tenant", tenant, "--run", "run_1", "--call-id", "call_x", "--tool", "nope"}, exitFailed,
 			`^rejected  nope  run=run_1 call=call_x  code=unknown_tool\n  error: .+\n$`, "unknown_tool"},
 		{"bad args", append(book, `["BA117"]`), exitUsage, `^$`, "--args: arguments must be a JSON object"},

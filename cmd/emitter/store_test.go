@@ -158,7 +158,7 @@ func TestDirectStoreAdmin(t *testing.T) {
 
 			// forget: the records, and the tenant's calls and events
 			park(t, ds.store, tenant, "again")
-			if _, err := e.js.PublishMsg(ctxT(t), &nats.Msg{Subject: "toolexec.call." + tenant + ".book", Data: []byte("x")}); err != nil {
+			if _, err := e.js.PublishMsg(ctxT(t), &nats.Msg{Subject: wire.CallSubject(tenant, "book", "c1"), Data: []byte("x")}); err != nil {
 				t.Fatal(err)
 			}
 			r = emit("", "forget", "--yes", "--tenant", tenant)

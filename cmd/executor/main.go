@@ -46,8 +46,9 @@ func newCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "executor",
 		Short: "Run tool calls from NATS JetStream with at most one side effect per idempotency key",
-		Long: `executor takes tool calls (CloudEvents on toolexec.call.<tenant>.<tool>) from the
-shared durable consumer of the TOOLEXEC_CALLS stream, claims each call's idempotency
+		Long: `executor takes tool calls (CloudEvents on toolexec.call.<tenant>.<tool>.<call_id>) from
+the shared durable consumer of the TOOLEXEC_CALLS_V2 stream (and of TOOLEXEC_CALLS, the
+calls stream of wire version 1, while it exists), claims each call's idempotency
 key, runs the tool and publishes exactly one answer per call on
 toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>.
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ev returns a structured call event for tenant as JSON text, written by hand.
@@ -79,7 +80,7 @@ func bmsg(tenant, payload string, edits ...string) *nats.Msg {
 			h[name] = []string{v}
 		}
 	}
-	return &nats.Msg{Subject: callSubject(tenant, "book"), Header: h, Data: []byte(payload)}
+	return &nats.Msg{Subject: callSubject(tenant, "book", "bad"), Header: h, Data: []byte(payload)}
 }
 
 // nest returns a JSON value nested depth arrays deep.
@@ -99,7 +100,8 @@ type badInput struct {
 	kind string // the answer's kind; "" means rejected
 	code string // the code the answer carries
 	// tool, run and call are the tokens the answer is addressed to; "" for tool
-	// or run means the placeholder, "" for call the stand-in id.
+	// or run means the placeholder, "" for call the stand-in id (neither the
+	// subject nor the event has a usable call id).
 	tool, run, call string
 	// key, when set, returns the idempotencykey the answer carries.
 	key func(t *testing.T, tenant string) string
@@ -126,7 +128,7 @@ func (b badInput) to(tool, run, call string) badInput {
 // badInputs is the table: one row per kind of bad input that reaches (or tries
 // to reach) the executor over NATS.
 func badInputs() []badInput {
-	book := func(tenant string) string { return callSubject(tenant, "book") }
+	book := func(tenant string) string { return callSubject(tenant, "book", "bad") }
 	s := func(edits ...string) func(string) *nats.Msg {
 		return func(tenant string) *nats.Msg { return smsg(book(tenant), ev(tenant, edits...)) }
 	}
@@ -144,25 +146,28 @@ func badInputs() []badInput {
 
 	return []badInput{
 		// Not JSON, not a CloudEvent.
-		reject("malformed JSON", "invalid_json", raw(`{"specversion":"1.0","id":"bad",`)).to("book", "", ""),
-		reject("empty structured payload", "invalid_json", raw("")).to("book", "", ""),
+		reject("malformed JSON", "invalid_json", raw(`{"specversion":"1.0","id":"bad",`)).to("book", "", "bad"),
+		reject("empty structured payload", "invalid_json", raw("")).to("book", "", "bad"),
+		reject("no call id in the subject, nor in the event", "invalid_json", func(tenant string) *nats.Msg {
+			return smsg("toolexec.call."+tenant+".book.b$d", "")
+		}).to("book", "", ""),
 		reject("trailing garbage after the event", "invalid_json", func(tenant string) *nats.Msg {
 			return smsg(book(tenant), ev(tenant)+" {}")
 		}),
-		reject("JSON array", "not_cloudevent", raw(`[1,2,3]`)).to("book", "", ""),
+		reject("JSON array", "not_cloudevent", raw(`[1,2,3]`)).to("book", "", "bad"),
 		reject("JSON object that is not a CloudEvent", "not_cloudevent", raw(`{"id":"bad","runid":"r1","hello":"world"}`)),
 		reject("binary message without ce- headers", "not_cloudevent", func(tenant string) *nats.Msg {
 			return &nats.Msg{Subject: book(tenant), Header: nats.Header{"Content-Type": {"application/json"}}, Data: []byte(args(`{"flight":"XX1"}`))}
-		}).to("book", "", ""),
+		}).to("book", "", "bad"),
 		reject("message without any header that is not an event", "not_cloudevent", func(tenant string) *nats.Msg {
 			return &nats.Msg{Subject: book(tenant), Data: []byte(args(`{"flight":"XX1"}`))}
-		}).to("book", "", ""),
+		}).to("book", "", "bad"),
 		reject("binary without ce-specversion", "not_cloudevent", b(args(`{"flight":"XX1"}`), "ce-specversion", "")),
 		reject("unsupported event format", "not_cloudevent", func(tenant string) *nats.Msg {
 			m := smsg(book(tenant), "["+ev(tenant)+"]")
 			m.Header.Set("Content-Type", "application/cloudevents-batch+json")
 			return m
-		}).to("book", "", ""),
+		}).to("book", "", "bad"),
 		reject("structured charset other than utf-8", "not_cloudevent", func(tenant string) *nats.Msg {
 			m := smsg(book(tenant), ev(tenant))
 			m.Header.Set("Content-Type", structured+"; charset=iso-8859-1")
@@ -180,7 +185,10 @@ func badInputs() []badInput {
 		reject("binary ce-specversion 2.0", "bad_specversion", b(args(`{"flight":"XX1"}`), "ce-specversion", "2.0")),
 
 		// Required attributes.
-		reject("missing id", "missing_attribute", s("id", "")).to("book", "r1", ""),
+		reject("missing id", "missing_attribute", s("id", "")).to("book", "r1", "bad"),
+		reject("missing id, and no call id in the subject", "missing_attribute", func(tenant string) *nats.Msg {
+			return smsg("toolexec.call."+tenant+".book.b$d", ev(tenant, "id", ""))
+		}).to("book", "r1", ""),
 		reject("missing source", "missing_attribute", s("source", "")),
 		reject("missing type", "missing_attribute", s("type", "")),
 		reject("missing runid", "missing_attribute", s("runid", "")).to("book", "", "bad"),
@@ -195,24 +203,27 @@ func badInputs() []badInput {
 		reject("control character in an attribute", "not_cloudevent", s("source", `"/agent/\u0001"`)),
 		reject("binary bad percent-encoding", "not_cloudevent", b(args(`{"flight":"XX1"}`), "ce-source", "/a%zz")),
 		reject("binary percent-encoded invalid UTF-8", "not_cloudevent", b(args(`{"flight":"XX1"}`), "ce-source", "/a%FF")),
-		reject("binary header given twice", "not_cloudevent", b(args(`{"flight":"XX1"}`), "ce-id+", "bad2")).to("book", "r1", ""),
+		reject("binary header given twice", "not_cloudevent", b(args(`{"flight":"XX1"}`), "ce-id+", "bad2")).to("book", "r1", "bad"),
 
 		// Tokens.
-		reject("id not a token", "bad_token", s("id", `"a.b"`)).to("book", "r1", ""),
-		reject("id longer than 128", "bad_token", s("id", jstr(strings.Repeat("i", 129)))).to("book", "r1", ""),
+		reject("id not a token", "bad_token", s("id", `"a.b"`)).to("book", "r1", "bad"),
+		reject("id longer than 128", "bad_token", s("id", jstr(strings.Repeat("i", 129)))).to("book", "r1", "bad"),
 		reject("runid with a space", "bad_token", s("runid", `"r 1"`)).to("book", "", "bad"),
 		reject("runid not a string", "bad_token", s("runid", `7`)).to("book", "", "bad"),
 		reject("tool in the subject not a token", "bad_token", func(tenant string) *nats.Msg {
-			return smsg("toolexec.call."+tenant+".bo$k", ev(tenant, "subject", ""))
-		}).to("", "r1", "bad"),
-		reject("subject without a tool", "bad_token", func(tenant string) *nats.Msg {
-			return smsg("toolexec.call."+tenant, ev(tenant, "subject", ""))
-		}).to("", "r1", "bad"),
-		reject("subject with an extra token", "bad_token", func(tenant string) *nats.Msg {
-			return smsg("toolexec.call."+tenant+".book.now", ev(tenant, "subject", ""))
+			return smsg("toolexec.call."+tenant+".bo$k.bad", ev(tenant, "subject", ""))
 		}).to("", "r1", "bad"),
 		{name: "tenant in the subject not a token", noAnswer: "the subject names no tenant to answer",
-			msg: func(tenant string) *nats.Msg { return smsg("toolexec.call."+tenant+"$x.book", ev(tenant+"$x")) }},
+			msg: func(tenant string) *nats.Msg { return smsg("toolexec.call."+tenant+"$x.book.bad", ev(tenant+"$x")) }},
+
+		// The call id: the subject's last token names the call.
+		reject("event id disagrees with the subject's call id", "call_id_mismatch", s("id", `"other"`)).to("book", "r1", "bad"),
+		reject("call id in the subject not a token", "call_id_mismatch", func(tenant string) *nats.Msg {
+			return smsg("toolexec.call."+tenant+".book.b$d", ev(tenant))
+		}),
+		{name: "subject of wire version 1, without a call id", noAnswer: "no stream takes the subject", send: noStream(".book")},
+		{name: "subject without a tool", noAnswer: "no stream takes the subject", send: noStream("")},
+		{name: "subject with an extra token", noAnswer: "no stream takes the subject", send: noStream(".book.bad.now")},
 
 		// Tenant and tool disagreements.
 		reject("tenant extension disagrees with the subject", "tenant_mismatch", s("tenant", `"someone-else"`)),
@@ -223,7 +234,7 @@ func badInputs() []badInput {
 		reject("subject attribute names another tool", "tool_mismatch", s("subject", `"lookup"`)),
 		{name: "unknown tool", code: "unknown_tool", tool: "cancel", run: "r1", call: "bad",
 			msg: func(tenant string) *nats.Msg {
-				return smsg(callSubject(tenant, "cancel"), ev(tenant, "subject", `"cancel"`))
+				return smsg(callSubject(tenant, "cancel", "bad"), ev(tenant, "subject", `"cancel"`))
 			}},
 
 		// Data.
@@ -280,7 +291,7 @@ func badInputs() []badInput {
 			effects: 1, records: 1},
 		{name: "outcome too large to record", kind: "failed", code: "outcome_too_large", tool: "report", run: "r1", call: "bad",
 			msg: func(tenant string) *nats.Msg {
-				return smsg(callSubject(tenant, "report"), ev(tenant, "subject", `"report"`, "data", args(`{"id":"r-1"}`)))
+				return smsg(callSubject(tenant, "report", "bad"), ev(tenant, "subject", `"report"`, "data", args(`{"id":"r-1"}`)))
 			},
 			key: func(t *testing.T, tenant string) string {
 				return emitterKey(t, tenant, "r1", "report", `{"id":"r-1"}`, "id")
@@ -312,13 +323,27 @@ func goodCall(a string) func(t *testing.T, tenant string) {
 	}
 }
 
+// noStream returns a send that publishes a good call on
+// toolexec.call.<tenant> followed by rest, a subject of another shape than
+// a call's (toolexec.call.<tenant>.<tool>.<call_id>): no stream takes it, and
+// the publisher hears so at once.
+func noStream(rest string) func(t *testing.T, tenant string) {
+	return func(t *testing.T, tenant string) {
+		t.Helper()
+		_, err := env.js.PublishMsg(ctxT(t), smsg("toolexec.call."+tenant+rest, ev(tenant)))
+		if !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			t.Errorf("publishing on toolexec.call.%s%s: %v, want no stream response", tenant, rest, err)
+		}
+	}
+}
+
 // sendOversize tries to publish a call larger than the server's max_payload,
 // through nats.go and over a raw connection: the client refuses it, and so
 // does the server.
 func sendOversize(t *testing.T, tenant string) {
 	t.Helper()
 	payload := []byte(ev(tenant, "data", args(`{"flight":"XX1","note":"`+strings.Repeat("y", serverMaxPayload+1024)+`"}`)))
-	err := env.nc.PublishMsg(smsg(callSubject(tenant, "book"), string(payload)))
+	err := env.nc.PublishMsg(smsg(callSubject(tenant, "book", "bad"), string(payload)))
 	if !errors.Is(err, nats.ErrMaxPayload) {
 		t.Errorf("nats.go publish of %d bytes: %v, want ErrMaxPayload", len(payload), err)
 	}
@@ -339,7 +364,7 @@ func sendOversize(t *testing.T, tenant string) {
 	if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "PONG") {
 		t.Fatalf("after CONNECT the server said %q", line)
 	}
-	fmt.Fprintf(conn, "HPUB %s %d %d\r\n", callSubject(tenant, "book"), len(hdr), len(hdr)+len(payload))
+	fmt.Fprintf(conn, "HPUB %s %d %d\r\n", callSubject(tenant, "book", "bad"), len(hdr), len(hdr)+len(payload))
 	_, _ = conn.Write([]byte(hdr))
 	_, _ = conn.Write(payload)
 	_, _ = conn.Write([]byte("\r\n"))

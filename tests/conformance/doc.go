@@ -18,9 +18,10 @@
 //     published schema of its kind;
 //   - the HTTP downstream receives the Idempotency-Key that `emitter key`
 //     computes, and the caller's traceparent;
-//   - a call published twice with one Nats-Msg-Id is stored and answered once,
-//     and one published again after the duplicate window is answered from its
-//     record with the same answer;
+//   - a call is published on toolexec.call.<tenant>.<tool>.<call_id>: published
+//     again while it waits it is refused, and once answered a copy marked
+//     Toolexec-Repeat is acknowledged unrun; two tenants' calls with one call
+//     id are two calls, each answered as its tenant's;
 //   - every kind of bad input is answered rejected with its code (or refused
 //     before it reaches the executor, or stops the executor at start-up with
 //     exit status 2), leaving no claim, no record and no request downstream.

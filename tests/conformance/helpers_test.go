@@ -25,8 +25,10 @@ const (
 	traceID     = "4bf92f3577b34da6a3ce929d0e0e4736"
 )
 
-// callSubject returns toolexec.call.<tenant>.<tool>.
-func callSubject(tenant, tool string) string { return "toolexec.call." + tenant + "." + tool }
+// callSubject returns toolexec.call.<tenant>.<tool>.<call_id>.
+func callSubject(tenant, tool, callID string) string {
+	return "toolexec.call." + tenant + "." + tool + "." + callID
+}
 
 // answerSubject returns toolexec.event.<tenant>.<kind>.<tool>.<run>.<call>.
 func answerSubject(tenant, kind, tool, run, call string) string {
@@ -67,7 +69,7 @@ func (c call) JSON() []byte {
 // Msg returns the call as a structured-mode message on its call subject.
 func (c call) Msg() *nats.Msg {
 	return &nats.Msg{
-		Subject: callSubject(c.Tenant, c.Tool),
+		Subject: callSubject(c.Tenant, c.Tool, c.ID),
 		Header:  nats.Header{"Content-Type": {structured}},
 		Data:    c.JSON(),
 	}
@@ -79,7 +81,7 @@ func newCall(tenant, tool, id, args string) call {
 	return call{Tenant: tenant, Tool: tool, Run: "r1", ID: id, Source: "/conformance/agent", Args: args}
 }
 
-// publish stores m in TOOLEXEC_CALLS and returns the PubAck.
+// publish stores m in TOOLEXEC_CALLS_V2 and returns the PubAck.
 func publish(t *testing.T, m *nats.Msg, opts ...jetstream.PublishOpt) *jetstream.PubAck {
 	t.Helper()
 	ack, err := env.js.PublishMsg(ctxT(t), m, opts...)

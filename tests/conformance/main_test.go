@@ -39,7 +39,7 @@ const (
 
 // Names fixed by docs/PROTOCOL.md §3 and §4.
 const (
-	callStream  = "TOOLEXEC_CALLS"
+	callStream  = "TOOLEXEC_CALLS_V2"
 	eventStream = "TOOLEXEC_EVENTS"
 	kvBucket    = "toolexec_idempotency"
 	callType    = "io.tesserix.toolexec.call"
@@ -102,6 +102,7 @@ func runMain(m *testing.M) (code int) {
 
 	env.down = newDownstream()
 	defer env.down.srv.Close()
+	defer env.down.releaseAll()
 
 	toolsDir := filepath.Join(tmp, "tools")
 	if err := os.MkdirAll(toolsDir, 0o750); err != nil {
@@ -369,10 +370,55 @@ type downstream struct {
 
 	mu   sync.Mutex // protects reqs
 	reqs []request
+	// held holds, by tenant, a channel closed to let that tenant's bookings of
+	// flight HOLD answer.
+	held     map[string]chan struct{}
+	released bool // every tenant's
+}
+
+// hold returns the channel that lets tenant's bookings of flight HOLD answer.
+func (d *downstream) hold(tenant string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ch, ok := d.held[tenant]
+	if !ok {
+		ch = make(chan struct{})
+		if d.released {
+			close(ch)
+		}
+		d.held[tenant] = ch
+	}
+	return ch
+}
+
+// release lets tenant's bookings of flight HOLD answer, now and from now on.
+func (d *downstream) release(tenant string) {
+	ch := d.hold(tenant)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// releaseAll lets every booking of flight HOLD answer.
+func (d *downstream) releaseAll() {
+	d.mu.Lock()
+	d.released = true
+	tenants := make([]string, 0, len(d.held))
+	for t := range d.held {
+		tenants = append(tenants, t)
+	}
+	d.mu.Unlock()
+	for _, t := range tenants {
+		d.release(t)
+	}
 }
 
 func newDownstream() *downstream {
-	d := &downstream{}
+	d := &downstream{held: map[string]chan struct{}{}}
 	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
 	return d
 }
@@ -396,6 +442,12 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 		case "REFUSE409":
 			http.Error(w, "flight closed", http.StatusConflict)
 			return
+		case "HOLD":
+			select {
+			case <-d.hold(r.Header.Get("Toolexec-Tenant")):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		b, _ := json.Marshal(map[string]string{"booking": args.Flight})
 		_, _ = w.Write(b)

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
@@ -98,9 +100,7 @@ func TestStructuredMode(t *testing.T) {
 			key := emitterKey(t, tenant, c.Run, "book", c.Args, "flight")
 			sub := subscribe(t, "toolexec.event."+tenant+".*.book."+c.Run+"."+c.ID)
 
-			h := v.header
-			h["Nats-Msg-Id"] = []string{c.ID}
-			publish(t, &nats.Msg{Subject: callSubject(tenant, "book"), Header: h, Data: c.JSON()})
+			publish(t, &nats.Msg{Subject: callSubject(tenant, "book", c.ID), Header: v.header, Data: c.JSON()})
 
 			outcome := fmt.Sprintf(`{"booking":"LH%d"}`, i)
 			checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "book", Run: c.Run, Call: c.ID,
@@ -137,27 +137,29 @@ func TestBinaryMode(t *testing.T) {
 			return nats.Header{
 				"ce-specversion": {"1.0"}, "ce-id": {id}, "ce-source": {source}, "ce-type": {callType},
 				"ce-subject": {"book"}, "ce-tenant": {tenant}, "ce-runid": {"r1"}, "ce-traceparent": {traceParent},
-				"ce-comment": {comment}, "Content-Type": {"application/json"}, "Nats-Msg-Id": {id},
+				"ce-comment": {comment}, "Content-Type": {"application/json"},
 			}
 		}},
 		{"mixed-case names, needless escapes", func(tenant, id string) nats.Header {
 			return nats.Header{
 				"Ce-Specversion": {"1.0"}, "CE-ID": {id}, "Ce-Source": {source}, "ce-Type": {callType},
 				"Ce-Subject": {"b%6Fok"}, "Ce-Tenant": {tenant}, "CE-RUNID": {"r%31"}, "Ce-Traceparent": {traceParent},
-				"CE-Comment": {comment}, "content-type": {"application/json; charset=utf-8"}, "Nats-Msg-Id": {id},
+				"CE-Comment": {comment}, "content-type": {"application/json; charset=utf-8"},
 			}
 		}},
 		{"quoted strings, as older senders wrote them", func(tenant, id string) nats.Header {
 			return nats.Header{
 				"ce-specversion": {`"1.0"`}, "ce-id": {`"` + id + `"`}, "ce-source": {source}, "ce-type": {`"` + callType + `"`},
 				"ce-tenant": {tenant}, "ce-runid": {`"r1"`}, "ce-traceparent": {`"` + traceParent + `"`},
-				"ce-comment": {`"a \"quoted\" remark"`}, "Content-Type": {"application/json"}, "Nats-Msg-Id": {id},
+				"ce-comment": {`"a \"quoted\" remark"`}, "Content-Type": {"application/json"},
+				// A message id, as callers of wire version 1 set one: harmless.
+				"Nats-Msg-Id": {id},
 			}
 		}},
 		{"no tenant or subject attribute, no Content-Type", func(_, id string) nats.Header {
 			return nats.Header{
 				"ce-specversion": {"1.0"}, "ce-id": {id}, "ce-source": {source}, "ce-type": {callType},
-				"ce-runid": {"r1"}, "ce-traceparent": {traceParent}, "Nats-Msg-Id": {id},
+				"ce-runid": {"r1"}, "ce-traceparent": {traceParent},
 			}
 		}},
 	}
@@ -168,7 +170,7 @@ func TestBinaryMode(t *testing.T) {
 			c.TraceParent = traceParent
 			key := emitterKey(t, tenant, c.Run, "book", c.Args, "flight")
 			sub := subscribe(t, "toolexec.event."+tenant+".*.book."+c.Run+"."+c.ID)
-			publish(t, &nats.Msg{Subject: callSubject(tenant, "book"), Header: v.headers(tenant, c.ID),
+			publish(t, &nats.Msg{Subject: callSubject(tenant, "book", c.ID), Header: v.headers(tenant, c.ID),
 				Data: []byte(`{"arguments":` + c.Args + `}`)})
 
 			outcome := fmt.Sprintf(`{"booking":"BA%d"}`, i)
@@ -192,9 +194,7 @@ func TestAnswerKinds(t *testing.T) {
 	run := func(t *testing.T, c call) *nats.Msg {
 		t.Helper()
 		sub := subscribe(t, "toolexec.event."+tenant+".*."+c.Tool+"."+c.Run+"."+c.ID)
-		m := c.Msg()
-		m.Header["Nats-Msg-Id"] = []string{c.ID}
-		publish(t, m)
+		publish(t, c.Msg())
 		got := next(t, sub)
 		quiet(t, sub, settle)
 		return got
@@ -298,9 +298,7 @@ func TestConcurrentCallsOneKey(t *testing.T) {
 	for i := range n {
 		ids[i] = fmt.Sprintf("cc-%02d", i)
 		wg.Go(func() {
-			m := newCall(tenant, "book", ids[i], args).Msg()
-			m.Header["Nats-Msg-Id"] = []string{ids[i]}
-			if _, err := env.js.PublishMsg(ctxT(t), m); err != nil {
+			if _, err := env.js.PublishMsg(ctxT(t), newCall(tenant, "book", ids[i], args).Msg()); err != nil {
 				t.Errorf("publish: %v", err)
 			}
 		})
@@ -325,103 +323,120 @@ func TestConcurrentCallsOneKey(t *testing.T) {
 	answersOf(t, tenant, ids...)
 }
 
-// TestDuplicateMsgID publishes one call twice with the same Nats-Msg-Id: the
-// stream stores it once and it is answered once.
-func TestDuplicateMsgID(t *testing.T) {
-	const tenant = "dupid"
-	c := newCall(tenant, "book", "same-id", `{"flight":"IB3","seats":1}`)
+// TestPublishedAgain: a call published again on its subject while it waits
+// (its body runs) is refused, JetStream's "maximum messages per subject
+// exceeded", and nothing is stored; once it is answered, a copy marked
+// Toolexec-Repeat is acknowledged without being run or answered again. The
+// downstream sees one request, the events stream holds one answer.
+func TestPublishedAgain(t *testing.T) {
+	const tenant = "again"
+	c := newCall(tenant, "book", "again-1", `{"flight":"HOLD","seats":1}`)
 	sub := subscribe(t, "toolexec.event."+tenant+".>")
-	msg := func() *nats.Msg {
-		m := c.Msg()
-		m.Header["Nats-Msg-Id"] = []string{c.ID}
-		return m
-	}
-	a1 := publish(t, msg())
-	a2 := publish(t, msg())
-	if a1.Duplicate || !a2.Duplicate || a2.Sequence != a1.Sequence {
-		t.Errorf("PubAcks %+v and %+v: want the second a duplicate of the first", a1, a2)
-	}
-	key := emitterKey(t, tenant, "r1", "book", c.Args, "flight")
-	outcome := `{"booking":"IB3"}`
-	checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "book", Run: "r1", Call: c.ID, Key: key, Outcome: &outcome})
-	quiet(t, sub, 3*settle)
-	if got := len(env.down.forTenant(tenant)); got != 1 {
-		t.Errorf("downstream saw %d requests, want 1", got)
-	}
-	answersOf(t, tenant, c.ID)
-}
-
-// TestRepublishAfterDuplicateWindow publishes a call again once the calls
-// stream has forgotten its Nats-Msg-Id: the executor answers it from the record
-// with the same answer (same event id, kind and outcome), the downstream sees
-// nothing new, and TOOLEXEC_EVENTS still holds one answer for the call.
-func TestRepublishAfterDuplicateWindow(t *testing.T) {
-	const tenant, window = "window", time.Second
-	ctx := ctxT(t)
-	s, err := env.js.Stream(ctx, callStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig := s.CachedInfo().Config
-	// Shrunk in two steps: nats-server 2.15.3 fires the purge of expired ids as
-	// soon as the window changes but stores the new window only later in the
-	// same update, so a purge that runs in between still uses the old window
-	// and is not due again for up to two minutes. The second step's purge
-	// sees at most 2*window.
-	for _, d := range []time.Duration{2 * window, window} {
-		shrunk := orig
-		shrunk.Duplicates = d
-		if _, err := env.js.UpdateStream(ctx, shrunk); err != nil {
-			t.Fatalf("shrinking the duplicate window: %v", err)
+	publish(t, c.Msg())
+	eventually(t, answerWait, func() error {
+		if n := len(env.down.forTenant(tenant)); n != 1 {
+			return fmt.Errorf("downstream saw %d requests, want the held one", n)
 		}
-	}
-	t.Cleanup(func() {
-		if _, err := env.js.UpdateStream(ctxT(t), orig); err != nil {
-			t.Errorf("restoring the duplicate window: %v", err)
-		}
+		return nil
 	})
-
-	c := newCall(tenant, "book", "late-1", `{"flight":"SK7","seats":2}`)
+	_, err := env.js.PublishMsg(ctxT(t), c.Msg())
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || api.ErrorCode != 10077 || !strings.Contains(api.Description, "maximum messages per subject") {
+		t.Errorf("publishing the waiting call again: %v, want error 10077, maximum messages per subject exceeded", err)
+	}
+	env.down.release(tenant)
 	key := emitterKey(t, tenant, "r1", "book", c.Args, "flight")
-	sub := subscribe(t, "toolexec.event."+tenant+".*.book.r1."+c.ID)
-	msg := func() *nats.Msg {
-		m := c.Msg()
-		m.Header["Nats-Msg-Id"] = []string{c.ID}
-		return m
-	}
-	publish(t, msg())
-	outcome := `{"booking":"SK7"}`
-	first := checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "book", Run: "r1", Call: c.ID, Key: key, Outcome: &outcome})
+	outcome := `{"booking":"HOLD"}`
+	checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "book", Run: "r1", Call: c.ID, Key: key, Outcome: &outcome})
 
-	// Publish again until the stream no longer drops it as a duplicate.
-	deadline := time.Now().Add(30 * time.Second)
-	time.Sleep(window)
-	for {
-		ack := publish(t, msg())
-		if !ack.Duplicate {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream still drops the call as a duplicate after %v", 30*time.Second)
-		}
-		time.Sleep(window / 2)
-	}
-	second := checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "book", Run: "r1", Call: c.ID, Key: key, Outcome: &outcome})
-	if first.str(t, "id") != second.str(t, "id") || first.Subject != second.Subject ||
-		first.Header.Get("Nats-Msg-Id") != second.Header.Get("Nats-Msg-Id") {
-		t.Errorf("the second answer differs: id %q/%q, subject %q/%q, Nats-Msg-Id %q/%q",
-			first.str(t, "id"), second.str(t, "id"), first.Subject, second.Subject,
-			first.Header.Get("Nats-Msg-Id"), second.Header.Get("Nats-Msg-Id"))
-	}
+	// Marked as a repeat, once the first has left the stream.
+	waitCallsSettled(t, callSubject(tenant, "book", c.ID))
+	repeat := c.Msg()
+	repeat.Header["Toolexec-Repeat"] = []string{"true"}
+	publish(t, repeat)
+	waitCallsSettled(t, callSubject(tenant, "book", c.ID))
 	quiet(t, sub, settle)
 	if got := len(env.down.forTenant(tenant)); got != 1 {
 		t.Errorf("downstream saw %d requests, want 1", got)
 	}
 	answersOf(t, tenant, c.ID)
-	waitCallsSettled(t, callSubject(tenant, "book"))
 }
 
-// waitCallsSettled waits until TOOLEXEC_CALLS holds nothing on subject: every
+// TestRepeatOfAReadOnlyCall: a read-only tool runs for every call, so what
+// keeps a copy sent again from running it twice is the Toolexec-Repeat
+// header: with it, the copy of an answered call is acknowledged unrun; without
+// it, it is a call like any other and runs (its answer, whose id is the
+// first's, is not stored twice).
+func TestRepeatOfAReadOnlyCall(t *testing.T) {
+	const tenant = "readonly"
+	c := newCall(tenant, "lookup", "look-1", `{"flight":"AZ1"}`)
+	sub := subscribe(t, "toolexec.event."+tenant+".>")
+	publish(t, c.Msg())
+	outcome := `{"fare":120}`
+	first := checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "lookup", Run: "r1", Call: c.ID, Outcome: &outcome})
+	requests := func(want int) {
+		t.Helper()
+		eventually(t, answerWait, func() error {
+			if n := len(env.down.forTenant(tenant)); n != want {
+				return fmt.Errorf("downstream saw %d requests, want %d", n, want)
+			}
+			return nil
+		})
+	}
+	waitCallsSettled(t, callSubject(tenant, "lookup", c.ID))
+	repeat := c.Msg()
+	repeat.Header["Toolexec-Repeat"] = []string{"true"}
+	publish(t, repeat)
+	waitCallsSettled(t, callSubject(tenant, "lookup", c.ID))
+	quiet(t, sub, settle)
+	requests(1)
+
+	publish(t, c.Msg())
+	requests(2)
+	waitCallsSettled(t, callSubject(tenant, "lookup", c.ID))
+	if m, err := sub.NextMsg(settle); err == nil {
+		// Heard live, though not stored again: the same event.
+		if again := readAnswer(t, m); again.str(t, "id") != first.str(t, "id") {
+			t.Errorf("the unmarked copy was answered with id %q, the first with %q", again.str(t, "id"), first.str(t, "id"))
+		}
+	}
+	answersOf(t, tenant, c.ID)
+}
+
+// TestCallIDsOfTwoTenants: one call id, used by two tenants at once, names two
+// calls. The first tenant's waits in its body while the second's is stored,
+// run and answered; each PubAck is a call of its own (neither a duplicate),
+// and each answer is its tenant's.
+func TestCallIDsOfTwoTenants(t *testing.T) {
+	const first, second, id = "ids-a", "ids-b", "same-call-id"
+	held := newCall(first, "book", id, `{"flight":"HOLD","seats":2}`)
+	other := newCall(second, "book", id, `{"flight":"OS5","seats":2}`)
+	subA := subscribe(t, "toolexec.event."+first+".>")
+	subB := subscribe(t, "toolexec.event."+second+".>")
+	ackA := publish(t, held.Msg())
+	eventually(t, answerWait, func() error {
+		if n := len(env.down.forTenant(first)); n != 1 {
+			return fmt.Errorf("downstream saw %d requests of %s, want the held one", n, first)
+		}
+		return nil
+	})
+	ackB := publish(t, other.Msg())
+	if ackA.Duplicate || ackB.Duplicate || ackA.Sequence == ackB.Sequence {
+		t.Errorf("PubAcks %+v and %+v: want two calls", ackA, ackB)
+	}
+	outcome := `{"booking":"OS5"}`
+	checkAnswer(t, next(t, subB), want{Tenant: second, Kind: "completed", Tool: "book", Run: "r1", Call: id,
+		Key: emitterKey(t, second, "r1", "book", other.Args, "flight"), Outcome: &outcome})
+	quiet(t, subA, settle)
+	env.down.release(first)
+	outcome = `{"booking":"HOLD"}`
+	checkAnswer(t, next(t, subA), want{Tenant: first, Kind: "completed", Tool: "book", Run: "r1", Call: id,
+		Key: emitterKey(t, first, "r1", "book", held.Args, "flight"), Outcome: &outcome})
+	answersOf(t, first, id)
+	answersOf(t, second, id)
+}
+
+// waitCallsSettled waits until TOOLEXEC_CALLS_V2 holds nothing on subject: every
 // call published there was acknowledged or terminated.
 func waitCallsSettled(t *testing.T, subject string) {
 	t.Helper()

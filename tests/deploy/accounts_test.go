@@ -406,9 +406,9 @@ func TestTenantSnoopsNothing(t *testing.T) {
 	}
 	lost := mustCall(t, globex, call("globex", "book", "run-1", "g-1", `{"flight":"LH400","fail":true}`), events.KindIndeterminate)
 	mustCall(t, globex, call("globex", "echo", "run-1", "g-2", `{"secret":"LH400"}`), events.KindCompleted)
-	if _, err := globex.client.Publish(ctx, call("globex", "echo", "run-1", "g-2", `{"secret":"LH400"}`)); err != nil {
-		t.Fatal(err)
-	}
+	again := call("globex", "echo", "run-1", "g-2", `{"secret":"LH400"}`)
+	again.Repeat = true // answered from the stored answer
+	mustCall(t, globex, again, events.KindCompleted)
 	next(t, "console feed", feed)
 	if _, err := ops.admin.List(ctx, admin.ListRequest{Tenant: "globex"}); err != nil {
 		t.Fatalf("admin: List: %v", err)
@@ -443,10 +443,10 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	acme, globex := e.as(t, "acme"), e.as(t, "globex")
 	before := e.lastSeq(t, wire.CallStream)
 
-	if err := acme.nc.Publish("toolexec.call.globex.book", []byte(`{}`)); err != nil {
+	if err := acme.nc.Publish("toolexec.call.globex.book.a-0", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acme.nc.Request("toolexec.call.globex.book", []byte(`{}`), waitLong); !errors.Is(err, nats.ErrNoResponders) {
+	if _, err := acme.nc.Request("toolexec.call.globex.book.a-0", []byte(`{}`), waitLong); !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("acme: a request on globex's call subject: %v, want no responders", err)
 	}
 	// Through the client: no stream answers, and the call fails at once.
@@ -464,12 +464,12 @@ func TestTenantCannotCallAsAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := wire.NewMsg(wire.CallSubject("acme", "book"), ev, wire.Structured)
+	msg, err := wire.NewMsg(wire.CallSubject("acme", "book", cl.CallID), ev, wire.Structured)
 	if err != nil {
 		t.Fatal(err)
 	}
 	answer := acme.subscribe(t, wire.AnswerFilter("acme", "book", cl.RunID, cl.CallID))
-	if _, err := acme.js.PublishMsg(ctxT(t, waitLong), msg, jetstream.WithMsgID(cl.CallID)); err != nil {
+	if _, err := acme.js.PublishMsg(ctxT(t, waitLong), msg); err != nil {
 		t.Fatalf("acme: publishing on its own subject: %v", err)
 	}
 	m, err := answer.NextMsg(waitLong)
@@ -545,9 +545,9 @@ func TestAdminOnlyFromADMIN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg := wire.StructuredMsg(wire.CallSubject("acme", "echo"), data)
+		msg := wire.StructuredMsg(wire.CallSubject("acme", "echo", cl.CallID), data)
 		msg.Header.Set("Nats-Request-Info", `{"acc":"ADMIN"}`)
-		ack, err := acme.js.PublishMsg(ctx, msg, jetstream.WithMsgID(cl.CallID))
+		ack, err := acme.js.PublishMsg(ctx, msg)
 		if err != nil {
 			t.Fatalf("acme: publish: %v", err)
 		}
@@ -753,49 +753,155 @@ func TestAdminForgetsATenant(t *testing.T) {
 	e.noErrors(t)
 }
 
-// TestCallIDTakenAcrossTenants: the calls stream deduplicates Nats-Msg-Id (the
-// call id) across every tenant, accounts or not. globex calling with an id
-// acme published first is told so at once by toolexec.Client, with an error
-// naming the id, instead of waiting for an answer that is acme's; nothing of
-// globex's runs. A generated id then goes through.
-func TestCallIDTakenAcrossTenants(t *testing.T) {
+// TestCallIDsAreTheTenantsOwn: a call id is its tenant's alone. acme holds an
+// id with a call that waits (no executor runs), publishing it as a hostile
+// caller would, with the id as Nats-Msg-Id and expectations about globex's
+// subjects; globex then uses the same id over raw NATS, with toolexec.Client
+// (first try and a retry) and with bus.Client: each publication is stored
+// with no word of acme's (no duplicate, a sequence of its own), each call
+// runs and is answered as globex's, and acme's call, once executors run, is
+// answered as acme's. Within acme, a second publication of the waiting call
+// is refused (a call of that tenant, tool and id waits), and nothing of acme's
+// is dropped or delayed by globex's.
+func TestCallIDsAreTheTenantsOwn(t *testing.T) {
 	e := newEnv(t, accountsLayout)
 	acme, globex := e.as(t, "acme"), e.as(t, "globex")
 	ctx := ctxT(t, waitLong)
-	if ack, err := acme.client.Publish(ctx, call("acme", "echo", "run-1", "shared-id", `{}`)); err != nil || ack.Duplicate {
-		t.Fatalf("acme: Publish = %+v, %v", ack, err)
-	}
+	e.stopExecutors()
 
+	const id = "shared-id"
+	acmeCall := call("acme", "book", "run-1", id, `{"flight":"BA117"}`)
+	data, err := wire.CallJSON(acmeCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := wire.StructuredMsg(wire.CallSubject("acme", "book", id), data)
+	hostile.Header.Set(jetstream.MsgIDHeader, id)
+	ack, err := acme.js.PublishMsg(ctx, hostile)
+	if err != nil || ack.Duplicate {
+		t.Fatalf("acme: publishing its call: %+v, %v", ack, err)
+	}
+	// acme again: refused, its own call waits.
+	if again, err := acme.js.PublishMsg(ctx, hostile); err == nil && !again.Duplicate {
+		t.Errorf("acme publishing its waiting call again: stored again (%+v)", again)
+	}
+	if _, err := acme.client.Publish(ctx, acmeCall); !errors.Is(err, bus.ErrCallPending) {
+		t.Errorf("acme's client publishing its waiting call again: %v, want ErrCallPending", err)
+	}
+	// globex, raw: the subject names its tenant and the call; no message id.
+	globexCall := call("globex", "book", "run-1", id, `{"flight":"LH400"}`)
+	gdata, err := wire.CallJSON(globexCall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := wire.StructuredMsg(wire.CallSubject("globex", "book", id), gdata)
+	answer := globex.subscribe(t, wire.AnswerFilter("globex", "book", "*", id))
+	gack, err := globex.js.PublishMsg(ctx, raw)
+	if err != nil || gack.Duplicate || gack.Sequence == ack.Sequence {
+		t.Fatalf("globex: publishing with acme's call id: %+v, %v; want a call of its own (acme's is sequence %d)", gack, err, ack.Sequence)
+	}
+	// Through toolexec.Client, twice (the second a retry by the same client),
+	// and bus.Client, with the ids of calls of tools that acme's waiting calls
+	// hold too.
 	c, err := toolexec.NewClient(globex.nc, toolexec.WithDefaultRunID("run-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Call(ctx, "globex", "book", map[string]any{"flight": "LH400"}, toolexec.WithCallID("shared-id"))
-	var taken *toolexec.CallIDTakenError
-	switch {
-	case errors.As(err, &taken):
-		if taken.CallID != "shared-id" || !strings.Contains(err.Error(), `"shared-id"`) {
-			t.Errorf("the error %q does not name the call id", err)
-		}
-	case errors.Is(err, toolexec.ErrNoAnswer):
-		t.Fatalf("globex waited until its context ended (%v); want the id reported taken at once", err)
-	default:
-		t.Fatalf("globex: Call with acme's call id = %+v, %v; want a CallIDTakenError", res, err)
+	if _, err := acme.client.Publish(ctx, call("acme", "echo", "run-1", "shared-2", `{}`)); err != nil {
+		t.Fatal(err)
 	}
-	if n := e.stored(t, wire.CallStream, wire.TenantCallSubjects("globex")); n != 0 {
-		t.Errorf("TOOLEXEC_CALLS holds %d calls of globex, want none", n)
+	results := make(chan error, 3)
+	for range 2 {
+		go func() {
+			res, err := c.Call(ctx, "globex", "echo", map[string]any{"n": 1}, toolexec.WithCallID("shared-2"))
+			if err == nil && (res.Kind != toolexec.Completed || res.Tenant != "globex") {
+				err = fmt.Errorf("answered %+v", res)
+			}
+			results <- err
+		}()
+	}
+	go func() {
+		a, err := globex.client.Call(ctx, call("globex", "echo", "run-2", "shared-3", `{}`))
+		if err == nil && a.Kind != events.KindCompleted {
+			err = fmt.Errorf("answered %+v", a)
+		}
+		results <- err
+	}()
+	if _, err := acme.client.Publish(ctx, call("acme", "echo", "run-2", "shared-3", `{}`)); err != nil {
+		t.Fatal(err)
 	}
 
-	// A generated id: 128 random bits, taken by nobody.
-	res, err = c.Call(ctx, "globex", "book", map[string]any{"flight": "LH400"})
-	if err != nil || res.Kind != toolexec.Completed || res.Outcome != "PNR-LH400" {
-		t.Fatalf("globex: Call with a generated id = %+v, %v", res, err)
+	e.execs = e.startExecutors(t, executors)
+	m, err := answer.NextMsg(waitLong)
+	if err != nil {
+		t.Fatalf("globex: no answer to its raw call: %v", err)
 	}
-	if n := e.down.count("book/" + res.Key); n != 1 {
-		t.Errorf("globex's booking ran %d times, want once", n)
+	if a, err := wire.DecodeAnswer(m.Header, m.Data); err != nil || a.Kind != events.KindCompleted || a.Tenant != "globex" || a.Outcome != "PNR-LH400" {
+		t.Errorf("globex's raw call answered %+v, %v; want its own booking", a, err)
 	}
+	for range 3 {
+		if err := <-results; err != nil {
+			t.Errorf("globex's call with an id acme's waiting calls hold: %v", err)
+		}
+	}
+	if a := mustCall(t, acme, func() events.Call { c := acmeCall; c.Repeat = true; return c }(), events.KindCompleted); a.Outcome != "PNR-BA117" {
+		t.Errorf("acme's call answered %+v, want its own booking", a)
+	}
+	for _, who := range []string{"echo/acme", "echo/globex"} {
+		if n := e.down.count(who); n != 2 {
+			t.Errorf("%s ran %d times, want 2 (shared-2 and shared-3 once each)", who, n)
+		}
+	}
+	e.down.onePerKey(t)
 	globex.noErrors(t)
 	e.noErrors(t)
+}
+
+// TestExpectationProbe pins what the calls stream, shared by every tenant,
+// still tells a tenant that sets JetStream's expectation headers on its own
+// publication, as the accounts.conf comments and docs/PROTOCOL.md §4 say:
+// whether a message is stored under a subject it names exactly, or under a
+// wildcard, of another tenant's, so whether a call whose tenant, tool and id
+// it knows (or guesses) waits right now. It learns nothing of a call
+// answered, changes nothing of globex's, and cannot name a call id it does
+// not know: the clients' are 128 random bits.
+func TestExpectationProbe(t *testing.T) {
+	e := newEnv(t, accountsLayout)
+	acme, globex := e.as(t, "acme"), e.as(t, "globex")
+	ctx := ctxT(t, waitLong)
+	probe := func(n int, subject string) error {
+		data, err := wire.CallJSON(call("acme", "echo", "run-1", fmt.Sprint("probe-", n), `{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := wire.StructuredMsg(wire.CallSubject("acme", "echo", fmt.Sprint("probe-", n)), data)
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		msg.Header.Set("Nats-Expected-Last-Subject-Sequence-Subject", subject)
+		_, err = acme.js.PublishMsg(ctx, msg)
+		return err
+	}
+	e.stopExecutors()
+	waiting := call("globex", "book", "run-1", "booking-42", `{"flight":"LH400"}`)
+	if _, err := globex.client.Publish(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(1, wire.CallSubject("globex", "book", "booking-42")); err == nil {
+		t.Error("a probe naming globex's waiting call was accepted: update the docs, the stream no longer tells")
+	}
+	if err := probe(2, wire.CallSubject("globex", "book", "booking-43")); err != nil {
+		t.Errorf("a probe naming a call globex never made: %v", err)
+	}
+	e.execs = e.startExecutors(t, executors)
+	if a, err := globex.client.Attach(ctx, waiting.Tenant, waiting.Tool, waiting.RunID, waiting.CallID); err != nil || a.Kind != events.KindCompleted {
+		t.Fatalf("globex's call: %+v, %v", a, err)
+	}
+	for deadline := time.Now().Add(waitLong); probe(3, wire.CallSubject("globex", "book", "booking-42")) != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a probe naming globex's answered call is still refused")
+		}
+	}
+	e.down.onePerKey(t)
+	globex.noErrors(t)
 }
 
 // TestAdminReadsEveryTenantsHistory: the operators' account has no JetStream

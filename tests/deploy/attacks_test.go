@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
@@ -165,8 +164,7 @@ func publishCall(t *testing.T, acme *conn, callID, reply string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := wire.StructuredMsg(wire.CallSubject(cl.Tenant, cl.Tool), data)
-	msg.Header.Set(jetstream.MsgIDHeader, callID)
+	msg := wire.StructuredMsg(wire.CallSubject(cl.Tenant, cl.Tool, cl.CallID), data)
 	msg.Reply = reply
 	if err := acme.nc.PublishMsg(msg); err != nil {
 		t.Fatal(err)
@@ -251,12 +249,13 @@ func replyOnAnswer(t *testing.T, l layout, send func(t *testing.T, acme *conn, t
 // callReplyOnCall: acme publishes a call of its own whose reply subject is
 // globex's call subject. JetStream's PubAck lands in TOOLEXEC_CALLS as a call
 // of globex's, which the executors answer rejected on globex's subjects, under
-// a stand-in call id: globex is sent an answer to a call it never made.
+// the call id of that subject: globex is sent an answer to a call it never
+// made.
 func callReplyOnCall(t *testing.T, l layout) bool {
 	e, acme, globex, b := stage(t, l)
 	rejected := globex.subscribe(t, wire.EventPrefix+"globex.rejected.>")
 	before := e.lastSeq(t, wire.CallStream)
-	publishCall(t, acme, "a-echo-c", wire.CallSubject("globex", "book"))
+	publishCall(t, acme, "a-echo-c", wire.CallSubject("globex", "book", "pub-ack"))
 	landed := eventually(settle, func() bool { return e.lastSeq(t, wire.CallStream) > before+1 })
 	if landed {
 		m, err := rejected.NextMsg(waitLong)
@@ -265,8 +264,8 @@ func callReplyOnCall(t *testing.T, l layout) bool {
 		}
 		a, err := wire.DecodeAnswer(m.Header, m.Data)
 		t.Logf("globex was sent %+v, %v", a, err)
-		if err != nil || !strings.HasPrefix(a.CallID, bus.StandInPrefix) {
-			t.Errorf("the PubAck filed as globex's call was answered %+v, %v; want a rejection under a stand-in call id", a, err)
+		if err != nil || a.Kind != events.KindRejected || a.CallID != "pub-ack" {
+			t.Errorf("the PubAck filed as globex's call was answered %+v, %v; want a rejection under the call id of its subject", a, err)
 		}
 	} else {
 		nothingOn(t, map[string]*nats.Subscription{"globex's rejections": rejected})
@@ -281,8 +280,8 @@ func callReplyOnCall(t *testing.T, l layout) bool {
 // pullFromLeakedConsumer: an operator's consumer reads every event of
 // TOOLEXEC_EVENTS (an export to an audit system, say), and acme learnt its
 // name (from the monitoring page, a log line, a guess). acme pulls from it and
-// reads globex's answers, call ids included: this is how a tenant could learn
-// another's call ids, and take them first (see TestCallIDTakenAcrossTenants).
+// reads globex's answers, call ids included. (Knowing another tenant's call
+// ids gives no hold on its calls: see TestCallIDsAreTheTenantsOwn.)
 func pullFromLeakedConsumer(t *testing.T, l layout) bool {
 	e, acme, globex, b := stage(t, l)
 	ctx := ctxT(t, waitLong)

@@ -417,8 +417,8 @@ func (d *downstream) onePerKey(t *testing.T) {
 	}
 }
 
-// call returns a call. Call ids are unique across tenants: the calls stream
-// deduplicates by call id whatever the tenant (see TestCallIDTakenAcrossTenants).
+// call returns a call. A call id is its tenant's alone (see
+// TestCallIDsAreTheTenantsOwn).
 func call(tenant, tool, runID, callID, args string) events.Call {
 	return events.Call{Tenant: tenant, Tool: tool, RunID: runID, CallID: callID, Source: "/agents/test", Arguments: json.RawMessage(args)}
 }
