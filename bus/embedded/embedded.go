@@ -37,7 +37,8 @@ type Config struct {
 	// (-1) lets the operating system choose; read it back with
 	// (*server.Server).ClientURL.
 	Port int
-	// StoreDir is where JetStream keeps its data. Required.
+	// StoreDir is where JetStream keeps its data. Required. The server holds it
+	// alone, locked, while it runs (see Start).
 	StoreDir string
 	// SyncInterval is how often JetStream syncs its files to disk. Zero, the
 	// default, syncs every write before acknowledging it (the server setting
@@ -64,8 +65,17 @@ type Config struct {
 // once it accepts connections. Shut it down with s.Shutdown() and
 // s.WaitForShutdown().
 //
-// Before starting, it checks that the port is free: when it is not (this is
-// often a machine that already runs a NATS server on 4222) it returns a
+// Start first takes an exclusive lock on StoreDir (creating the folder if
+// missing), held until the server has shut down: two servers on one store
+// corrupt it. While another server holds the folder, in another process or in
+// this one, it returns at once a [*StoreInUseError], matching ErrStoreInUse,
+// that names the folder and that server's pid and client URL. The lock is the
+// kernel's, so a holder that died, even by SIGKILL, holds nothing; a server of
+// this process that is shutting down is waited for, so that a restart in one
+// process works.
+//
+// It then checks that the port is free: when it is not (this is often a
+// machine that already runs a NATS server on 4222) it returns a
 // [*PortInUseError], matching ErrPortInUse, that says how to choose another
 // port or use the running server. It returns an error matching
 // ErrInvalidConfig when StoreDir is empty, and another error when the server
@@ -77,6 +87,30 @@ func Start(cfg Config) (*server.Server, error) {
 	if cfg.SyncInterval < 0 {
 		return nil, invalidConfig("SyncInterval must not be negative")
 	}
+	lock, err := lockStore(cfg.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := start(cfg)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	url := ""
+	if !cfg.InProcess {
+		url = s.ClientURL()
+	}
+	if err := lock.hold(s, url); err != nil {
+		s.Shutdown()
+		s.WaitForShutdown()
+		lock.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start starts the server once its store folder is locked.
+func start(cfg Config) (*server.Server, error) {
 	opts := &server.Options{
 		ServerName: cfg.ServerName,
 		Host:       cfg.Host,

@@ -72,7 +72,7 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.natsWait, "nats-wait", 0, "with --server: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files fail at once")
 	fs.StringVar(&c.natsHost, "nats-host", "127.0.0.1", "embedded server: address to listen on")
 	fs.IntVar(&c.natsPort, "nats-port", 4222, "embedded server: client port (-1 picks a free one)")
-	fs.StringVar(&c.dataDir, "data-dir", ".toolexec", "embedded server: where JetStream keeps its data (in <dir>/nats)")
+	fs.StringVar(&c.dataDir, "data-dir", ".toolexec", "embedded server: where JetStream keeps its data (in <dir>/nats), for one executor at a time: another started on it exits at once with status 1, naming the first's pid and URL")
 	fs.DurationVar(&c.syncInterval, "sync-interval", 0, "embedded server: fsync period; 0 syncs every write before acknowledging it (safe default)")
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and the KV bucket (3 on a cluster)")
 	fs.DurationVar(&c.eventMaxAge, "event-max-age", 7*24*time.Hour, "how long TOOLEXEC_EVENTS keeps answers and audit events")
