@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -47,7 +48,8 @@ func post(t *testing.T, url, body string, header map[string]string) (int, string
 
 // TestHTTPFences tries to climb every fence of the HTTP transport: no token,
 // a wrong one, a token's near miss, a foreign Origin, a rebinding Host, a
-// body over the bound, and another tenant's session.
+// body over the bound, a flood of wrong tokens to shut the right one out, and
+// another tenant's session.
 func TestHTTPFences(t *testing.T) {
 	f := startFleet(t)
 	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tokens: tokens(t), AllowedOrigins: []string{"https://app.example.com"}, MaxRequestBytes: 8 << 10}).URL
@@ -87,6 +89,19 @@ func TestHTTPFences(t *testing.T) {
 			}
 		})
 	}
+
+	// Wrong tokens are answered 401 however many come: the gateway has no
+	// throttle that a flood could close to the right one.
+	t.Run("the right token after a flood of wrong ones", func(t *testing.T) {
+		for i := range 200 {
+			if code, _ := post(t, url, initialize, auth(fmt.Sprintf("guess-%d-0123456789abcdef", i))); code != http.StatusUnauthorized {
+				t.Fatalf("wrong token %d: status %d, want 401", i, code)
+			}
+		}
+		if code, _ := post(t, url, initialize, auth(acmeToken)); code != http.StatusOK {
+			t.Fatalf("acme's initialize after the flood: %d, want 200", code)
+		}
+	})
 
 	t.Run("another tenant's session", func(t *testing.T) {
 		_, sid := post(t, url, initialize, auth(acmeToken))

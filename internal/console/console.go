@@ -110,7 +110,7 @@ type Console struct {
 	log      *slog.Logger
 	hub      *hub
 	sessions *sessions
-	gate     *throttle        // of token checks
+	gate     *throttle        // of wrong tokens
 	now      func() time.Time // the clock sessions and the throttle read; tests set it
 	pages    *template.Template
 	wg       sync.WaitGroup // the feed's goroutines
@@ -205,7 +205,8 @@ const sessionCookie = "toolexec_console"
 // those last three needs the session cookie sign-in sets, or
 // "Authorization: Bearer <token>". Wrong tokens, signing in or bearer, are
 // throttled by remote address and all together; a refused one is answered
-// 429 with Retry-After. State-changing requests from other origins are
+// 429 with Retry-After. The right token gets in whatever the throttle holds
+// (see throttle). State-changing requests from other origins are
 // refused.
 func (c *Console) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -277,7 +278,7 @@ func (c *Console) identify(token, name string) (Identity, bool) {
 
 // authorized lets through requests with a live session's cookie or the
 // bearer token; it sends browsers to sign in and answers 401 to others, or
-// 429 to an address whose wrong bearer tokens have it locked out.
+// 429 to a wrong bearer token from an address locked out by its wrong tokens.
 func (c *Console) authorized(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := c.now()
@@ -288,17 +289,11 @@ func (c *Console) authorized(h http.Handler) http.Handler {
 			}
 		}
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			var id Identity
-			right, retry := c.gate.check(r.RemoteAddr, now, func() bool {
-				var ok bool
-				id, ok = c.identify(tok, "")
-				return ok
-			})
-			if right {
+			if id, right := c.identify(tok, ""); right {
 				h.ServeHTTP(w, withCaller(r, caller{id: id}))
 				return
 			}
-			if retry > 0 {
+			if retry := c.gate.wrong(r.RemoteAddr, now); retry > 0 {
 				setRetryAfter(w, retry)
 				http.Error(w, "too many wrong tokens: try again later", http.StatusTooManyRequests)
 				return
@@ -334,7 +329,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 // loginData is what login.html shows.
 type loginData struct {
 	Failed    bool // the last token was wrong
-	Wait      int  // seconds before a token from this address is checked again
+	Wait      int  // seconds before a wrong token from this address is counted again
 	Shared    bool // the shared token is accepted: ask for a name
 	Operators bool // operators sign in with their own tokens
 }
@@ -351,31 +346,27 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 
 var operatorRE = regexp.MustCompile(`^[\p{L}\p{N} ._@-]{1,64}$`)
 
-// login checks the token, through the throttle, and starts a session: its id
-// goes into the cookie, which the browser keeps no longer than the session
-// lives (Max-Age and Expires: Config.SessionLifetime); who signed in stays
-// with the session, for the audit events and for what they may see. A session
-// the browser held before ends.
+// login checks the token, telling the throttle of a wrong one, and with a
+// right one starts a session, whatever the throttle holds: its id goes into
+// the cookie, which the browser keeps no longer than the session lives
+// (Max-Age and Expires: Config.SessionLifetime); who signed in stays with the
+// session, for the audit events and for what they may see. A session the
+// browser held before ends.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
 	now := c.now()
-	var id Identity
-	right, retry := c.gate.check(r.RemoteAddr, now, func() bool {
-		var ok bool
-		id, ok = c.identify(r.PostForm.Get("token"), r.PostForm.Get("operator"))
-		return ok
-	})
-	switch {
-	case retry > 0:
-		setRetryAfter(w, retry)
-		d := c.loginData()
-		d.Wait = retrySeconds(retry)
-		c.render(w, http.StatusTooManyRequests, "login.html", d)
-		return
-	case !right:
+	id, right := c.identify(r.PostForm.Get("token"), r.PostForm.Get("operator"))
+	if !right {
+		if retry := c.gate.wrong(r.RemoteAddr, now); retry > 0 {
+			setRetryAfter(w, retry)
+			d := c.loginData()
+			d.Wait = retrySeconds(retry)
+			c.render(w, http.StatusTooManyRequests, "login.html", d)
+			return
+		}
 		http.Redirect(w, r, "/login?failed", http.StatusSeeOther)
 		return
 	}

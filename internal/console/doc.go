@@ -50,15 +50,18 @@
 // Wrong tokens, at sign-in or as bearer tokens, are throttled. Each remote
 // address (the connection's, never a forwarded header; an IPv6 /64 counts as
 // one) may send five; after that it is locked out for 2 s, doubling with each
-// further wrong token up to 15 min, and while it is locked out no token it
-// sends is checked, the right one included: it is answered 429 with
-// Retry-After. A right token, or an hour without a wrong one, clears the
-// address. All addresses together may send about five wrong tokens a second
-// (in bursts of 25); beyond that no token is checked until the budget
-// refills, so that many addresses cannot guess much faster than one. An
+// further wrong token up to 15 min, and while it is locked out its wrong
+// tokens are answered 429 with Retry-After. All addresses together may send
+// about five wrong tokens a second (in bursts of 25); beyond that an
+// address's first wrong token locks it out at once, so that many addresses
+// cannot each spend a budget. An hour without a wrong token clears an
+// address. The right token gets in whatever the throttle holds, from a
+// locked-out address too: a flood of wrong tokens, or a guesser behind the
+// same proxy, cannot shut the console to the token's owner. Every token is
+// compared, so what stops guessing is the token's length: give operators the
+// 256-bit tokens emitter console-token draws, and a shared token as long. An
 // address's first wrong token and each lock-out are logged at WARN, not every
-// refusal. Behind a proxy every browser shares the proxy's address, and its
-// lock-outs.
+// refusal, and a spent global budget once a minute.
 //
 // State changes are POSTs that cross-origin requests cannot make, and the
 // pages forbid inline script and framing. Only the pages' stylesheet and

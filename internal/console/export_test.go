@@ -31,4 +31,5 @@ var (
 	QuietPeriod   = defaultLimits.quiet
 	GlobalBurst   = defaultLimits.globalMax
 	GlobalRate    = float64(defaultLimits.globalRate)
+	MaxAddresses  = defaultLimits.maxAddrs
 )

@@ -3,7 +3,6 @@ package console
 import (
 	"container/list"
 	"log/slog"
-	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -38,26 +37,33 @@ var defaultLimits = limits{
 // globalWarnEvery is how often a spent global budget is logged, at most.
 const globalWarnEvery = time.Minute
 
-// throttle slows down guessing the token. Each address (an IPv4 address, or
-// an IPv6 /64) has a budget of wrong tokens; once spent, the address is locked
-// out for a while that doubles with each further wrong token, up to a cap, and
-// while locked out no token it sends is checked, not even the right one. A
-// right token, or a quiet period without wrong ones, clears the address's
-// record. All addresses together also share a budget of wrong tokens a second
-// (a token bucket): while it is spent no token is checked at all, so that many
-// addresses cannot guess together much faster than one.
+// throttle slows down wrong tokens; it is told of them after they were
+// compared, and never sees a right one. Each address (an IPv4 address, or an
+// IPv6 /64) has a budget of wrong tokens; once spent, the address is locked
+// out for a while that doubles with each further wrong token, up to a cap,
+// and until the lock-out ends its wrong tokens are refused and not counted.
+// All addresses together also share a budget of wrong tokens a second (a
+// token bucket): while it is spent, an address's first wrong token locks it
+// out as if its own budget were spent, so that many addresses cannot each
+// spend a whole budget. A quiet period without wrong tokens clears an
+// address.
 //
-// Checks are serialised: a token is compared under the lock that guards the
-// records, so that concurrent requests cannot all be checked before the first
-// wrong one is counted. The records are bounded: beyond maxAddrs addresses the
-// least recently wrong is forgotten, lock-out and all, which the global budget
-// still covers.
+// A right token gets in whatever the throttle holds, even from a locked-out
+// address: where it comes from cannot tell its owner from a guesser (behind
+// one proxy or NAT, or flooding from elsewhere), and refusing it would let any
+// guesser shut the console for everyone. So a guesser who ignores the 429s has
+// every guess compared, which is safe because the tokens are long (emitter
+// console-token draws 256 bits) and no rate of guessing finds one; the
+// lock-outs slow the wrong tokens, not the one right one.
+//
+// The records are bounded: beyond maxAddrs addresses the least recently
+// wrong is forgotten, lock-out and all.
 type throttle struct {
 	lim    limits
 	log    *slog.Logger
 	global *rate.Limiter
 
-	mu     sync.Mutex               // protects addrs, byAge and warned, and serialises checks
+	mu     sync.Mutex               // protects addrs, byAge and warned
 	addrs  map[string]*list.Element // the *strikes element of each address in byAge
 	byAge  *list.List               // *strikes, the most recent wrong token first
 	warned time.Time                // when a spent global budget was last logged
@@ -65,10 +71,11 @@ type throttle struct {
 
 // strikes are an address's wrong tokens.
 type strikes struct {
-	addr   string
-	wrong  int       // since the address's record was last cleared
-	last   time.Time // the latest wrong token
-	locked time.Time // no token is checked before
+	addr    string
+	wrong   int       // counted since the address's record began
+	charged int       // what its lock-outs go by: wrong, plus the budget it lost while the global one was spent
+	last    time.Time // the latest wrong token counted
+	locked  time.Time // its wrong tokens are refused before
 }
 
 func newThrottle(lim limits, log *slog.Logger) *throttle {
@@ -94,10 +101,10 @@ func addrKey(remote string) string {
 	return p.String()
 }
 
-// verdict is what a check decided, and what to log about it.
+// verdict is what the throttle made of a wrong token, and what to log about
+// it.
 type verdict struct {
-	right bool          // the token was checked and is right
-	retry time.Duration // > 0: the token was not checked, or was wrong and locked the address out; try again after
+	retry time.Duration // > 0: the address is locked out; its next wrong token is refused before this
 	note  note
 	wrong int // the address's wrong tokens, for the log
 }
@@ -112,25 +119,25 @@ const (
 	noteGlobalSpent      // the global budget is spent (logged once a globalWarnEvery)
 )
 
-// check decides whether a token from remote may be checked at now and, if so,
-// checks it with right. It reports whether the token was right and, when it
-// was not, how long remote must wait before a token of its is checked again
-// (0 when it may try again at once). It logs an address's first wrong token,
-// each lock-out, and a spent global budget, at WARN; not each refusal.
-func (t *throttle) check(remote string, now time.Time, right func() bool) (bool, time.Duration) {
-	v := t.judge(addrKey(remote), now, right)
+// wrong counts a wrong token from remote at now, unless remote is locked out
+// already, and returns how long remote must wait before a wrong token of its
+// is counted again (0 when it may try again at once): while it waits its
+// wrong tokens are refused, 429. It logs an address's first wrong token, each
+// lock-out, and a spent global budget, at WARN; not each refusal.
+func (t *throttle) wrong(remote string, now time.Time) time.Duration {
+	v := t.judge(addrKey(remote), now)
 	switch v.note {
 	case noteFirstWrong:
 		t.log.Warn("console: a wrong token was refused", "remote", remote)
 	case noteLockedOut:
 		t.log.Warn("console: an address is locked out after wrong tokens", "remote", remote, "wrong", v.wrong, "for", v.retry)
 	case noteGlobalSpent:
-		t.log.Warn("console: tokens are not checked: too many wrong ones from all addresses together", "remote", remote, "for", v.retry)
+		t.log.Warn("console: too many wrong tokens from all addresses together: each address is locked out at its first", "remote", remote, "for", v.retry)
 	}
-	return v.right, v.retry
+	return v.retry
 }
 
-func (t *throttle) judge(addr string, now time.Time, right func() bool) verdict {
+func (t *throttle) judge(addr string, now time.Time) verdict {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.forgetQuiet(now)
@@ -141,34 +148,13 @@ func (t *throttle) judge(addr string, now time.Time, right func() bool) verdict 
 			return verdict{retry: s.locked.Sub(now)}
 		}
 	}
-	if tokens := t.global.TokensAt(now); tokens < 1 {
-		return t.globalSpent(now, tokens)
-	}
-	if right() {
-		if s != nil {
-			t.forget(s)
-		}
-		return verdict{right: true}
-	}
-	t.global.AllowN(now, 1) // a token is there: checked above, under the lock
-	return t.strike(addr, s, now)
-}
-
-// globalSpent is the verdict while the global budget is spent: wait until it
-// holds a whole token again.
-func (t *throttle) globalSpent(now time.Time, tokens float64) verdict {
-	wait := time.Duration(math.Ceil((1 - tokens) / float64(t.lim.globalRate) * float64(time.Second)))
-	v := verdict{retry: max(wait, time.Nanosecond)}
-	if now.Sub(t.warned) >= globalWarnEvery {
-		t.warned = now
-		v.note = noteGlobalSpent
-	}
-	return v
+	return t.strike(addr, s, now, !t.global.AllowN(now, 1))
 }
 
 // strike counts a wrong token from addr (whose strikes are s, or nil) at now,
-// locking it out once its budget is spent.
-func (t *throttle) strike(addr string, s *strikes, now time.Time) verdict {
+// locking it out once its budget is spent, or at once when the global budget
+// is.
+func (t *throttle) strike(addr string, s *strikes, now time.Time, globalSpent bool) verdict {
 	if s == nil {
 		if t.byAge.Len() >= t.lim.maxAddrs {
 			t.forget(t.byAge.Back().Value.(*strikes))
@@ -179,12 +165,26 @@ func (t *throttle) strike(addr string, s *strikes, now time.Time) verdict {
 		t.byAge.MoveToFront(t.addrs[addr])
 	}
 	s.wrong++
+	s.charged++
+	if globalSpent {
+		s.charged = max(s.charged, t.lim.budget)
+	}
 	s.last = now
 	v := verdict{wrong: s.wrong}
-	if d := t.lockout(s.wrong); d > 0 {
+	d := t.lockout(s.charged)
+	if d > 0 {
 		s.locked = now.Add(d)
-		v.retry, v.note = d, noteLockedOut
-	} else if s.wrong == 1 {
+		v.retry = d
+	}
+	switch {
+	case globalSpent:
+		if now.Sub(t.warned) >= globalWarnEvery {
+			t.warned = now
+			v.note = noteGlobalSpent
+		}
+	case d > 0:
+		v.note = noteLockedOut
+	case s.wrong == 1:
 		v.note = noteFirstWrong
 	}
 	return v

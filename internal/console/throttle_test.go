@@ -49,26 +49,24 @@ func (f *fixture) spend(t *testing.T, remote string) time.Duration {
 	return retryAfter(t, f.login(remote, "guess", ""))
 }
 
-// TestLockout: after its budget of wrong tokens an address is locked out, and
-// while it is not even the right token is checked; then the right token works
-// and clears the address's record.
+// TestLockout: after its budget of wrong tokens an address's wrong tokens are
+// refused 429 until its lock-out ends, and the next one doubles it; the right
+// token still gets in from the address meanwhile, and leaves its record alone.
 func TestLockout(t *testing.T) {
 	f := newFixture(t)
 	if got := f.spend(t, home); got != console.FirstLockout {
 		t.Fatalf("the first lock-out: %v, want %v", got, console.FirstLockout)
 	}
-	resp := f.login(home, token, "alice")
-	if got := retryAfter(t, resp); got != console.FirstLockout {
-		t.Errorf("the right token while locked out: Retry-After %v, want %v", got, console.FirstLockout)
-	}
-	f.clock.advance(console.FirstLockout - time.Second)
-	retryAfter(t, f.login(home, token, "alice"))
 	f.clock.advance(time.Second)
-	admitted(t, f.login(home, token, "alice"))
-	// Signing in cleared the record: a whole budget again.
-	if got := f.spend(t, home); got != console.FirstLockout {
-		t.Fatalf("the lock-out after a sign-in: %v, want the first one again", got)
+	if got := retryAfter(t, f.login(home, "guess", "")); got != console.FirstLockout-time.Second {
+		t.Errorf("a wrong token while locked out: Retry-After %v, want the rest of the lock-out", got)
 	}
+	admitted(t, f.login(home, token, "alice"))
+	f.clock.advance(console.FirstLockout - time.Second)
+	if got := retryAfter(t, f.login(home, "guess", "")); got != 2*console.FirstLockout {
+		t.Fatalf("the wrong token after the lock-out: Retry-After %v, want %v", got, 2*console.FirstLockout)
+	}
+	admitted(t, f.login(home, token, "alice"))
 }
 
 // TestLockoutGrows: each wrong token after the budget doubles the lock-out,
@@ -93,9 +91,9 @@ func TestLockoutGrows(t *testing.T) {
 	admitted(t, f.login(home, token, "alice"))
 }
 
-// TestLockoutIsPerAddress: an address's lock-out holds for its IP whatever
-// the port or the headers it sends (an IPv6 /64 counts as one), and for no
-// other address.
+// TestLockoutIsPerAddress: an address's lock-out holds for the wrong tokens
+// of its IP whatever the port (an IPv6 /64 counts as one), and for no other
+// address; the right token gets in from all of them.
 func TestLockoutIsPerAddress(t *testing.T) {
 	for _, tt := range []struct {
 		locked, other string
@@ -111,12 +109,13 @@ func TestLockoutIsPerAddress(t *testing.T) {
 		t.Run(tt.locked+" "+tt.other, func(t *testing.T) {
 			f := newFixture(t)
 			f.spend(t, tt.locked)
-			resp := f.login(tt.other, token, "alice")
+			resp := f.login(tt.other, "guess", "")
 			if tt.shared {
 				retryAfter(t, resp)
 			} else {
-				admitted(t, resp)
+				wrong(t, resp)
 			}
+			admitted(t, f.login(tt.other, token, "alice"))
 		})
 	}
 }
@@ -126,32 +125,36 @@ func TestLockoutIsPerAddress(t *testing.T) {
 func TestForwardedForIsIgnored(t *testing.T) {
 	f := newFixture(t)
 	f.spend(t, home)
-	r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token="+token))
+	r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token=guess"))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.Header.Set("X-Forwarded-For", "198.51.100.7")
 	r.Header.Set("X-Real-IP", "198.51.100.7")
 	retryAfter(t, f.send(home, r))
 }
 
-// TestGlobalBudget: many addresses guessing together spend a budget they
-// share; while it is spent, the right token from a fresh address is refused
-// too; it refills with time.
+// TestGlobalBudget: wrong tokens from many addresses together spend a budget
+// they share; while it is spent, an address's first wrong token locks it out
+// as if its own budget were spent, and the right token still gets in from
+// anywhere; the budget refills with time.
 func TestGlobalBudget(t *testing.T) {
 	f := newFixture(t)
 	for i := range console.GlobalBurst {
 		wrong(t, f.login(fmt.Sprintf("198.51.100.%d:1", i), "guess", ""))
 	}
-	resp := f.login("203.0.113.1:1", token, "alice")
-	wait := retryAfter(t, resp)
-	if want := time.Duration(float64(time.Second) / console.GlobalRate); wait > want+time.Second {
-		t.Errorf("Retry-After %v, want about %v", wait, want)
+	for i := range 10 {
+		remote := fmt.Sprintf("203.0.113.%d:1", i)
+		if got := retryAfter(t, f.login(remote, "guess", "")); got != console.FirstLockout {
+			t.Fatalf("the first wrong token of %s with the global budget spent: Retry-After %v, want the lock-out %v", remote, got, console.FirstLockout)
+		}
+		retryAfter(t, f.bearer(remote, "guess"))
 	}
-	retryAfter(t, f.login("203.0.113.2:1", "guess", ""))
-	if n := f.c.ThrottledAddresses(); n != console.GlobalBurst {
-		t.Errorf("%d addresses remembered, want %d: tokens refused unchecked are not counted", n, console.GlobalBurst)
+	admitted(t, f.login("203.0.113.100:1", token, "alice"))
+	admitted(t, f.login("198.51.100.0:1", token, "alice"))
+	f.clock.advance(time.Duration(float64(time.Second) / console.GlobalRate))
+	wrong(t, f.login("203.0.113.200:1", "guess", ""))
+	if n, want := f.c.ThrottledAddresses(), console.GlobalBurst+10+1; n != want {
+		t.Errorf("%d addresses remembered, want %d: every wrong token is counted", n, want)
 	}
-	f.clock.advance(wait)
-	admitted(t, f.login("203.0.113.1:1", token, "alice"))
 }
 
 // TestThrottleIsBounded: the addresses remembered stay within the cap however
@@ -189,7 +192,8 @@ func (f *fixture) bearer(remote, tok string) *http.Response {
 
 // TestBearerIsThrottled: wrong bearer tokens spend the same budget as
 // sign-ins, so that a script cannot guess where a browser may not; a session
-// already open is not locked out with its address.
+// already open, the right bearer token and the right sign-in still get in
+// from the locked-out address.
 func TestBearerIsThrottled(t *testing.T) {
 	f := newFixture(t)
 	id := f.signedIn(t, "alice")
@@ -199,15 +203,124 @@ func TestBearerIsThrottled(t *testing.T) {
 		}
 	}
 	lock := retryAfter(t, f.bearer(home, "guess"))
-	retryAfter(t, f.bearer(home, token))
-	retryAfter(t, f.login(home, token, "alice"))
+	if resp := f.bearer(home, token); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the right bearer token from the locked-out address: %d", resp.StatusCode)
+	}
+	admitted(t, f.login(home, token, "alice"))
 	if !f.opens(t, id) {
 		t.Fatal("the open session was locked out with its address")
 	}
+	retryAfter(t, f.bearer(home, "guess"))
 	f.clock.advance(lock)
-	if resp := f.bearer(home, token); resp.StatusCode != http.StatusOK {
-		t.Fatalf("the right bearer token after the lock-out: %d", resp.StatusCode)
+	if got := retryAfter(t, f.bearer(home, "guess")); got != 2*lock {
+		t.Fatalf("the wrong bearer token after the lock-out: Retry-After %v, want %v", got, 2*lock)
 	}
+}
+
+// rightTokens are the ways a right token is presented, each with the check
+// that it got in: a sign-in with the shared token or an operator's, and a
+// bearer token of either.
+var rightTokens = []struct {
+	name  string
+	send  func(f *fixture, remote string) *http.Response
+	letIn func(t *testing.T, resp *http.Response)
+}{
+	{"sign-in, shared token", func(f *fixture, remote string) *http.Response { return f.login(remote, token, "alice") }, admitted},
+	{"sign-in, operator", func(f *fixture, remote string) *http.Response { return f.login(remote, adaToken, "") }, admitted},
+	{"bearer, shared token", func(f *fixture, remote string) *http.Response { return f.bearer(remote, token) }, served},
+	{"bearer, operator", func(f *fixture, remote string) *http.Response { return f.bearer(remote, adaToken) }, served},
+}
+
+// served reports that a bearer token was let in.
+func served(t *testing.T, resp *http.Response) {
+	t.Helper()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the right bearer token: %d, want 200", resp.StatusCode)
+	}
+}
+
+// flooder returns the remote address of the flood's i-th guesser: a distinct
+// IPv4 address for each of the first 2^24, with a port of its own.
+func flooder(i int) string {
+	return fmt.Sprintf("10.%d.%d.%d:%d", i>>16&0xff, i>>8&0xff, i&0xff, 1024+i%50000)
+}
+
+// flood sends tries wrong tokens from each of n addresses, signing in and as
+// bearer tokens in turn, all at the same instant, and fails the test if one
+// gets in.
+func (f *fixture) flood(t *testing.T, n, tries int) {
+	t.Helper()
+	for i := range n {
+		for j := range tries {
+			var resp *http.Response
+			if j%2 == 0 {
+				resp = f.login(flooder(i), "guess", "")
+			} else {
+				resp = f.bearer(flooder(i), "guess")
+			}
+			if resp.StatusCode == http.StatusOK || len(resp.Cookies()) != 0 {
+				t.Fatalf("a wrong token from %s got in: %d", flooder(i), resp.StatusCode)
+			}
+		}
+	}
+}
+
+// TestRightTokenThroughAFlood: wrong tokens from many addresses at once lock
+// each of them out and spend the global budget, and the right token still
+// gets in, from fresh addresses (IPv4 and IPv6) and from the flood's own.
+func TestRightTokenThroughAFlood(t *testing.T) {
+	for _, rt := range rightTokens {
+		t.Run(rt.name, func(t *testing.T) {
+			f := newFixture(t, withOperators(t))
+			f.flood(t, 60, console.FailureBudget+1)
+			retryAfter(t, f.login("203.0.113.1:1", "guess", ""))
+			for _, remote := range []string{"203.0.113.2:1", "[2001:db8:ffff::1]:1", flooder(7)} {
+				rt.letIn(t, rt.send(f, remote))
+			}
+		})
+	}
+}
+
+// TestRightTokenFromALockedOutAddress: an address locked out by its own wrong
+// tokens still gets in with the right one, which is not counted: its next
+// wrong token is refused as before.
+func TestRightTokenFromALockedOutAddress(t *testing.T) {
+	for _, rt := range rightTokens {
+		t.Run(rt.name, func(t *testing.T) {
+			f := newFixture(t, withOperators(t))
+			lock := f.spend(t, home)
+			rt.letIn(t, rt.send(f, home))
+			if got := retryAfter(t, f.bearer(home, "guess")); got != lock {
+				t.Errorf("a wrong token after the right one: Retry-After %v, want the lock-out %v", got, lock)
+			}
+		})
+	}
+}
+
+// TestFloodIsBounded: wrong tokens from 100k addresses at once are all
+// counted, yet the throttle remembers no more addresses than its cap; the
+// latest are still locked out and the right token still gets in.
+func TestFloodIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k requests")
+	}
+	f := newFixture(t)
+	const n = 100_000
+	for i := range n {
+		if resp := f.bearer(flooder(i), "guess"); resp.StatusCode == http.StatusOK {
+			t.Fatalf("a wrong token from %s got in", flooder(i))
+		}
+		if i%1000 == 999 {
+			if got := f.c.ThrottledAddresses(); got > console.MaxAddresses {
+				t.Fatalf("%d addresses remembered after %d, want at most %d", got, i+1, console.MaxAddresses)
+			}
+		}
+	}
+	if got := f.c.ThrottledAddresses(); got != console.MaxAddresses {
+		t.Errorf("%d addresses remembered after the flood, want the cap %d", got, console.MaxAddresses)
+	}
+	retryAfter(t, f.bearer(flooder(n-1), "guess"))
+	admitted(t, f.login("203.0.113.1:1", token, "alice"))
 }
 
 // syncBuffer is a log destination the console may write from any goroutine.
