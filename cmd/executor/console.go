@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
@@ -32,6 +34,10 @@ func (f consoleFlags) check() error {
 		return errors.New("--console-token and --console-operators-file need --console-addr")
 	case f.addr != "" && f.token == "" && f.operatorsFile == "":
 		return errors.New("--console-addr needs operators: set --console-operators-file (TOOLEXEC_CONSOLE_OPERATORS_FILE), or a shared token in TOOLEXEC_CONSOLE_TOKEN (or --console-token)")
+	case f.token != "" && utf8.RuneCountInString(f.token) < console.MinTokenLength:
+		return fmt.Errorf("the shared console token (TOOLEXEC_CONSOLE_TOKEN or --console-token) is %d characters; it must have at least %d, "+
+			"so that nobody guesses it (emitter console-token --operator NAME --admin draws a 256-bit one for an operators file)",
+			utf8.RuneCountInString(f.token), console.MinTokenLength)
 	}
 	return nil
 }

@@ -252,8 +252,12 @@ func TestConsole(t *testing.T) {
 	if err := c.check(); err == nil || !strings.Contains(err.Error(), "TOOLEXEC_CONSOLE_TOKEN") {
 		t.Fatalf("check without a console token = %v", err)
 	}
+	c.console.token = "tok-123"
+	if err := c.check(); err == nil || !strings.Contains(err.Error(), "at least 24") {
+		t.Fatalf("check with a 7-character console token = %v", err)
+	}
 	addr := testenv.FreeAddr(t)
-	t.Setenv("TOOLEXEC_CONSOLE_TOKEN", "tok-123")
+	t.Setenv("TOOLEXEC_CONSOLE_TOKEN", "tok-123-of-twenty-four-characters")
 	startExecutor(t, "--demo", "--console-addr", addr)
 	if code, body := httpGet(t, "http://"+addr+"/login"); code != http.StatusOK || !strings.Contains(body, `name="token"`) {
 		t.Fatalf("/login: %d", code)
@@ -264,7 +268,7 @@ func TestConsole(t *testing.T) {
 	if code, _ := httpGet(t, "http://"+addr+"/?tenant=acme", "Authorization", "Bearer wrong"); code == http.StatusOK {
 		t.Fatal("/ with a wrong token: 200")
 	}
-	if code, body := httpGet(t, "http://"+addr+"/?tenant=acme", "Authorization", "Bearer tok-123"); code != http.StatusOK || !strings.Contains(body, "nothing of acme waits") {
+	if code, body := httpGet(t, "http://"+addr+"/?tenant=acme", "Authorization", "Bearer tok-123-of-twenty-four-characters"); code != http.StatusOK || !strings.Contains(body, "nothing of acme waits") {
 		t.Fatalf("/ with the token: %d", code)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
@@ -58,6 +59,11 @@ const (
 // ErrNoToken is returned by [New] with neither operators nor a token: the
 // console is never open.
 var ErrNoToken = errors.New("console: operators or a token are required (--console-operators-file, or --console-token / TOOLEXEC_CONSOLE_TOKEN)")
+
+// MinTokenLength is the shortest shared Config.Token New accepts: the
+// throttle lets the right token in whatever wrong ones it has seen, so a token
+// must be too long to guess, not merely slow to.
+const MinTokenLength = 24
 
 // Unverified marks the name of an operator who signed in with the shared
 // Config.Token: it is whatever they typed, and the audit events say so.
@@ -125,6 +131,9 @@ var templates embed.FS
 func New(cfg Config) (*Console, error) {
 	if cfg.Token == "" && cfg.Operators == nil {
 		return nil, ErrNoToken
+	}
+	if n := utf8.RuneCountInString(cfg.Token); cfg.Token != "" && n < MinTokenLength {
+		return nil, fmt.Errorf("console: the shared token is %d characters; it must have at least %d, so that nobody guesses it", n, MinTokenLength)
 	}
 	if cfg.Operator == nil || cfg.Watcher == nil {
 		return nil, errors.New("console: Config.Operator and Config.Watcher are required")

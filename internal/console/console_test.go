@@ -23,7 +23,7 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 )
 
-const token = "s3cret-console-token"
+const token = "s3cret-console-token-of-a-good-length"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -205,6 +205,11 @@ func TestNewNeedsAToken(t *testing.T) {
 	}
 	if _, err := console.New(console.Config{Token: token}); err == nil {
 		t.Fatal("New without an operator and a watcher succeeded")
+	}
+	short := strings.Repeat("x", console.MinTokenLength-1)
+	if _, err := console.New(console.Config{Token: short, Operator: &fakeOperator{}, Watcher: &fakeWatcher{}}); err == nil ||
+		!strings.Contains(err.Error(), "at least 24") {
+		t.Fatalf("New with a %d-character token = %v, want a refusal", len(short), err)
 	}
 }
 
