@@ -42,10 +42,10 @@ func startProc(name string, args []string, cred *syscall.Credential, logPath str
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:    true,            // ^C in a terminal reaches the test, which stops the server itself
-		Pdeathsig:  syscall.SIGKILL, // a test binary that dies takes its servers along
+		Setpgid:    true, // ^C in a terminal reaches the test, which stops the server itself
 		Credential: cred,
 	}
+	dieWithParent(cmd.SysProcAttr)
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
