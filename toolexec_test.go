@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
@@ -368,6 +370,32 @@ func TestNewClientRefuses(t *testing.T) {
 	}
 	if f.client(t).RunID() == c.RunID() {
 		t.Error("two clients drew one run id")
+	}
+}
+
+// TestNoStreamSaysWhy: a call on a server where no stream takes the tenant's
+// calls (no executor ever ran there) fails at once, matching
+// jetstream.ErrNoStreamResponse, and says what to check; and a call on a
+// server whose executors speak wire version 1 fails at once with
+// ErrOldCallStream.
+func TestNoStreamSaysWhy(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	c, err := toolexec.NewClient(nc, toolexec.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Call(ctxFor(t, 10*time.Second), "acme", "book", bookArgs{Flight: "BA117"})
+	if !errors.Is(err, jetstream.ErrNoStreamResponse) || !strings.Contains(err.Error(), "no executor has run against this NATS server") {
+		t.Errorf("a call with no stream: %v; want ErrNoStreamResponse and what to check", err)
+	}
+	js := natstest.JetStream(t, nc)
+	if _, err := js.CreateStream(ctxFor(t, 10*time.Second), jetstream.StreamConfig{Name: "TOOLEXEC_CALLS", Subjects: []string{"toolexec.call.>"},
+		Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(ctxFor(t, 10*time.Second), "acme", "book", bookArgs{Flight: "BA117"}); !errors.Is(err, toolexec.ErrOldCallStream) {
+		t.Errorf("a call to executors of wire version 1: %v; want ErrOldCallStream", err)
 	}
 }
 
