@@ -16,14 +16,14 @@ import (
 
 // StandInPrefix starts the call id a rejection is addressed to when the
 // rejected message carries no usable one (absent, unreadable, or not a valid
-// token): "_seq-" followed by the message's sequence in TOOLEXEC_CALLS. The
+// token): "_seq-" followed by the message's sequence in its calls stream. The
 // sequence does not change when the message is redelivered, so the stand-in
 // (and with it the answer's Nats-Msg-Id) is the same on every delivery, and the
 // rejection is stored once.
 const StandInPrefix = "_seq-"
 
 // StandInCallID returns the stand-in call id for the call message stored at
-// sequence seq of TOOLEXEC_CALLS.
+// sequence seq of its calls stream.
 func StandInCallID(seq uint64) string { return StandInPrefix + strconv.FormatUint(seq, 10) }
 
 // inbound is what decoding made of one message: a call to dispatch, a

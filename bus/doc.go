@@ -7,7 +7,7 @@
 //     nkey, user and password, token, TLS) and reconnects for ever;
 //     [ConnectWait] also waits for a first connection while no server can be
 //     reached ([Unreachable]).
-//   - [EnsureStreams] creates TOOLEXEC_CALLS (work queue) and TOOLEXEC_EVENTS
+//   - [EnsureStreams] creates TOOLEXEC_CALLS_V2 (work queue) and TOOLEXEC_EVENTS
 //     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
 //   - [Worker] takes calls from that consumer and answers them; [Client] publishes
 //     calls and reads answers (Call, Publish, Attach, Watch). A [WorkerObserver]

@@ -208,7 +208,7 @@ type WorkerStats struct {
 	AlreadyAnswered atomic.Int64
 }
 
-// Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS, runs
+// Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS_V2, runs
 // each through a Dispatcher and publishes its answer to TOOLEXEC_EVENTS. Any
 // number of workers, in any number of processes, may share the consumer.
 //
