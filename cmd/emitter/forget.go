@@ -23,10 +23,10 @@ func newForgetCmd(g *globalOptions) *cobra.Command {
 		Short: "Erase every idempotency record of a tenant, and its calls and events",
 		Long: `Ask an executor to erase every idempotency record of the tenant and to purge the
 tenant's calls and events from the TOOLEXEC_CALLS_V2 and TOOLEXEC_EVENTS streams (and
-from TOOLEXEC_CALLS, of wire version 1, where it still exists). It prints how many records were erased where the store can count them (PostgreSQL,
-Redis and the memory store); the JetStream KV bucket, the default, erases them with
-one purge that does not say how many, so the command says only that they were
-erased (--json: "records": -1). After this, every call of the tenant runs its tool
+from TOOLEXEC_CALLS, of wire version 1, where it still exists). It prints how many
+records were erased where the store can count them (PostgreSQL, Redis and the memory
+store); the JetStream KV bucket, the default, erases them with one purge that does not
+say how many, so the command says only that they were erased (--json: "records": -1). After this, every call of the tenant runs its tool
 again as if it had never been made. It cannot be undone.
 
 It asks for confirmation on the terminal unless --yes is given.
