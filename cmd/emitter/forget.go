@@ -26,8 +26,9 @@ tenant's calls and events from the TOOLEXEC_CALLS_V2 and TOOLEXEC_EVENTS streams
 from TOOLEXEC_CALLS, of wire version 1, where it still exists). It prints how many
 records were erased where the store can count them (PostgreSQL, Redis and the memory
 store); the JetStream KV bucket, the default, erases them with one purge that does not
-say how many, so the command says only that they were erased (--json: "records": -1). After this, every call of the tenant runs its tool
-again as if it had never been made. It cannot be undone.
+say how many, so the command says only that they were erased (--json: "records": -1).
+After this, every call of the tenant runs its tool again as if it had never been made.
+It cannot be undone.
 
 It asks for confirmation on the terminal unless --yes is given.
 
