@@ -60,7 +60,11 @@ type fixture struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureAfter(t, nil) }
+
+// newFixtureAfter is newFixture with prepare run on the server before the
+// executor starts, when not nil.
+func newFixtureAfter(t *testing.T, prepare func(js jetstream.JetStream)) *fixture {
 	t.Helper()
 	air := &airline{booked: map[string]int{}, hold: make(chan struct{})}
 	book, err := tool.Typed(tool.Spec{
@@ -93,6 +97,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	srv := natstest.Start(t)
+	if prepare != nil {
+		prepare(natstest.JetStream(t, natstest.Connect(t, srv)))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, srv), toolexec.ExecutorConfig{
 		Tools: []*tool.Tool{book, full}, Logger: quiet(), DrainTimeout: 5 * time.Second,
@@ -396,6 +403,51 @@ func TestNoStreamSaysWhy(t *testing.T) {
 	}
 	if _, err := c.Call(ctxFor(t, 10*time.Second), "acme", "book", bookArgs{Flight: "BA117"}); !errors.Is(err, toolexec.ErrOldCallStream) {
 		t.Errorf("a call to executors of wire version 1: %v; want ErrOldCallStream", err)
+	}
+}
+
+// TestExecutorTakesTheOldCalls: an executor started where wire version 1 ran
+// answers the calls that wait in TOOLEXEC_CALLS and those published there by
+// callers of version 1 meanwhile, beside the new stream's; once the old
+// stream is deleted it serves on, and stops cleanly.
+func TestExecutorTakesTheOldCalls(t *testing.T) {
+	publishV1 := func(js jetstream.JetStream, id, flight string) {
+		t.Helper()
+		data := fmt.Sprintf(`{"specversion":"1.0","type":"io.tesserix.toolexec.call","id":%q,"source":"/v1","runid":"run_v1",`+
+			`"datacontenttype":"application/json","data":{"arguments":{"flight":%q}}}`, id, flight)
+		msg := &nats.Msg{Subject: "toolexec.call.acme.book", Data: []byte(data),
+			Header: nats.Header{"Content-Type": {"application/cloudevents+json"}, "Nats-Msg-Id": {id}}}
+		if _, err := js.PublishMsg(ctxFor(t, 10*time.Second), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var js jetstream.JetStream
+	f := newFixtureAfter(t, func(j jetstream.JetStream) {
+		js = j
+		if _, err := js.CreateStream(ctxFor(t, 10*time.Second), jetstream.StreamConfig{Name: "TOOLEXEC_CALLS",
+			Subjects: []string{"toolexec.call.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+			t.Fatal(err)
+		}
+		publishV1(js, "old-1", "OLD1")
+	})
+	publishV1(js, "old-2", "OLD2")
+	c := f.client(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for _, id := range []string{"old-1", "old-2"} {
+		if res, err := c.Attach(ctx, "acme", "book", "run_v1", id); err != nil || res.Kind != toolexec.Completed {
+			t.Errorf("the call %s of wire version 1: %+v, %v", id, res, err)
+		}
+	}
+	if err := js.DeleteStream(ctx, "TOOLEXEC_CALLS"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "NEW1"}); err != nil || res.Kind != toolexec.Completed {
+		t.Errorf("a call of version 2 after the old stream's deletion: %+v, %v", res, err)
+	}
+	for _, flight := range []string{"OLD1", "OLD2", "NEW1"} {
+		if n := f.air.count("acme", flight); n != 1 {
+			t.Errorf("%s booked %d times, want 1", flight, n)
+		}
 	}
 }
 
