@@ -276,6 +276,10 @@ func (s *script) cmdText(ts *testscript.TestScript, n int, subs [][2]string) com
 //	built N                   command N is `make build`, which the harness ran
 //	notrun N REASON           command N is not run, for REASON
 //	capture FILE REGEXP VAR   set VAR to REGEXP's group in FILE (or stdout, stderr)
+//	shell TEXT                run TEXT (what a page says in prose) like a command
+//	                          of a block: after the variables they set
+//	mcpstdio CONFIG OUT       start the MCP server an mcpServers CONFIG names, as an
+//	                          agent would, and write what it lists and answers to OUT
 //	writeblock [-sub OLD NEW]... ID FILE
 //	                          write block ID, ports replaced, to FILE
 //	matchblock [-norm REGEXP]... ID FILE
@@ -399,6 +403,16 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 			}
 			// binaries ran it before any script started; bin/ holds its programs.
 		},
+		"shell": func(ts *testscript.TestScript, neg bool, args []string) {
+			if len(args) != 1 {
+				ts.Fatalf("usage: shell TEXT")
+			}
+			s := state(ts)
+			ts.Logf("$ %s", args[0])
+			err := ts.Exec("setsid", "-w", "bash", "-c", s.wrap(args[0], true))
+			checkExit(ts, neg, 0, err)
+		},
+		"mcpstdio": cmdMCPStdio,
 		"capture": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 3 {
 				ts.Fatalf("usage: capture FILE REGEXP VAR")
