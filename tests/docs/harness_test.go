@@ -94,7 +94,8 @@ var notLinked = map[string]bool{".git": true, "bin": true, ".toolexec": true, ".
 
 // script is the state of one running script.
 type script struct {
-	env   []string          // the environment Setup made
+	t     *testing.T        // the test running the scripts
+	env   []string          // the environment Setup made, and what capture and setenv added
 	ports map[string]string // page port -> free port
 	cur   *block            // the block the commands of the script refer to
 	bg    map[string]*bgProc
@@ -144,7 +145,7 @@ func setup(t *testing.T) func(*testscript.Env) error {
 				e.Setenv(v, val)
 			}
 		}
-		s := &script{ports: map[string]string{}, bg: map[string]*bgProc{}}
+		s := &script{t: t, ports: map[string]string{}, bg: map[string]*bgProc{}}
 		for _, p := range docPorts {
 			free, err := freePort()
 			if err != nil {
@@ -286,7 +287,7 @@ func (s *script) cmdText(ts *testscript.TestScript, n int, subs [][2]string) com
 //	                          block ID and FILE agree, after replacing what each
 //	                          REGEXP matches in both by "…"
 func commands() map[string]func(*testscript.TestScript, bool, []string) {
-	return map[string]func(*testscript.TestScript, bool, []string){
+	cmds := map[string]func(*testscript.TestScript, bool, []string){
 		"block": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 1 {
 				ts.Fatalf("usage: block ID")
@@ -423,9 +424,7 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 			if len(m) != 2 {
 				ts.Fatalf("%s does not match %q (with one group)", args[0], args[1])
 			}
-			ts.Setenv(args[2], m[1])
-			s := state(ts)
-			s.env = append(s.env, args[2]+"="+m[1])
+			setenv(ts, args[2], m[1])
 		},
 		"notrun": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 2 || strings.TrimSpace(args[1]) == "" {
@@ -474,6 +473,10 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 			}
 		},
 	}
+	for name, f := range servicesCommands {
+		cmds[name] = f
+	}
+	return cmds
 }
 
 // makeTarget returns TARGET of a command `make TARGET  # comment`.
