@@ -14,7 +14,7 @@ import (
 type (
 	// IndeterminateOutcomeError says the call's effect may or may not have landed
 	// and will not be found out by running the tool again: its Key, Reason and
-	// BodyEntered say what is known. An operator settles the key (Client.Resolve).
+	// BodyEntered say what is known. An operator settles the key (AdminClient.Resolve).
 	IndeterminateOutcomeError = dispatch.IndeterminateOutcomeError
 	// FailedError says the call failed definitely, with nothing left in doubt:
 	// the body failed without effect, or every attempt of a retried tool failed.

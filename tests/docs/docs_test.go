@@ -32,12 +32,15 @@ func TestScripts(t *testing.T) {
 
 // tools are the programs a script may need beyond Go: how to get each.
 var tools = map[string]string{
-	"node":     "apt-get install nodejs npm (.ci/run does)",
-	"promtool": "apt-get install --no-install-recommends prometheus (.ci/run does)",
-	"helm":     "make tools, and its directory on PATH (.ci/run does both)",
-	"nats":     "make tools, and its directory on PATH (.ci/run does both)",
-	"make":     "apt-get install make",
-	"setsid":   "apt-get install util-linux",
+	"node":         "apt-get install nodejs npm (.ci/run does)",
+	"promtool":     "apt-get install --no-install-recommends prometheus (.ci/run does)",
+	"helm":         "make tools, and its directory on PATH (.ci/run does both)",
+	"nats":         "make tools, and its directory on PATH (.ci/run does both)",
+	"make":         "apt-get install make",
+	"psql":         "apt-get install postgresql-client (.ci/run installs postgresql, which brings it)",
+	"initdb":       "apt-get install postgresql (.ci/run does); initdb is looked for in /usr/lib/postgresql/*/bin or TEST_PG_BIN",
+	"redis-server": "apt-get install redis-server (.ci/run does)",
+	"setsid":       "apt-get install util-linux",
 }
 
 // condition answers [have:TOOL]: whether TOOL is on PATH. Under CI=true a
@@ -59,6 +62,21 @@ func condition(cond string) (bool, error) {
 			}
 			return false, nil
 		}
+	}
+	if name == "initdb" {
+		// PostgreSQL's server programs are not on PATH: dbproc looks where
+		// Debian puts them.
+		found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+		if d := os.Getenv("TEST_PG_BIN"); d != "" {
+			found, _ = filepath.Glob(filepath.Join(d, "initdb"))
+		}
+		if len(found) == 0 {
+			if testenv.InCI() {
+				return false, fmt.Errorf("initdb is not installed (CI=true): %s", fix)
+			}
+			return false, nil
+		}
+		return true, nil
 	}
 	if _, err := exec.LookPath(name); err != nil {
 		if testenv.InCI() {

@@ -270,6 +270,7 @@ func (s *script) cmdText(ts *testscript.TestScript, n int, subs [][2]string) com
 //	bg NAME [-sub OLD NEW]... N
 //	                          start command N in the background, its output going
 //	                          to NAME.stdout and NAME.stderr
+//	bgshell NAME TEXT         start TEXT (not a command of a page) the same way
 //	await FILE REGEXP         wait (up to a minute) until FILE matches REGEXP
 //	term NAME                 SIGTERM to a background command; it must exit 0
 //	                          (! term: non-zero) within 30 s
@@ -309,31 +310,14 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 				ts.Fatalf("usage: bg NAME [-sub OLD NEW]... N")
 			}
 			s := state(ts)
-			name := args[0]
-			if _, ok := s.bg[name]; ok {
-				ts.Fatalf("a background command %s already ran", name)
-			}
 			n, _, subs := parseRunArgs(ts, args[1:])
-			text := s.substitute(s.cmdText(ts, n, subs).Text, subs)
-			ts.Logf("$ %s &", text)
-			cmd := exec.Command("bash", "-c", s.wrap(text, false))
-			cmd.Dir = ts.MkAbs(".")
-			cmd.Env = s.env
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			out, err := os.Create(ts.MkAbs(name + ".stdout"))
-			ts.Check(err)
-			errOut, err := os.Create(ts.MkAbs(name + ".stderr"))
-			ts.Check(err)
-			cmd.Stdout, cmd.Stderr = out, errOut
-			ts.Check(cmd.Start())
-			p := &bgProc{cmd: cmd, done: make(chan struct{})}
-			go func() {
-				p.err = cmd.Wait()
-				out.Close()
-				errOut.Close()
-				close(p.done)
-			}()
-			s.bg[name] = p
+			startBG(ts, args[0], s.substitute(s.cmdText(ts, n, subs).Text, subs))
+		},
+		"bgshell": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 2 {
+				ts.Fatalf("usage: bgshell NAME TEXT")
+			}
+			startBG(ts, args[0], args[1])
 		},
 		"await": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 2 {
@@ -477,6 +461,34 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 		cmds[name] = f
 	}
 	return cmds
+}
+
+// startBG starts text like a command of a block, in the background, its
+// output going to NAME.stdout and NAME.stderr.
+func startBG(ts *testscript.TestScript, name, text string) {
+	s := state(ts)
+	if _, ok := s.bg[name]; ok {
+		ts.Fatalf("a background command %s already ran", name)
+	}
+	ts.Logf("$ %s &", text)
+	cmd := exec.Command("bash", "-c", s.wrap(text, false))
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = s.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := os.Create(ts.MkAbs(name + ".stdout"))
+	ts.Check(err)
+	errOut, err := os.Create(ts.MkAbs(name + ".stderr"))
+	ts.Check(err)
+	cmd.Stdout, cmd.Stderr = out, errOut
+	ts.Check(cmd.Start())
+	p := &bgProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		out.Close()
+		errOut.Close()
+		close(p.done)
+	}()
+	s.bg[name] = p
 }
 
 // makeTarget returns TARGET of a command `make TARGET  # comment`.
