@@ -98,6 +98,7 @@ type script struct {
 	env   []string          // the environment Setup made, and what capture and setenv added
 	ports map[string]string // page port -> free port
 	cur   *block            // the block the commands of the script refer to
+	creds string            // natscluster's credentials file
 	bg    map[string]*bgProc
 }
 
@@ -457,8 +458,10 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 			}
 		},
 	}
-	for name, f := range servicesCommands {
-		cmds[name] = f
+	for _, more := range []map[string]func(*testscript.TestScript, bool, []string){servicesCommands, clusterCommands} {
+		for name, f := range more {
+			cmds[name] = f
+		}
 	}
 	return cmds
 }
