@@ -152,6 +152,11 @@ func TestEveryBlockChecked(t *testing.T) {
 	}
 	how := map[string][]string{}
 	for _, u := range readScripts(t) {
+		for id := range u.used {
+			if _, ok := ids[id]; !ok {
+				t.Errorf("%s uses %s, which is no block of the pages", u.file, id)
+			}
+		}
 		for id, used := range u.blocks {
 			b, ok := ids[id]
 			if !ok {

@@ -23,12 +23,21 @@ import (
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
+// TestMain runs the tests isolated from the developer's NATS setup
+// (testenv.RunIsolated), with nsc on the scripts' PATH being the stand-in
+// (nscStandIn), and removes the programs make build made.
 func TestMain(m *testing.M) {
-	code := testenv.RunIsolated(m)
+	os.Exit(testscript.RunMain(isolated{m}, map[string]func() int{"nsc": nscStandIn}))
+}
+
+type isolated struct{ m *testing.M }
+
+func (i isolated) Run() int {
+	code := testenv.RunIsolated(i.m)
 	if binDir != "" {
 		_ = os.RemoveAll(filepath.Dir(binDir))
 	}
-	os.Exit(code)
+	return code
 }
 
 var (
@@ -262,7 +271,11 @@ func (s *script) cmdText(ts *testscript.TestScript, n int, subs [][2]string) com
 
 // commands are the script commands of this package.
 //
-//	block ID                  the block the following commands refer to
+//	block ID                  the block the following commands refer to; the
+//	                          script must run (or dry-run, or say why not) each
+//	                          of its commands
+//	use ID                    the same, for a block whose commands the script
+//	                          borrows to set up what it checks
 //	run [-exit N] [-sub OLD NEW]... N
 //	                          run its command N in the foreground, as written but
 //	                          for the ports and the replacements (placeholders such
@@ -293,6 +306,15 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 		"block": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 1 {
 				ts.Fatalf("usage: block ID")
+			}
+			b := findBlock(ts, args[0])
+			state(ts).cur = &b
+		},
+		// use is block for a script that borrows commands of a block to set
+		// up what it checks (an executor to call): it need not run them all.
+		"use": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 1 {
+				ts.Fatalf("usage: use ID")
 			}
 			b := findBlock(ts, args[0])
 			state(ts).cur = &b
@@ -458,7 +480,7 @@ func commands() map[string]func(*testscript.TestScript, bool, []string) {
 			}
 		},
 	}
-	for _, more := range []map[string]func(*testscript.TestScript, bool, []string){servicesCommands, clusterCommands} {
+	for _, more := range []map[string]func(*testscript.TestScript, bool, []string){servicesCommands, clusterCommands, nscCommands} {
 		for name, f := range more {
 			cmds[name] = f
 		}
@@ -555,10 +577,11 @@ func findBlock(ts *testscript.TestScript, id string) block {
 type scriptUse struct {
 	file   string
 	blocks map[string]map[int]string // block ID -> command -> "run", or "not run: <reason>"
+	used   map[string]int            // blocks named by use
 }
 
 var (
-	usePattern   = regexp.MustCompile(`^\s*(?:!\s*)?(block|run|bg|dryrun|built|notrun|writeblock|matchblock)\b(.*)$`)
+	usePattern   = regexp.MustCompile(`^\s*(?:!\s*)?(block|use|run|bg|dryrun|built|notrun|writeblock|matchblock)\b(.*)$`)
 	numberAtEnd  = regexp.MustCompile(`\s(\d+)\s*(?:#.*)?$`)
 	blockIDInArg = regexp.MustCompile(`((?:README\.md|docs/[^#\s']+\.md|deploy/README\.md)#[^\s']+:\d+)`)
 )
@@ -577,7 +600,7 @@ func readScripts(t testing.TB) []scriptUse {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u := scriptUse{file: f, blocks: map[string]map[int]string{}}
+		u := scriptUse{file: f, blocks: map[string]map[int]string{}, used: map[string]int{}}
 		cur := ""
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
@@ -590,6 +613,11 @@ func readScripts(t testing.TB) []scriptUse {
 				continue
 			}
 			switch m[1] {
+			case "use":
+				cur = "" // borrowed: its commands are not counted
+				if id := strings.Trim(strings.TrimSpace(m[2]), "'"); u.used[id] == 0 {
+					u.used[id]++
+				}
 			case "block":
 				cur = strings.Trim(strings.TrimSpace(m[2]), "'")
 				if u.blocks[cur] == nil {
