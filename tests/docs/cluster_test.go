@@ -93,6 +93,13 @@ var clusterCommands = map[string]func(*testscript.TestScript, bool, []string){
 			setenv(ts, fmt.Sprintf("N%d", i+1), strings.TrimPrefix(s.ClientURL(), "nats://"))
 		}
 		state(ts).creds = ts.MkAbs(args[0])
+		// A node enables JetStream for an account when it first loads the
+		// account: until every node has, a request it serves may find none
+		// ("jetstream not enabled for account"). A deployed cluster is long
+		// past that; this one is waited for.
+		for _, s := range servers {
+			ts.Check(accountJetStreamReady(s.ClientURL(), state(ts).creds))
+		}
 	},
 	"replicas": func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 2 {
@@ -122,4 +129,34 @@ var clusterCommands = map[string]func(*testscript.TestScript, bool, []string){
 		setenv(ts, "AIRLINE_URL", srv.URL)
 		setenv(ts, "AIRLINE_TOKEN", "docs-token")
 	},
+}
+
+// accountJetStreamReady waits (up to 20 s) until the server at url answers
+// the credentials' account's JetStream account info.
+func accountJetStreamReady(url, creds string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := func() error {
+			nc, err := nats.Connect(url, nats.UserCredentials(creds))
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err = js.AccountInfo(ctx)
+			return err
+		}()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the account's JetStream: %w", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

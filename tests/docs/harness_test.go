@@ -24,20 +24,13 @@ import (
 )
 
 // TestMain runs the tests isolated from the developer's NATS setup
-// (testenv.RunIsolated), with nsc on the scripts' PATH being the stand-in
-// (nscStandIn), and removes the programs make build made.
+// (testenv.RunIsolated) and removes the programs it built.
 func TestMain(m *testing.M) {
-	os.Exit(testscript.RunMain(isolated{m}, map[string]func() int{"nsc": nscStandIn}))
-}
-
-type isolated struct{ m *testing.M }
-
-func (i isolated) Run() int {
-	code := testenv.RunIsolated(i.m)
+	code := testenv.RunIsolated(m)
 	if binDir != "" {
 		_ = os.RemoveAll(filepath.Dir(binDir))
 	}
-	return code
+	os.Exit(code)
 }
 
 var (
@@ -48,7 +41,8 @@ var (
 
 // binaries runs `make build` once, as the README tells a newcomer to, with
 // only its output folder (BIN) moved to a temporary one, and returns that
-// folder: it holds the executor and the emitter.
+// folder: it holds the executor and the emitter. Beside it, standIns() holds
+// nsc, the tests' stand-in for it (internal/testkit/nscstandin).
 func binaries(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
@@ -62,6 +56,12 @@ func binaries(t testing.TB) string {
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("make build: %v\n%s", err, out)
+			return
+		}
+		cmd = exec.Command("go", "build", "-o", filepath.Join(standIns(), "nsc"), "./internal/testkit/nscstandin")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./internal/testkit/nscstandin: %v\n%s", err, out)
 		}
 	})
 	if binErr != nil {
@@ -69,6 +69,10 @@ func binaries(t testing.TB) string {
 	}
 	return binDir
 }
+
+// standIns is the folder of the programs that stand in for ones the tests
+// cannot install; it goes first on the scripts' PATH.
+func standIns() string { return filepath.Join(filepath.Dir(binDir), "stand-ins") }
 
 // repoRoot is the absolute path of the repository.
 func repoRoot(t testing.TB) string {
@@ -149,6 +153,7 @@ func setup(t *testing.T) func(*testscript.Env) error {
 		}
 		e.Setenv("HOME", home)
 		e.Setenv("REPO", repo)
+		e.Setenv("PATH", standIns()+string(os.PathListSeparator)+e.Getenv("PATH"))
 		// The go command, for make and go run: the caches of the test's own.
 		for _, v := range []string{"GOENV", "GOCACHE", "GOPATH", "GOMODCACHE", "GOFLAGS", "GOPROXY", "GOTOOLCHAIN", "CI"} {
 			if val, ok := os.LookupEnv(v); ok {
