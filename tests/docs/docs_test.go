@@ -22,7 +22,10 @@ func TestScripts(t *testing.T) {
 		t.Skip("builds both programs and runs them")
 	}
 	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata",
+		Dir: "testdata",
+		// The scripts' folders, under one the test removes (testscript's own
+		// is left behind when -run picks some of the scripts).
+		WorkdirRoot:         t.TempDir(),
 		Setup:               setup(t),
 		Cmds:                commands(),
 		Condition:           condition,
