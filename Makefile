@@ -14,13 +14,17 @@ help: ## Show this help.
 build: ## Build the executor and the emitter into ./bin.
 	$(GO) build -o $(BIN)/ ./cmd/executor ./cmd/emitter
 
+.PHONY: tools
+tools: ## Build helm and the nats CLI at pinned versions into ~/.cache/toolexec/tools (minutes the first time); prints the line that puts them on PATH (eval it).
+	@./scripts/tools.sh
+
 .PHONY: run
-run: ## Run the executor with its embedded NATS and the demo tools.
-	$(GO) run ./cmd/executor --demo
+run: ## Run the executor with the demo tools and its embedded NATS on 127.0.0.1:4222, data in ./.toolexec (make run ARGS='--nats-port 4333' moves it).
+	$(GO) run ./cmd/executor --demo $(ARGS)
 
 .PHONY: demo
-demo: ## Start an executor with embedded NATS and show completed, deduplicated and indeterminate.
-	./scripts/demo.sh
+demo: ## Start an executor with embedded NATS and show completed, deduplicated and indeterminate (the first run compiles for minutes).
+	@./scripts/demo.sh
 
 .PHONY: example
 example: ## Run examples/toolidempotency (the same three outcomes, in one Go program).

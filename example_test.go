@@ -19,7 +19,10 @@ func ExampleClient_Call() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, _ := toolexec.NewClient(nc, toolexec.WithDefaultRunID("run_1"))
+	c, err := toolexec.NewClient(nc, toolexec.WithDefaultRunID("run_1"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := c.Call(context.Background(), "acme", "book", map[string]any{"flight": "BA117", "seats": 1, "request_id": "a"})
 	var unknown *toolexec.IndeterminateOutcomeError
 	if errors.As(err, &unknown) {

@@ -18,6 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# On standard error, so that standard output is the run README.md shows.
+echo "building the executor and the emitter (the first build compiles all they use: minutes; later ones take seconds)" >&2
 go build -o "$bin/" ./cmd/executor ./cmd/emitter
 
 # Port 4222 is often taken by a NATS server already running; -1 picks a free port.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,8 +128,12 @@ exist), and then only the token is printed.`,
 }
 
 // appendLine adds line to the file at path, made readable by its owner only
-// if it does not exist.
+// if it does not exist, in a folder made for its owner only if that does not
+// exist either (the README keeps these files in ./.toolexec).
 func appendLine(path, line string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("--tokens-file: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("--tokens-file: %w", err)

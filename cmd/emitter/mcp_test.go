@@ -68,7 +68,8 @@ func testMCPProcess(t *testing.T, bin string, e *env) {
 }
 
 // TestMCPToken: mcp-token draws a token and the tokens-file line that
-// holds its digest, which the gateway's tokens file accepts.
+// holds its digest, which the gateway's tokens file accepts; --tokens-file
+// makes the file, and its folder, for its owner only.
 func TestMCPToken(t *testing.T) {
 	e := newBareEnv(t, false)
 	r := e.emit(t, "", "mcp-token", "--tenant", tenant, "--json")
@@ -94,7 +95,8 @@ func TestMCPToken(t *testing.T) {
 	if strings.Contains(out.TokensFileLine, out.Token) {
 		t.Fatal("the tokens-file line holds the token itself")
 	}
-	file := filepath.Join(t.TempDir(), "tokens")
+	dir := filepath.Join(t.TempDir(), ".toolexec") // made by the first line
+	file := filepath.Join(dir, "tokens")
 	var tokens []string
 	for _, tenant := range []string{"acme", "globex"} {
 		r := e.emit(t, "", "mcp-token", "--tenant", tenant, "--tokens-file", file)
@@ -103,6 +105,9 @@ func TestMCPToken(t *testing.T) {
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("tokens file: %v, %v; want mode 0600", fi, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the tokens file's folder: %v, %v; want mode 0700", fi, err)
 	}
 	tk, err = mcpgate.LoadTokens(file)
 	if err != nil {

@@ -1,6 +1,7 @@
 // Command caller is the smallest complete toolexec caller: it books a seat
-// through a running executor (go run ./cmd/executor --demo) and tells an
-// outcome nobody knows apart from an answer.
+// through a running executor (bin/executor --demo, as the README's "Run it
+// yourself" starts it) and tells an outcome nobody knows apart from an answer.
+// It connects to NATS_URL, or to nats://127.0.0.1:4222 when that is unset.
 package main
 
 import (
@@ -20,7 +21,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, _ := toolexec.NewClient(nc, toolexec.WithDefaultRunID("run_1"))
+	c, err := toolexec.NewClient(nc, toolexec.WithDefaultRunID("run_1"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	res, err := c.Call(context.Background(), "acme", "book", map[string]any{"flight": "BA117", "seats": 1, "request_id": "a"})
 	var unknown *toolexec.IndeterminateOutcomeError
 	if errors.As(err, &unknown) {

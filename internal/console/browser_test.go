@@ -31,7 +31,7 @@ import (
 // console to, when set (the README's docs/console.png; the view across
 // tenants goes to console-all.png beside it):
 //
-//	TOOLEXEC_CONSOLE_SCREENSHOT=$PWD/docs/console.png go test -run TestBrowser ./console
+//	TOOLEXEC_CONSOLE_SCREENSHOT=$PWD/docs/console.png go test -run 'TestBrowser$' ./internal/console
 const screenshotEnv = "TOOLEXEC_CONSOLE_SCREENSHOT"
 
 // chromium finds Debian's Chromium. Without it the test skips, naming the

@@ -14,8 +14,9 @@
 // front of an executor: the TypeScript client over Streamable HTTP with a
 // bearer token and over stdio (spawning emitter mcp) sees completed,
 // deduplicated and indeterminate answers; every applicable conformance
-// scenario passes against the gateway; the README's TypeScript client runs as
-// written; and server-memory behind two executors, with two gateways in front,
+// scenario passes against the gateway (tests/docs runs the README's TypeScript
+// client, as written, against an executor started as the README says); and
+// server-memory behind two executors, with two gateways in front,
 // takes a storm of 200 identical calls as one effect, and a crash after a
 // request was sent as an unknown outcome that is never run again.
 //

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -205,44 +203,4 @@ func TestGatewayTypeScriptClient(t *testing.T) {
 func TestGatewayConformance(t *testing.T) {
 	suite := nodetest.Conformance(t)
 	passesConformance(t, suite, startGatewayFleet(t).plainURL)
-}
-
-// TestREADMEClient runs the README's TypeScript client, as written but for
-// the gateway's address, against a gateway with the token it reads from
-// TOOLEXEC_MCP_TOKEN: it prints the answer's kind and the booking's PNR.
-func TestREADMEClient(t *testing.T) {
-	node := nodetest.Node(t)
-	dir := nodetest.Dir(t)
-	nodetest.Package(t, nodetest.SDKPackage)
-	readme, err := os.ReadFile(filepath.Join(dir, "..", "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)From TypeScript.*?```js\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("README.md has no TypeScript client (a ```js block after \"From TypeScript\")")
-	}
-	const readmeURL = "http://127.0.0.1:8090/mcp"
-	if !strings.Contains(string(m[1]), readmeURL) {
-		t.Fatalf("the README's client does not connect to %s", readmeURL)
-	}
-	f := startGatewayFleet(t)
-	script := filepath.Join(dir, "readme-client-"+filepath.Base(t.TempDir())+".mjs") // beside node_modules, for its imports
-	if err := os.WriteFile(script, []byte(strings.Replace(string(m[1]), readmeURL, f.tokURL, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(script) })
-	ctx := testenv.Context(t, clientWait)
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Env = append(os.Environ(), "TOOLEXEC_MCP_TOKEN="+gatewayToken)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", script, err, out)
-	}
-	if !regexp.MustCompile(`^completed [A-Z0-9]{6}\n$`).Match(out) {
-		t.Fatalf("the README's client printed %q, want the completed kind and a PNR", out)
-	}
-	if n := f.airline.Bookings("BA117"); n != 1 {
-		t.Fatalf("%d bookings, want 1", n)
-	}
 }

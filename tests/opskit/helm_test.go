@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-const helmFix = "go install helm.sh/helm/v4/cmd/helm@v4.3.2 and put it on PATH (or name it in TOOLEXEC_HELM), as .ci/run does"
+const helmFix = "make tools builds it (helm v4.3.2, into ~/.cache/toolexec/tools) and prints the line that puts it on PATH, as .ci/run does; or name it in TOOLEXEC_HELM"
 
 var chart = filepath.Join(root, "deploy", "helm", "toolexec")
 
