@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
@@ -102,13 +101,6 @@ var notRun = map[string]string{
 	"docs/PROTOCOL.md#6-the-idempotency-key:1": "a formula, not a command; the derivation it states is held by the key vectors (schemas/vectors/keys.json, idemkey's tests)",
 }
 
-// pending are blocks another change owns: it moves calls to a new subject and
-// stream without Nats-Msg-Id, and updates these blocks and writes their
-// scripts after merging this one. Remove an entry with its script.
-var pending = map[string]string{
-	"README.md#publishing-a-call-without-the-emitter:1": "owned elsewhere, pending: the call wire is changing (toolexec.call.<tenant>.<tool>.<call_id> on a new stream, no Nats-Msg-Id); its owner rewrites this block and its script",
-}
-
 var goUse = regexp.MustCompile(`docBlock\(t, "([^"]+)"\)`)
 
 // goChecks returns, for each block a Go test of this package checks, the
@@ -145,7 +137,7 @@ func goChecks(t *testing.T) map[string][]string {
 // TestEveryBlockChecked: every block of the pages is checked, by a script
 // (which runs every command of a shell block it names, or says why not), a
 // Go test of this package, the console runner, a test of another package, or
-// is listed as not runnable or pending, with its reason; and nothing names a
+// is listed as not runnable, with its reason; and nothing names a
 // block that is gone. It logs how each block is checked (go test -v).
 func TestEveryBlockChecked(t *testing.T) {
 	blocks := allBlocks(t)
@@ -228,7 +220,7 @@ func TestEveryBlockChecked(t *testing.T) {
 	for _, list := range []struct {
 		name    string
 		entries map[string]string
-	}{{"notRun", notRun}, {"pending", pending}} {
+	}{{"notRun", notRun}} {
 		for id, why := range list.entries {
 			if _, ok := ids[id]; !ok {
 				t.Errorf("%s names %s, which is no block of the pages", list.name, id)
@@ -252,12 +244,4 @@ func TestEveryBlockChecked(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%s: %s", b, strings.Join(how[b.ID], "; ")))
 	}
 	t.Logf("how each block is checked:\n%s", strings.Join(lines, "\n"))
-	var pend []string
-	for id, why := range pending {
-		pend = append(pend, id+" — "+why)
-	}
-	sort.Strings(pend)
-	if len(pend) > 0 {
-		t.Logf("PENDING, owned elsewhere (%d):\n%s", len(pend), strings.Join(pend, "\n"))
-	}
 }
