@@ -80,18 +80,7 @@ func TestStartSyncsByDefault(t *testing.T) {
 			if jc.SyncAlways != tt.wantAlways || (tt.wantInterval != 0 && jc.SyncInterval != tt.wantInterval) {
 				t.Errorf("sync always %t interval %v, want %t %v", jc.SyncAlways, jc.SyncInterval, tt.wantAlways, tt.wantInterval)
 			}
-			nc, err := bus.Connect(bus.ConnectConfig{URL: s.ClientURL(), Logger: testLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := bus.EnsureStreams(ctxT(t), js, bus.StreamsConfig{}); err != nil {
-				t.Fatal(err)
-			}
+			serves(t, s)
 		})
 	}
 }
