@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -25,6 +27,11 @@ func TestFind(t *testing.T) {
 	if a, err := h.client.Call(ctx, call("book", "run-1", "c-1", `{"flight":"BA117"}`)); err != nil || a.Kind != events.KindCompleted {
 		t.Fatalf("Call = %+v, %v", a, err)
 	}
+	// A caller hears an answer when the server routes it, which under load
+	// can come before the events stream stores it; Find reads the stream.
+	waitFor(t, 10*time.Second, "the answer to be stored", func() bool {
+		return len(eventSubjects(t, h.js, wire.AnswerFilter("acme", "book", "run-1", "c-1"))) == 1
+	})
 	for name, c := range map[string]*bus.Client{"jetstream": h.client, "service": h.serviceClient(t)} {
 		t.Run(name, func(t *testing.T) {
 			a, found, err := c.Find(ctx, "acme", "c-1")
