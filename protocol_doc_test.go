@@ -1,10 +1,14 @@
 package toolexec_test
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +17,8 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/protodoc"
+	"github.com/tesserix/toolexec/schemas"
 )
 
 // TestProtocolDoc keeps docs/PROTOCOL.md honest where that is cheap: every
@@ -93,6 +99,121 @@ func stringConsts(t *testing.T, file string) []string {
 	}
 	if len(out) == 0 {
 		t.Fatalf("no string constants in %s", file)
+	}
+	return out
+}
+
+// protocolDoc is the page the tests below hold to the code.
+const protocolDoc = "docs/PROTOCOL.md"
+
+// TestProtocolDocAnswers holds the answer kinds of docs/PROTOCOL.md §5 to the
+// code. The kind table has one row per kind of events.Kinds(), and each row's
+// data cell names exactly the properties of the kind's schema
+// (schemas/events/<kind>.json); a member whose note says when it is there is
+// one the schema does not require, and the others are ones it does. The reason
+// table names exactly events.Reasons(), and the rejection and failure code
+// subsections exactly events.RejectionCodes() and events.FailureCodes().
+func TestProtocolDocAnswers(t *testing.T) {
+	sec := protodoc.Read(t, protocolDoc).Section(t, 5)
+
+	kinds := protodoc.FindTable(t, sec, "kind", "means", "data", "emitter exit status")
+	var rows []string
+	for _, row := range kinds.Rows {
+		if len(row) != len(kinds.Header) {
+			t.Fatalf("§5: the kind table's row %q has %d cells, want %d", row, len(row), len(kinds.Header))
+		}
+		kind := oneName(t, "§5: the kind cell", row[0])
+		rows = append(rows, kind)
+		props, required := schemaMembers(t, kind)
+		var named, always []string
+		for _, m := range protodoc.Members(row[kinds.Column(t, "data")]) {
+			named = append(named, m.Name)
+			if !saysWhen(m.Note) {
+				always = append(always, m.Name)
+			}
+		}
+		sameSet(t, "§5: the members of the data of "+kind, named, "the properties of schemas/events/"+kind+".json", props)
+		sameSet(t, "§5: the members of the data of "+kind+" without a note saying when", always,
+			"the properties schemas/events/"+kind+".json requires", required)
+	}
+	sameSet(t, "§5: the kinds of the kind table", rows, "events.Kinds()", strs(events.Kinds()))
+
+	reasons := protodoc.FindTable(t, sec, "reason", "what happened", "what a caller does")
+	var named []string
+	for _, row := range reasons.Rows {
+		named = append(named, oneName(t, "§5: the reason cell", row[0]))
+	}
+	sameSet(t, "§5: the reasons of the reason table", named, "events.Reasons()", strs(events.Reasons()))
+
+	sameSet(t, "§5: the rejection codes", protodoc.Names(protodoc.Subsection(t, sec, "Rejection codes (`rejected`)")),
+		"events.RejectionCodes()", strs(events.RejectionCodes()))
+	sameSet(t, "§5: the failure codes", protodoc.Names(protodoc.Subsection(t, sec, "Failure codes (`failed`)")),
+		"events.FailureCodes()", strs(events.FailureCodes()))
+}
+
+// saysWhen reports whether a member's note says when the member is there: it
+// has the word "when".
+func saysWhen(note string) bool { return whenWord.MatchString(note) }
+
+var whenWord = regexp.MustCompile(`\bwhen\b`)
+
+// schemaMembers returns the properties of the embedded schema of kind, and
+// those it requires.
+func schemaMembers(t *testing.T, kind string) (props, required []string) {
+	t.Helper()
+	b, err := schemas.EventSchema(kind)
+	if err != nil {
+		t.Fatalf("schemas/events/%s.json: %v", kind, err)
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("schemas/events/%s.json: %v", kind, err)
+	}
+	return slices.Collect(maps.Keys(s.Properties)), s.Required
+}
+
+// oneName returns the one member cell names, failing the test otherwise.
+func oneName(t *testing.T, what, cell string) string {
+	t.Helper()
+	names := protodoc.Names(cell)
+	if len(names) != 1 {
+		t.Fatalf("%s %q names %q, want one name in backticks", what, cell, names)
+	}
+	return names[0]
+}
+
+// sameSet fails the test unless got, what the page says, and want, what the
+// code says (source), hold the same strings, and reports those only one side
+// has.
+func sameSet(t *testing.T, what string, got []string, source string, want []string) {
+	t.Helper()
+	missing, extra := setDiff(want, got), setDiff(got, want)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Errorf("%s differ from %s: the page lacks %q and has %q besides", what, source, missing, extra)
+	}
+}
+
+// setDiff returns the strings of a that b lacks, sorted and without repeats.
+func setDiff(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return sorted(out)
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// strs returns the strings of a slice of a string type.
+func strs[S ~string](s []S) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
 	}
 	return out
 }
