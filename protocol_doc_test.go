@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
@@ -216,4 +219,150 @@ func strs[S ~string](s []S) []string {
 		out[i] = string(v)
 	}
 	return out
+}
+
+// TestProtocolDocAttributes holds the attribute tables of docs/PROTOCOL.md §4
+// (a call) and §5 (an answer) to the events wire.CallEvent and
+// wire.AnswerEvent make: each table names exactly the attributes, extensions
+// and data member of an event with every field set. Of §4's, those a call
+// without a time or a trace lacks say that they are optional; of §5's, those
+// that the least answer an executor makes lacks (a rejection of a call that
+// named no usable tool or run, stamped with its time, as every answer is, and
+// with a stand-in call id) are exactly those that say when they are there. An
+// attribute whose value the table gives first, in backticks, has that value
+// (the answer's type with <kind> in its kind's place).
+func TestProtocolDocAttributes(t *testing.T) {
+	doc := protodoc.Read(t, protocolDoc)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const traceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+	t.Run("§4 call", func(t *testing.T) {
+		call := events.Call{Tenant: "acme", RunID: "run_1", CallID: "call_1", Tool: "book", Source: "/agents/a",
+			Arguments: json.RawMessage(`{"flight":"BA117"}`)}
+		least := callAttributes(t, call)
+		call.Time, call.TraceParent, call.TraceState = now, traceParent, "vendor=1"
+		full := callAttributes(t, call)
+
+		rows := attributeRows(t, doc.Section(t, 4))
+		sameSet(t, "§4: the attributes of the call table", slices.Collect(maps.Keys(rows)),
+			"wire.CallEvent's event with every field set", slices.Collect(maps.Keys(full)))
+		for name := range full {
+			if _, ok := least[name]; !ok && rows[name] != nil && !strings.Contains(rows[name].value, "optional") {
+				t.Errorf("§4: %s, which a call without a time or a trace lacks, is not said to be optional: %q", name, rows[name].value)
+			}
+		}
+		checkValues(t, "§4", rows, full, "")
+	})
+
+	t.Run("§5 answer", func(t *testing.T) {
+		answer := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "run_1", CallID: "call_1", Tool: "book",
+			Key: strings.Repeat("ab", 32), Outcome: "PNR-1", TraceParent: traceParent, TraceState: "vendor=1", Time: now}
+		full := answerAttributes(t, answer)
+		least := answerAttributes(t, events.Answer{Kind: events.KindRejected, Tenant: "acme",
+			CallID: bus.StandInCallID(1), Code: events.CodeBadToken, Error: "no usable tool", Time: now})
+
+		rows := attributeRows(t, doc.Section(t, 5))
+		sameSet(t, "§5: the attributes of the answer table", slices.Collect(maps.Keys(rows)),
+			"wire.AnswerEvent's event with every field set", slices.Collect(maps.Keys(full)))
+		var when []string
+		for name, r := range rows {
+			if saysWhen(r.value) {
+				when = append(when, name)
+			}
+		}
+		sameSet(t, "§5: the attributes whose value says when they are there", when,
+			"the attributes the least answer lacks", setDiff(slices.Collect(maps.Keys(full)), slices.Collect(maps.Keys(least))))
+		checkValues(t, "§5", rows, full, string(answer.Kind))
+	})
+}
+
+// attributeRow is one attribute of a table headed | attribute | value |.
+type attributeRow struct {
+	value string // the value cell
+}
+
+// attributeRows reads the table headed | attribute | value | of sec: each
+// attribute a row names in its first cell, and "data" for the row of the
+// event's data, whose first cell is that word.
+func attributeRows(t *testing.T, sec string) map[string]*attributeRow {
+	t.Helper()
+	tb := protodoc.FindTable(t, sec, "attribute", "value")
+	rows := map[string]*attributeRow{}
+	for _, row := range tb.Rows {
+		if len(row) != 2 {
+			t.Fatalf("the attribute table's row %q has %d cells, want 2", row, len(row))
+		}
+		names := protodoc.Names(row[0])
+		if row[0] == "data" {
+			names = []string{"data"}
+		}
+		if len(names) == 0 {
+			t.Fatalf("the attribute table's row %q names no attribute", row)
+		}
+		for _, n := range names {
+			if rows[n] != nil {
+				t.Errorf("the attribute table names %s twice", n)
+			}
+			rows[n] = &attributeRow{value: row[1]}
+		}
+	}
+	return rows
+}
+
+// checkValues checks that each attribute but the data whose value cell starts
+// with a value in backticks has that value in attrs, with kind in the place of
+// "<kind>".
+func checkValues(t *testing.T, sec string, rows map[string]*attributeRow, attrs map[string]json.RawMessage, kind string) {
+	t.Helper()
+	n := 0
+	for name, r := range rows {
+		if name == "data" || !strings.HasPrefix(r.value, "`") {
+			continue
+		}
+		n++
+		want := strings.ReplaceAll(protodoc.CodeSpans(r.value)[0], "<kind>", kind)
+		var got string
+		if err := json.Unmarshal(attrs[name], &got); err != nil || got != want {
+			t.Errorf("%s: %s is %s, the page says %q", sec, name, attrs[name], want)
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s: the attribute table gives no value in backticks", sec)
+	}
+}
+
+// callAttributes returns the members of wire.CallEvent's event for c in the
+// JSON event format: its context attributes, its extensions and its data.
+func callAttributes(t *testing.T, c events.Call) map[string]json.RawMessage {
+	t.Helper()
+	e, err := wire.CallEvent(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eventAttributes(t, e)
+}
+
+// answerAttributes returns the members of wire.AnswerEvent's event for a, as
+// callAttributes does for a call.
+func answerAttributes(t *testing.T, a events.Answer) map[string]json.RawMessage {
+	t.Helper()
+	e, err := wire.AnswerEvent(a, bus.DefaultAnswerSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eventAttributes(t, e)
+}
+
+// eventAttributes returns the members of e in the JSON event format.
+func eventAttributes(t *testing.T, e event.Event) map[string]json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
