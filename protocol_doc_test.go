@@ -2,11 +2,13 @@ package toolexec_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"maps"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -365,4 +367,151 @@ func eventAttributes(t *testing.T, e event.Event) map[string]json.RawMessage {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestProtocolDocSubjects holds the subjects of docs/PROTOCOL.md §3 and §7 to
+// package wire's and admin's: the subject column of §3's table gives exactly
+// the subjects their functions build for placeholder tokens (<tenant>, ...),
+// and its streams are wire's; the admin row's note names the last tokens of
+// the admin subjects; §7's answer filter is wire.AnswerFilter for any run.
+func TestProtocolDocSubjects(t *testing.T) {
+	doc := protodoc.Read(t, protocolDoc)
+	tb := protodoc.FindTable(t, doc.Section(t, 3), "what", "subject", "kept by")
+	var subjects, streams, adminNames []string
+	for _, row := range tb.Rows {
+		if len(row) != len(tb.Header) {
+			t.Fatalf("§3: the row %q has %d cells, want %d", row, len(row), len(tb.Header))
+		}
+		ms := protodoc.Members(row[tb.Column(t, "subject")])
+		if len(ms) != 1 {
+			t.Fatalf("§3: the subject cell of %q names %d subjects, want 1", row[0], len(ms))
+		}
+		subjects = append(subjects, ms[0].Name)
+		if ms[0].Name == admin.Subjects {
+			adminNames = protodoc.CodeSpans(ms[0].Note)
+		}
+		streams = append(streams, protodoc.Names(row[tb.Column(t, "kept by")])...)
+	}
+	sameSet(t, "§3: the subjects", subjects, "package wire's and admin's", []string{
+		wire.CallSubject("<tenant>", "<tool>", "<call_id>"),
+		wire.EventSubject("<tenant>", "<kind>", "<tool>", "<run_id>", "<call_id>"),
+		wire.AnswerFilter("<tenant>", "<tool>", "<run_id>", "<call_id>"),
+		wire.KindSubjects("<kind>"),
+		wire.HistorySubject("<tenant>"),
+		wire.CatalogSubject("<tenant>"),
+		admin.Subjects,
+	})
+	sameSet(t, "§3: the streams", streams, "package wire's", []string{wire.CallStream, wire.EventStream})
+	var last []string
+	for _, s := range []string{admin.ForgetSubject, admin.InspectSubject, admin.ListSubject, admin.ResolveSubject, wire.AdminHistorySubject} {
+		last = append(last, s[strings.LastIndexByte(s, '.')+1:])
+	}
+	sameSet(t, "§3: the admin subjects' last tokens", adminNames, "the admin subjects", last)
+
+	if spans := protodoc.CodeSpans(doc.Section(t, 7)); len(spans) == 0 || spans[0] != wire.AnswerFilter("<tenant>", "<tool>", "*", "<call_id>") {
+		t.Errorf("§7 starts with the filter %q, want wire.AnswerFilter for any run, %q", spans[:min(1, len(spans))],
+			wire.AnswerFilter("<tenant>", "<tool>", "*", "<call_id>"))
+	}
+}
+
+// TestProtocolDocMessages holds the JSON messages of docs/PROTOCOL.md §7
+// (history), §8 (catalog) and §9 (administration) to the Go types that carry
+// them: each object's row names exactly the json names of its type's fields,
+// and the members of a declaration that §8 names before "where they apply" are
+// exactly those bus.ToolDecl always writes. §9's table has a row for each
+// admin subject of package admin, naming its request's and its reply's
+// members.
+func TestProtocolDocMessages(t *testing.T) {
+	doc := protodoc.Read(t, protocolDoc)
+	// objects checks the table of sec against types and returns its members
+	// cells by object.
+	objects := func(t *testing.T, sec int, types map[string]reflect.Type) map[string]string {
+		t.Helper()
+		tb := protodoc.FindTable(t, doc.Section(t, sec), "object", "members")
+		cells := map[string]string{}
+		for _, row := range tb.Rows {
+			if len(row) != 2 {
+				t.Fatalf("§%d: the row %q has %d cells, want 2", sec, row, len(row))
+			}
+			object, _, _ := strings.Cut(row[0], ",")
+			cells[object] = row[1]
+			typ, ok := types[object]
+			if !ok {
+				continue
+			}
+			sameSet(t, fmt.Sprintf("§%d: the members of the %s", sec, object), protodoc.Names(row[1]),
+				"the json names of "+typ.String(), jsonNames(typ, false))
+			if before, _, ok := strings.Cut(row[1], "where they apply"); ok {
+				sameSet(t, fmt.Sprintf("§%d: the members of the %s before \"where they apply\"", sec, object), protodoc.Names(before),
+					"the fields of "+typ.String()+" that are never left out", jsonNames(typ, true))
+			}
+		}
+		sameSet(t, fmt.Sprintf("§%d: the objects", sec), slices.Collect(maps.Keys(cells)), "this test's", slices.Collect(maps.Keys(types)))
+		return cells
+	}
+	t.Run("§7 history", func(t *testing.T) {
+		objects(t, 7, map[string]reflect.Type{
+			"request": reflect.TypeFor[bus.HistoryRequest](), "reply": reflect.TypeFor[bus.HistoryResponse](),
+			"event": reflect.TypeFor[bus.HistoryEvent](), "error": reflect.TypeFor[bus.HistoryError](),
+		})
+	})
+	t.Run("§8 catalog", func(t *testing.T) {
+		cells := objects(t, 8, map[string]reflect.Type{
+			"request": reflect.TypeFor[bus.CatalogRequest](), "reply": reflect.TypeFor[bus.CatalogResponse](),
+			"declaration": reflect.TypeFor[bus.ToolDecl](), "error": reflect.TypeFor[bus.CatalogError](),
+		})
+		if !strings.Contains(cells["declaration"], "where they apply") {
+			t.Errorf("§8: the declaration does not say which members it has where they apply: %q", cells["declaration"])
+		}
+	})
+	t.Run("§9 admin", func(t *testing.T) {
+		types := map[string][2]reflect.Type{
+			admin.InspectSubject: {reflect.TypeFor[admin.InspectRequest](), reflect.TypeFor[admin.InspectResponse]()},
+			admin.ListSubject:    {reflect.TypeFor[admin.ListRequest](), reflect.TypeFor[admin.ListResponse]()},
+			admin.ResolveSubject: {reflect.TypeFor[admin.ResolveRequest](), reflect.TypeFor[admin.ResolveResponse]()},
+			admin.ForgetSubject:  {reflect.TypeFor[admin.ForgetRequest](), reflect.TypeFor[admin.ForgetResponse]()},
+		}
+		tb := protodoc.FindTable(t, doc.Section(t, 9), "subject", "request", "reply")
+		var subjects []string
+		for _, row := range tb.Rows {
+			if len(row) != 3 {
+				t.Fatalf("§9: the row %q has %d cells, want 3", row, len(row))
+			}
+			subject := oneName(t, "§9: the subject cell", row[0])
+			subjects = append(subjects, subject)
+			typ, ok := types[subject]
+			if !ok {
+				continue
+			}
+			for i, what := range []string{"request", "reply"} {
+				sameSet(t, "§9: the members of the "+what+" on "+subject, protodoc.Names(row[1+i]),
+					"the json names of "+typ[i].String(), jsonNames(typ[i], false))
+			}
+		}
+		sameSet(t, "§9: the subjects", subjects, "package admin's", slices.Collect(maps.Keys(types)))
+	})
+}
+
+// jsonNames returns the names typ's fields have in JSON; with always, only
+// those of fields never left out (no omitempty or omitzero).
+func jsonNames(typ reflect.Type, always bool) []string {
+	var out []string
+	for f := range typ.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		omitted := slices.ContainsFunc(strings.Split(opts, ","), func(o string) bool { return o == "omitempty" || o == "omitzero" })
+		if !always || !omitted {
+			out = append(out, name)
+		}
+	}
+	return out
 }
