@@ -156,8 +156,8 @@ func TestProtocolDocAnswers(t *testing.T) {
 		"events.FailureCodes()", strs(events.FailureCodes()))
 }
 
-// saysWhen reports whether a member's note says when the member is there: it
-// has the word "when".
+// saysWhen reports whether text, a member's note or an attribute's value,
+// says when the member or attribute is there: it has the word "when".
 func saysWhen(note string) bool { return whenWord.MatchString(note) }
 
 var whenWord = regexp.MustCompile(`\bwhen\b`)
