@@ -1,0 +1,5 @@
+"""toolexec for Python."""
+
+from ._version import __version__
+
+__all__ = ["__version__"]
