@@ -1,5 +1,61 @@
-"""toolexec for Python."""
+"""toolexec for Python: tools declared with what repeating them does, and the
+idempotency keys the executors derive.
+
+The executors are Go programs that run tool calls from NATS JetStream with at
+most one side effect per idempotency key (docs/PROTOCOL.md is their wire).
+This package is their face in Python:
+
+* :mod:`toolexec.keys`: :func:`idempotency_key` and :func:`canonical`, the
+  derivation of docs/PROTOCOL.md §6, byte for byte the Go side's.
+* :mod:`toolexec.errors` and :mod:`toolexec.events`: the errors a call ends in
+  and the kinds of its answers.
+
+Every public name is importable from here.
+"""
 
 from ._version import __version__
+from .errors import (
+    ArgumentsNotObjectError,
+    CallError,
+    CallIDTakenError,
+    DeclarationError,
+    FailedError,
+    IndeterminateOutcomeError,
+    InvalidArgumentsError,
+    KeyDerivationError,
+    KeyErrorCode,
+    KeyUnderivableError,
+    NoAnswerError,
+    RejectedError,
+    ToolexecError,
+    UnknownArgumentError,
+    UnsupportedValueError,
+)
+from .events import FailureCode, IndeterminateReason, RejectionCode, RunEventKind
+from .keys import Arguments, canonical, idempotency_key
 
-__all__ = ["__version__"]
+__all__ = [
+    "Arguments",
+    "ArgumentsNotObjectError",
+    "CallError",
+    "CallIDTakenError",
+    "DeclarationError",
+    "FailedError",
+    "FailureCode",
+    "IndeterminateOutcomeError",
+    "IndeterminateReason",
+    "InvalidArgumentsError",
+    "KeyDerivationError",
+    "KeyErrorCode",
+    "KeyUnderivableError",
+    "NoAnswerError",
+    "RejectedError",
+    "RejectionCode",
+    "RunEventKind",
+    "ToolexecError",
+    "UnknownArgumentError",
+    "UnsupportedValueError",
+    "__version__",
+    "canonical",
+    "idempotency_key",
+]
