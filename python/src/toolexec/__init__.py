@@ -5,6 +5,9 @@ The executors are Go programs that run tool calls from NATS JetStream with at
 most one side effect per idempotency key (docs/PROTOCOL.md is their wire).
 This package is their face in Python:
 
+* :mod:`toolexec.tools`: :func:`tool`, :class:`Idempotency`,
+  :class:`IdempotencyPolicy`, :class:`ToolContext`; a tool's
+  :meth:`~Tool.declaration` is its entry in the executors' catalog.
 * :mod:`toolexec.keys`: :func:`idempotency_key` and :func:`canonical`, the
   derivation of docs/PROTOCOL.md §6, byte for byte the Go side's.
 * :mod:`toolexec.errors` and :mod:`toolexec.events`: the errors a call ends in
@@ -33,6 +36,7 @@ from .errors import (
 )
 from .events import FailureCode, IndeterminateReason, RejectionCode, RunEventKind
 from .keys import Arguments, canonical, idempotency_key
+from .tools import Idempotency, IdempotencyPolicy, Tool, ToolContext, tool
 
 __all__ = [
     "Arguments",
@@ -42,6 +46,8 @@ __all__ = [
     "DeclarationError",
     "FailedError",
     "FailureCode",
+    "Idempotency",
+    "IdempotencyPolicy",
     "IndeterminateOutcomeError",
     "IndeterminateReason",
     "InvalidArgumentsError",
@@ -52,10 +58,13 @@ __all__ = [
     "RejectedError",
     "RejectionCode",
     "RunEventKind",
+    "Tool",
+    "ToolContext",
     "ToolexecError",
     "UnknownArgumentError",
     "UnsupportedValueError",
     "__version__",
     "canonical",
     "idempotency_key",
+    "tool",
 ]
