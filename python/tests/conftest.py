@@ -125,8 +125,10 @@ def emitter(tmp_path_factory: pytest.TempPathFactory) -> Emitter:
     given = os.environ.get("TOOLEXEC_EMITTER")
     if given:
         return Emitter(Path(given).resolve())
-    go = shutil.which("go") or (
-        "/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None
+    go = (
+        os.environ.get("GO")
+        or shutil.which("go")
+        or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
     )
     need(go is not None, "Go is not installed (/usr/local/go/bin/go): the emitter cannot be built")
     assert go is not None
