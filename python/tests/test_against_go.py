@@ -9,6 +9,7 @@ a longer hunt."""
 
 from __future__ import annotations
 
+import decimal
 import json
 import os
 from typing import Any
@@ -300,6 +301,16 @@ def test_python_values_agree_with_go(
     # json.dumps spells floats with repr, the text a Python program sends.
     raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
     agree(emitter, raw, names, python_arguments=value)
+
+
+@given(
+    number=st.decimals(allow_nan=False, allow_infinity=False)
+    | st.decimals(allow_nan=False, allow_infinity=False, places=3)
+)
+@_settings(60)
+def test_decimals_agree_with_go(emitter: Emitter, number: decimal.Decimal) -> None:
+    # The Decimal's text is the JSON a program would send for it.
+    agree(emitter, f'{{"n":{number}}}'.encode(), None, python_arguments={"n": number})
 
 
 @given(

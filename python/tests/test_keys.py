@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import decimal
 import enum
 import hashlib
 import types
@@ -86,6 +87,12 @@ def test_seed_example_from_a_mapping_and_from_text() -> None:
         (5e-324, "5e-324"),
         (1.7976931348623157e308, "1.7976931348623157e+308"),
         (123456789.125, "123456789.125"),
+        (decimal.Decimal("2.50"), "2.5"),
+        (decimal.Decimal("-0E+3"), "0"),
+        (decimal.Decimal("9007199254740993.000"), "9007199254740993"),
+        (decimal.Decimal("0.1"), "0.1"),
+        (decimal.Decimal("1E+21"), "1e+21"),
+        (decimal.Decimal("1.2345E-7"), "1.2345e-7"),
         ("caf\u0065\u0301", '"caf\u00e9"'),
         ('\x00\x1f"\\/\u2028\x7f', '"\\u0000\\u001f\\"\\\\/\u2028\x7f"'),
         ("\b\t\n\f\r", '"\\b\\t\\n\\f\\r"'),
@@ -161,7 +168,20 @@ def test_member_names_must_be_str() -> None:
         canonical(tenant="t", run_id="r", tool="x", arguments={"a": {1: "x"}})
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 10**400, -(2**1024)])
+@pytest.mark.parametrize(
+    "value",
+    [
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        10**400,
+        -(2**1024),
+        decimal.Decimal("NaN"),
+        decimal.Decimal("-Infinity"),
+        decimal.Decimal("1E+400"),
+        decimal.Decimal("1E-400"),
+    ],
+)
 def test_numbers_beyond_the_doubles_are_refused(value: float) -> None:
     assert code_of({"n": value}) == "number_out_of_range"
 

@@ -15,6 +15,7 @@ shortest form; no whitespace.
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 import unicodedata
@@ -685,6 +686,8 @@ class ValueReader:
                     f"{f!r} is not a finite number, and JSON has no other",
                 )
             return format_double(f)
+        if isinstance(v, decimal.Decimal):
+            return self.decimal(v, path)
         if isinstance(v, str):
             return quote(self.string(v, path))
         if isinstance(v, Mapping):
@@ -695,9 +698,21 @@ class ValueReader:
         raise UnsupportedValueError(
             KeyErrorCode.INVALID_JSON,
             f"a value of type {type(v).__qualname__} has no JSON form (allowed: dict and other "
-            "mappings with str keys, list, tuple, str, int, float, bool, None)",
+            "mappings with str keys, list, tuple, str, int, float, Decimal, bool, None)",
             path=path,
         )
+
+    def decimal(self, d: decimal.Decimal, path: str) -> str:
+        # A Decimal is exact, like the number a JSON text spells: its text
+        # takes the text's rule (an integer below 10**21 exactly, any other
+        # number through a double).
+        if not d.is_finite():
+            self.fail(KeyErrorCode.NUMBER_OUT_OF_RANGE, path, f"{d} is not a finite number")
+        reader = TextReader(str(d).encode("ascii"), self.limits)
+        try:
+            return reader.number()
+        except InvalidArgumentsError as e:
+            self.fail(e.code, path, e.reason)
 
     def string(self, s: str, path: str) -> str:
         plain = str.__str__(s)  # the text of a str subclass (a StrEnum member) itself

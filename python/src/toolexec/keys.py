@@ -28,8 +28,9 @@ Go side's rules, or as Python values:
   the key arguments.
 * Python values: a mapping with ``str`` keys at the top; inside it mappings,
   lists and tuples, ``str``, ``int`` (exact below 10**21, through a double
-  from there), ``float`` (through the double rule: ``2.0`` is ``2``), ``bool``
-  (never equal to 1) and ``None``. Anything else is refused
+  from there), ``float`` (through the double rule: ``2.0`` is ``2``),
+  ``decimal.Decimal`` (as its text would be: ``Decimal("2.50")`` is ``2.5``),
+  ``bool`` (never equal to 1) and ``None``. Anything else is refused
   (:class:`~toolexec.errors.UnsupportedValueError`).
 
 The arguments may hold at most 1,000 members in an object, 10,000 elements in
