@@ -4,7 +4,7 @@ Two readers produce it: one of JSON text, which follows the rules of the Go
 side's encoder (package ``idemkey/canonical``) byte for byte and refuses what it
 refuses with the same code, in the same order (the first problem met in one
 pass over the text); and one of Python values (mappings, lists, tuples, str,
-int, float, bool, None).
+int, float, Decimal, bool, None).
 
 The rules, in short: strings (member names too) in Unicode NFC, escaped as
 RFC 8785 escapes them; members sorted by the UTF-16 code units of their names;
