@@ -31,8 +31,25 @@ example: ## Run examples/toolidempotency (the same three outcomes, in one Go pro
 	$(GO) run ./examples/toolidempotency
 
 .PHONY: test
-test: ## Run every test with the race detector (needs PostgreSQL and Redis; see README).
+test: test-python ## Run every test with the race detector, after the Python package's (needs PostgreSQL and Redis; see README).
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+PYTHON ?= python3
+VENV   ?= $(BIN)/venv
+VENVBIN = $(abspath $(VENV))/bin
+
+.PHONY: test-python
+test-python: $(VENV)/.installed ## Check the Python package (python/): ruff, mypy --strict and pytest, in a venv under bin/venv (VENV moves it).
+	cd python && $(VENVBIN)/ruff check . && $(VENVBIN)/ruff format --check . && $(VENVBIN)/mypy --strict
+	cd python && GO=$(GO) $(VENVBIN)/python -m pytest
+
+# The venv, with python/ installed in it editable (its sources are what the
+# checks see) and the pinned tools of its dev extra; made again when
+# pyproject.toml changes.
+$(VENV)/.installed: python/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENVBIN)/python -m pip install --quiet --disable-pip-version-check -e './python[dev]'
+	touch $@
 
 .PHONY: faults
 faults: ## Run the long fault suite (SIGKILLed executors, NATS restarts, cluster leader kills, partitions, lost node stores, kill -9 of nats-server, executors before NATS, stores away, skewed clocks); figures on FIGURES lines, log in bin/faults.log.

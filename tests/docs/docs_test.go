@@ -39,6 +39,7 @@ var tools = map[string]string{
 	"helm":         "make tools, and its directory on PATH (.ci/run does both)",
 	"nats":         "make tools, and its directory on PATH (.ci/run does both)",
 	"make":         "apt-get install make",
+	"python3":      "apt-get install python3 python3-venv (.ci/run makes sure python3 -m venv works)",
 	"psql":         "apt-get install postgresql-client (.ci/run installs postgresql, which brings it)",
 	"initdb":       "apt-get install postgresql (.ci/run does); initdb is looked for in /usr/lib/postgresql/*/bin or TEST_PG_BIN",
 	"redis-server": "apt-get install redis-server (.ci/run does)",

@@ -102,8 +102,9 @@ func freePort() (string, error) {
 
 // notLinked are the entries of the repository a script's folder does not
 // link to: its own bin (the binaries make build made), and what a command of
-// the pages writes (which then lands in the script's folder).
-var notLinked = map[string]bool{".git": true, "bin": true, ".toolexec": true, ".env": true}
+// the pages writes (which then lands in the script's folder; .venv is the
+// Python environment of "From Python").
+var notLinked = map[string]bool{".git": true, "bin": true, ".toolexec": true, ".env": true, ".venv": true}
 
 // script is the state of one running script.
 type script struct {

@@ -1,0 +1,360 @@
+"""The exceptions of toolexec.
+
+Three families, all below :class:`ToolexecError`:
+
+* Declaring a tool: :class:`DeclarationError` (a :class:`ValueError`), and
+  :class:`UnknownArgumentError` for a key or check argument that is not a
+  parameter of the tool. Raised when ``@tool`` runs, never later.
+* Deriving a key: :class:`KeyDerivationError` (a :class:`ValueError`) with a
+  ``code`` that is one of :class:`KeyErrorCode`, the same stable strings the Go
+  side reports (``idemkey.Code``) and rejection events carry.
+* The end of a call, for the client (a later step): the answer kinds that are
+  not a success become :class:`IndeterminateOutcomeError`,
+  :class:`FailedError` and :class:`RejectedError`; a call that could not be
+  published under its id is :class:`CallIDTakenError`, and one whose answer did
+  not come in time :class:`NoAnswerError`. They mirror the Go package's errors
+  of the same names (docs/PROTOCOL.md §5).
+
+Every exception here pickles and unpickles to an equal one (attributes
+included), so that it can cross a process boundary.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, TypeVar
+
+from .events import FailureCode, IndeterminateReason, RejectionCode
+
+__all__ = [
+    "ArgumentsNotObjectError",
+    "CallError",
+    "CallIDTakenError",
+    "DeclarationError",
+    "FailedError",
+    "IndeterminateOutcomeError",
+    "InvalidArgumentsError",
+    "KeyDerivationError",
+    "KeyErrorCode",
+    "KeyUnderivableError",
+    "NoAnswerError",
+    "RejectedError",
+    "ToolexecError",
+    "UnknownArgumentError",
+    "UnsupportedValueError",
+]
+
+
+def _rebuild(cls: type[ToolexecError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class ToolexecError(Exception):
+    """Base of every exception toolexec raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The subclasses take keyword arguments that are not their args: rebuild
+        # from the message and the attributes instead of calling the constructor.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+# --- declaring tools ---------------------------------------------------------
+
+
+class DeclarationError(ToolexecError, ValueError):
+    """A tool declaration that cannot stand, refused when ``@tool`` runs.
+
+    Attributes:
+        tool: The tool's name as declared (None when the name itself is at fault
+            before one could be read).
+        field: The part of the declaration at fault: ``name``, ``timeout``,
+            ``parameters``, ``idempotency.key_arguments`` …
+        argument: The offending parameter or argument name, when there is one.
+        reason: What is wrong, for people.
+    """
+
+    def __init__(
+        self, reason: str, *, tool: str | None = None, field: str, argument: str | None = None
+    ) -> None:
+        self.tool = tool
+        self.field = field
+        self.argument = argument
+        self.reason = reason
+        where = f"tool {tool!r}: " if tool is not None else ""
+        what = f"{field}: {argument!r} " if argument is not None else f"{field}: "
+        super().__init__(f"{where}{what}{reason}")
+
+
+class UnknownArgumentError(DeclarationError):
+    """A key or check argument that is not a parameter of the tool.
+
+    ``argument`` names it; the message lists the parameters there are.
+    """
+
+
+# --- deriving keys ------------------------------------------------------------
+
+
+class KeyErrorCode(enum.StrEnum):
+    """Why no key could be derived: the codes of docs/PROTOCOL.md §6.
+
+    Each value is the string the Go side's ``idemkey.Code`` returns and a
+    rejection event carries, so ``err.code == "duplicate_member"`` holds.
+    """
+
+    #: The arguments are not one well-formed JSON value (or, given as Python
+    #: objects, hold a value that has no JSON form).
+    INVALID_JSON = "invalid_json"
+    #: An object names the same member twice.
+    DUPLICATE_MEMBER = "duplicate_member"
+    #: Two member names of one object are equal after NFC.
+    NFC_COLLISION = "nfc_collision"
+    #: A number beyond the doubles, or a non-zero one that rounds to zero (and,
+    #: from Python, NaN and the infinities).
+    NUMBER_OUT_OF_RANGE = "number_out_of_range"
+    #: Invalid UTF-8, or a lone surrogate.
+    INVALID_UNICODE = "invalid_unicode"
+    #: Containers nest deeper than the arguments may (127 levels, the arguments
+    #: object included).
+    TOO_DEEP = "too_deep"
+    #: More members in an object, elements in an array or values in all than
+    #: the bounds allow (1,000, 10,000 and 20,000).
+    TOO_MANY_VALUES = "too_many_values"
+    #: Valid JSON, but not an object.
+    ARGUMENTS_NOT_OBJECT = "arguments_not_object"
+    #: A key argument the call did not send at all (null counts as sent).
+    KEY_UNDERIVABLE = "key_underivable"
+
+
+class KeyDerivationError(ToolexecError, ValueError):
+    """No idempotency key can be derived from these inputs.
+
+    Attributes:
+        code: One of :class:`KeyErrorCode`.
+        reason: What is wrong, for people.
+    """
+
+    code: KeyErrorCode
+
+    def __init__(self, code: KeyErrorCode, reason: str, *, where: str = "") -> None:
+        self.code = code
+        self.reason = reason
+        super().__init__(f"no idempotency key ({code.value}){where}: {reason}")
+
+
+class InvalidArgumentsError(KeyDerivationError):
+    """Arguments (or a tenant, run id or tool name) that have no canonical form.
+
+    Attributes:
+        offset: For arguments given as JSON text, the byte offset in its UTF-8
+            where the problem was found (as the Go side reports it); None
+            otherwise.
+        path: For arguments given as Python objects, where the value sits, such
+            as ``arguments['legs'][2]``; for a tenant, run id or tool, its
+            name; None for JSON text.
+    """
+
+    def __init__(
+        self,
+        code: KeyErrorCode,
+        reason: str,
+        *,
+        offset: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.offset = offset
+        self.path = path
+        where = ""
+        if offset is not None:
+            where = f" at byte {offset}"
+        elif path is not None:
+            where = f" at {path}"
+        super().__init__(code, reason, where=where)
+
+
+class UnsupportedValueError(InvalidArgumentsError, TypeError):
+    """A Python value in the arguments that has no JSON form (a set, bytes, a
+    date, an object): code ``invalid_json``. It is a :class:`TypeError` too."""
+
+
+class ArgumentsNotObjectError(KeyDerivationError):
+    """The arguments are well-formed JSON but not an object (code
+    ``arguments_not_object``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(KeyErrorCode.ARGUMENTS_NOT_OBJECT, reason)
+
+
+class KeyUnderivableError(KeyDerivationError):
+    """A key argument is absent from the call (code ``key_underivable``).
+
+    Attributes:
+        argument: The first key argument found missing.
+    """
+
+    def __init__(self, argument: str) -> None:
+        self.argument = argument
+        super().__init__(
+            KeyErrorCode.KEY_UNDERIVABLE,
+            f"key argument {argument!r} is absent from the call (an argument sent as null "
+            "is present)",
+        )
+
+
+# --- the end of a call ---------------------------------------------------------
+
+
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+
+def _coerce(kind: type[_E], value: _E | str) -> _E | str:
+    # A newer executor may send a reason or code this version does not know:
+    # keep it as the string it came as rather than refuse the answer.
+    try:
+        return kind(value)
+    except ValueError:
+        return str(value)
+
+
+class CallError(ToolexecError):
+    """Base of the errors a call ends in, when it does not end in an outcome."""
+
+
+class IndeterminateOutcomeError(CallError):
+    """Nobody can say whether the call's effect landed, and running the tool
+    again will not find out: the answer ``indeterminate``, the seed's
+    ``TOOL_INDETERMINATE``.
+
+    The run should stop here; an operator (or an approval path) settles the
+    key, completing it with the outcome it finds or releasing it
+    (docs/PROTOCOL.md §9). Retries of the same key get this same answer.
+
+    Attributes:
+        tool: The tool called.
+        key: The idempotency key, or None when none could be derived (reason
+            ``key_underivable``).
+        reason: Why the outcome is unknown: an :class:`IndeterminateReason` (a
+            reason this version does not know stays a plain string).
+        body_entered: Whether the tool's body was entered for this key, by
+            this call or an earlier one; False means the effect certainly did
+            not happen through toolexec.
+        detail: What the executor said beside, for operators, when it said
+            something.
+    """
+
+    def __init__(
+        self,
+        *,
+        tool: str,
+        key: str | None,
+        reason: IndeterminateReason | str,
+        body_entered: bool,
+        detail: str | None = None,
+    ) -> None:
+        self.tool = tool
+        self.key = key
+        self.reason = _coerce(IndeterminateReason, reason)
+        self.body_entered = body_entered
+        self.detail = detail
+        msg = (
+            f"outcome of tool {tool!r} is indeterminate ({self.reason}, body entered: "
+            f"{'yes' if body_entered else 'no'})"
+        )
+        if key:
+            msg += f", key {key}"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg)
+
+
+class FailedError(CallError):
+    """The call failed, and it is known that its effect did not land: the
+    answer ``failed``.
+
+    Attributes:
+        tool: The tool called.
+        code: A :class:`FailureCode` (a code this version does not know stays a
+            plain string).
+        message: The executor's explanation.
+    """
+
+    def __init__(self, *, tool: str, code: FailureCode | str, message: str) -> None:
+        self.tool = tool
+        self.code = _coerce(FailureCode, code)
+        self.message = message
+        super().__init__(f"tool {tool!r} failed ({self.code}): {message}")
+
+
+class RejectedError(CallError):
+    """The call was refused before anything happened (no claim, no record, no
+    run): the answer ``rejected``. Sending it again unchanged gets the same
+    answer, except for ``arguments_mismatch``.
+
+    Attributes:
+        tool: The tool named, or None when the call named none that could be read.
+        code: A :class:`RejectionCode` (a code this version does not know stays
+            a plain string).
+        message: The executor's explanation.
+        field: The attribute or argument at fault, when one is.
+    """
+
+    def __init__(
+        self,
+        *,
+        tool: str | None,
+        code: RejectionCode | str,
+        message: str,
+        field: str | None = None,
+    ) -> None:
+        self.tool = tool
+        self.code = _coerce(RejectionCode, code)
+        self.message = message
+        self.field = field
+        what = f"call to tool {tool!r}" if tool else "call"
+        at = f" at {field}" if field else ""
+        super().__init__(f"{what} rejected ({self.code}{at}): {message}")
+
+
+class CallIDTakenError(CallError):
+    """A call was not stored because another call of the same tenant, tool and
+    call id, which this client did not publish, waits to be answered. Use a
+    fresh call id; no other tenant's call is ever in the way.
+
+    Attributes:
+        tenant: The call's tenant.
+        tool: The call's tool.
+        call_id: The id that is taken.
+    """
+
+    def __init__(self, *, tenant: str, tool: str, call_id: str) -> None:
+        self.tenant = tenant
+        self.tool = tool
+        self.call_id = call_id
+        super().__init__(
+            f"call id {call_id!r} of tenant {tenant} and tool {tool} is held by a call not "
+            "yet answered that this client did not publish: the call was not stored"
+        )
+
+
+class NoAnswerError(CallError):
+    """The wait ended before the call's answer came. The call may still run
+    and be answered: its tenant, tool and call id find the answer later.
+
+    Attributes:
+        tenant: The call's tenant.
+        tool: The call's tool.
+        run_id: The call's run.
+        call_id: The call's id.
+    """
+
+    def __init__(self, *, tenant: str, tool: str, run_id: str, call_id: str) -> None:
+        self.tenant = tenant
+        self.tool = tool
+        self.run_id = run_id
+        self.call_id = call_id
+        super().__init__(
+            f"no answer yet to call {call_id} (tenant {tenant}, tool {tool}, run {run_id})"
+        )
