@@ -8,12 +8,21 @@ Three families, all below :class:`ToolexecError`:
 * Deriving a key: :class:`KeyDerivationError` (a :class:`ValueError`) with a
   ``code`` that is one of :class:`KeyErrorCode`, the same stable strings the Go
   side reports (``idemkey.Code``) and rejection events carry.
-* The end of a call, for the client (a later step): the answer kinds that are
+* The end of a call, for :class:`toolexec.Client`: the answer kinds that are
   not a success become :class:`IndeterminateOutcomeError`,
   :class:`FailedError` and :class:`RejectedError`; a call that could not be
   published under its id is :class:`CallIDTakenError`, and one whose answer did
   not come in time :class:`NoAnswerError`. They mirror the Go package's errors
-  of the same names (docs/PROTOCOL.md §5).
+  of the same names (docs/PROTOCOL.md §5). A call that no stream would store is
+  :class:`NoStreamError` (no executor's stream takes the tenant's calls) or
+  :class:`OldExecutorsError` (the executors speak wire version 1, §11); another
+  refusal by JetStream is a :class:`JetStreamError`, all of them
+  :class:`CallError`.
+* Reaching the executors' services: :class:`NoHistoryServiceError`,
+  :class:`NoCatalogServiceError`, and the refusals :class:`HistoryError` and
+  :class:`CatalogError` they answer with (docs/PROTOCOL.md §7, §8);
+  :class:`MalformedAnswerError` for a message on an answer subject that is not
+  a toolexec answer. All are :class:`ServiceError`.
 
 Every exception here pickles and unpickles to an equal one (attributes
 included), so that it can cross a process boundary.
@@ -22,23 +31,35 @@ included), so that it can cross a process boundary.
 from __future__ import annotations
 
 import enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .events import FailureCode, IndeterminateReason, RejectionCode
+
+if TYPE_CHECKING:
+    from .events import RunEvent
 
 __all__ = [
     "ArgumentsNotObjectError",
     "CallError",
     "CallIDTakenError",
+    "CatalogError",
     "DeclarationError",
     "FailedError",
+    "HistoryError",
     "IndeterminateOutcomeError",
     "InvalidArgumentsError",
+    "JetStreamError",
     "KeyDerivationError",
     "KeyErrorCode",
     "KeyUnderivableError",
+    "MalformedAnswerError",
     "NoAnswerError",
+    "NoCatalogServiceError",
+    "NoHistoryServiceError",
+    "NoStreamError",
+    "OldExecutorsError",
     "RejectedError",
+    "ServiceError",
     "ToolexecError",
     "UnknownArgumentError",
     "UnsupportedValueError",
@@ -243,6 +264,8 @@ class IndeterminateOutcomeError(CallError):
             not happen through toolexec.
         detail: What the executor said beside, for operators, when it said
             something.
+        event: The answer itself (its call id, run, time …) when the error
+            comes from one, as :class:`toolexec.Client` raises it; else None.
     """
 
     def __init__(
@@ -253,12 +276,14 @@ class IndeterminateOutcomeError(CallError):
         reason: IndeterminateReason | str,
         body_entered: bool,
         detail: str | None = None,
+        event: RunEvent | None = None,
     ) -> None:
         self.tool = tool
         self.key = key
         self.reason = _coerce(IndeterminateReason, reason)
         self.body_entered = body_entered
         self.detail = detail
+        self.event = event
         msg = (
             f"outcome of tool {tool!r} is indeterminate ({self.reason}, body entered: "
             f"{'yes' if body_entered else 'no'})"
@@ -279,12 +304,21 @@ class FailedError(CallError):
         code: A :class:`FailureCode` (a code this version does not know stays a
             plain string).
         message: The executor's explanation.
+        event: The answer itself when the error comes from one; else None.
     """
 
-    def __init__(self, *, tool: str, code: FailureCode | str, message: str) -> None:
+    def __init__(
+        self,
+        *,
+        tool: str,
+        code: FailureCode | str,
+        message: str,
+        event: RunEvent | None = None,
+    ) -> None:
         self.tool = tool
         self.code = _coerce(FailureCode, code)
         self.message = message
+        self.event = event
         super().__init__(f"tool {tool!r} failed ({self.code}): {message}")
 
 
@@ -299,6 +333,9 @@ class RejectedError(CallError):
             a plain string).
         message: The executor's explanation.
         field: The attribute or argument at fault, when one is.
+        event: The answer itself when an executor rejected the call; None when
+            the client refused it before anything was sent (a bad token,
+            arguments that are not a JSON object).
     """
 
     def __init__(
@@ -308,11 +345,13 @@ class RejectedError(CallError):
         code: RejectionCode | str,
         message: str,
         field: str | None = None,
+        event: RunEvent | None = None,
     ) -> None:
         self.tool = tool
         self.code = _coerce(RejectionCode, code)
         self.message = message
         self.field = field
+        self.event = event
         what = f"call to tool {tool!r}" if tool else "call"
         at = f" at {field}" if field else ""
         super().__init__(f"{what} rejected ({self.code}{at}): {message}")
@@ -358,3 +397,152 @@ class NoAnswerError(CallError):
         super().__init__(
             f"no answer yet to call {call_id} (tenant {tenant}, tool {tool}, run {run_id})"
         )
+
+
+class NoStreamError(CallError):
+    """No stream took the call: JetStream had no responder for its subject,
+    and this client has never stored a call of the tenant (after it has, the
+    same silence is a stream electing a leader, and the client keeps trying
+    until the call's timeout). Nothing was stored.
+
+    Either no executor has ever run against this NATS server to create the
+    streams, the connection reaches another server than the executors', or
+    its account does not import ``toolexec.call.<tenant>.>``.
+
+    Attributes:
+        tenant: The call's tenant.
+        subject: The subject the call was published on.
+    """
+
+    def __init__(self, *, tenant: str, subject: str) -> None:
+        self.tenant = tenant
+        self.subject = subject
+        super().__init__(
+            f"no stream takes tenant {tenant}'s calls ({subject} has no responders): no "
+            "executor has run against this NATS server to create the streams, the connection "
+            "reaches another server than the executors', or its account does not import "
+            f"toolexec.call.{tenant}.>"
+        )
+
+
+class OldExecutorsError(CallError):
+    """The call was refused at once because the executors speak wire version
+    1: their calls stream, ``TOOLEXEC_CALLS``, takes the call's subject instead
+    of ``TOOLEXEC_CALLS_V2`` (JetStream error 10060). Nothing was stored;
+    upgrade the executors before their callers (docs/PROTOCOL.md §11).
+
+    Attributes:
+        subject: The subject the call was published on.
+        description: JetStream's own words.
+    """
+
+    def __init__(self, *, subject: str, description: str = "") -> None:
+        self.subject = subject
+        self.description = description
+        super().__init__(
+            f"a stream other than TOOLEXEC_CALLS_V2 (TOOLEXEC_CALLS, of wire version 1, where "
+            f"the executors are older) took {subject}: upgrade the executors before their "
+            "callers (docs/PROTOCOL.md §11)"
+        )
+
+
+class JetStreamError(CallError):
+    """JetStream refused a request for a reason the client does not handle
+    itself: a publication it would not store (a stream full, say), or a read
+    of the events stream that failed.
+
+    Attributes:
+        code: The HTTP-like status JetStream gave (503, 404 …).
+        err_code: JetStream's own error code (10077 …), 0 when it gave none.
+        description: JetStream's description.
+        subject: The subject of the request.
+    """
+
+    def __init__(self, *, code: int, err_code: int, description: str, subject: str) -> None:
+        self.code = code
+        self.err_code = err_code
+        self.description = description
+        self.subject = subject
+        super().__init__(f"JetStream refused {subject}: {description} ({code}, error {err_code})")
+
+
+# --- the executors' services ----------------------------------------------------
+
+
+class ServiceError(ToolexecError):
+    """Base of the errors of the executors' services (history, catalog) and of
+    answers that cannot be read."""
+
+
+class NoHistoryServiceError(ServiceError):
+    """The account has no JetStream to read the events stream with, and
+    nothing answers its history requests (``toolexec.history.<tenant>``, then
+    the operators' ``toolexec.admin.history``): no executor runs, or the
+    account imports neither subject (a tenant reading another tenant's, or
+    every tenant's, events).
+
+    Attributes:
+        subjects: The subjects asked, in order.
+    """
+
+    def __init__(self, *, subjects: tuple[str, ...]) -> None:
+        self.subjects = subjects
+        super().__init__(f"no executor answers history requests on {' or '.join(subjects)}")
+
+
+class NoCatalogServiceError(ServiceError):
+    """Nothing answers catalog requests on ``toolexec.tools.<tenant>``: no
+    executor runs, or the account does not import the subject.
+
+    Attributes:
+        subject: The subject asked.
+    """
+
+    def __init__(self, *, subject: str) -> None:
+        self.subject = subject
+        super().__init__(f"no executor answers catalog requests on {subject}")
+
+
+class HistoryError(ServiceError):
+    """The history service refused a request (docs/PROTOCOL.md §7).
+
+    Attributes:
+        code: ``bad_request``, ``forbidden`` or ``unavailable`` (a code this
+            version does not know stays as it came).
+        message: The service's explanation.
+    """
+
+    def __init__(self, *, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"history request refused ({code}): {message}")
+
+
+class CatalogError(ServiceError):
+    """The catalog service refused a request (docs/PROTOCOL.md §8).
+
+    Attributes:
+        code: ``bad_request`` or ``too_large``.
+        message: The service's explanation.
+    """
+
+    def __init__(self, *, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"catalog request refused ({code}): {message}")
+
+
+class MalformedAnswerError(ServiceError):
+    """A message on an answer subject, or a stored event, that is not a
+    well-formed toolexec answer (docs/PROTOCOL.md §5).
+
+    Attributes:
+        reason: What is wrong with it.
+        subject: Its NATS subject, when known.
+    """
+
+    def __init__(self, reason: str, *, subject: str | None = None) -> None:
+        self.reason = reason
+        self.subject = subject
+        where = f" on {subject}" if subject else ""
+        super().__init__(f"not a toolexec answer{where}: {reason}")

@@ -9,17 +9,24 @@ its value, so ``RunEventKind("deduplicated") is RunEventKind.TOOL_DEDUPLICATED``
 :class:`IndeterminateReason`, :class:`RejectionCode` and :class:`FailureCode`
 are the strings an ``indeterminate``, ``rejected`` or ``failed`` answer carries.
 The values are the wire's; the Go package ``events`` defines the same ones.
+
+:class:`RunEvent` is one answer or audit event as the client reads it, whichever
+mode (structured or binary) it travelled in.
 """
 
 from __future__ import annotations
 
+import datetime
 import enum
+from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "EVENT_TYPE_PREFIX",
     "FailureCode",
     "IndeterminateReason",
     "RejectionCode",
+    "RunEvent",
     "RunEventKind",
 ]
 
@@ -149,3 +156,77 @@ class FailureCode(enum.StrEnum):
     TIMEOUT = "timeout"
     #: The tool returned more than the executor records.
     OUTCOME_TOO_LARGE = "outcome_too_large"
+
+
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+
+def coerce(kind: type[_E], value: str) -> _E | str:
+    """value as a member of kind, or as the plain string it came as when this
+    version does not know it (a newer executor's reason or code)."""
+    try:
+        return kind(value)
+    except ValueError:
+        return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunEvent:
+    """One answer to a call, or an audit event, as stored on
+    ``TOOLEXEC_EVENTS`` (docs/PROTOCOL.md §5): what
+    :meth:`toolexec.Client.watch` yields.
+
+    The members a kind does not carry are None: ``outcome`` for the
+    successes (and a resolution that completed a key), ``reason`` and
+    ``body_entered`` for TOOL_INDETERMINATE, ``code`` for TOOL_FAILED and
+    TOOL_REJECTED, ``action`` for TOOL_RESOLVED.
+
+    Attributes:
+        kind: What the event says happened.
+        tenant: Whose call it answers.
+        tool: The tool called (None for a rejected call that named none usable).
+        run_id: The call's run (None when the call named no valid one).
+        call_id: The call answered (for a resolution, the call that made the
+            record, when it says).
+        key: The idempotency key, when one was derived.
+        outcome: The tool's outcome, for completed and deduplicated answers
+            and a resolution that completed the key.
+        error: What went wrong (failed, rejected), or detail for operators
+            (indeterminate).
+        code: A :class:`FailureCode` or :class:`RejectionCode`.
+        field: The attribute or argument at fault, for some rejections.
+        reason: An :class:`IndeterminateReason`.
+        body_entered: Whether the tool's body was entered for this key
+            (indeterminate answers only).
+        action: ``complete`` or ``release`` (resolutions only).
+        operator: Who settled the key, when known (resolutions only).
+        time: When the answer was made (timezone-aware), when it says.
+        id: The event's CloudEvents id: the same for every answer to one call.
+        source: Who published it (``/toolexec/executor/<name>``).
+        subject: The NATS subject it was published on, when known.
+        seq: Its sequence in ``TOOLEXEC_EVENTS``, when it was read from there.
+        traceparent: The call's W3C trace context, when it had one.
+        tracestate: Its tracestate, when there is one.
+    """
+
+    kind: RunEventKind
+    tenant: str
+    tool: str | None = None
+    run_id: str | None = None
+    call_id: str | None = None
+    key: str | None = None
+    outcome: str | None = None
+    error: str | None = None
+    code: RejectionCode | FailureCode | str | None = None
+    field: str | None = None
+    reason: IndeterminateReason | str | None = None
+    body_entered: bool | None = None
+    action: str | None = None
+    operator: str | None = None
+    time: datetime.datetime | None = None
+    id: str = ""
+    source: str = ""
+    subject: str | None = None
+    seq: int | None = None
+    traceparent: str | None = None
+    tracestate: str | None = None
