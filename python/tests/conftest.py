@@ -1,5 +1,7 @@
-"""Shared fixtures: the repository's vectors, and the Go side's emitter built
-once per session, to hold the Python derivation to the Go one."""
+"""Shared fixtures: the repository's vectors; the Go side's programs (the
+executor and the emitter) built once per session, to hold the Python
+derivation to the Go one; and a real executor for the client's tests, started
+once per session (live.py has the pieces)."""
 
 from __future__ import annotations
 
@@ -8,12 +10,14 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from live import TOOLS_FILE, Downstream, Executor, Process, clean_env, free_port
 
 #: The repository's root: python/tests/../..
 REPO = Path(__file__).resolve().parents[2]
@@ -131,22 +135,84 @@ def go_command() -> str:
     return go
 
 
-@pytest.fixture(scope="session")
-def emitter(tmp_path_factory: pytest.TempPathFactory) -> Emitter:
-    """The emitter, built once per session from ./cmd/emitter (or the binary
-    TOOLEXEC_EMITTER names)."""
-    given = os.environ.get("TOOLEXEC_EMITTER")
-    if given:
-        return Emitter(Path(given).resolve())
+@dataclass(frozen=True)
+class GoPrograms:
+    """The executor and the emitter, built from this repository."""
+
+    executor: Path
+    emitter: Path
+
+
+def _go_build(out: Path, *packages: str) -> None:
     go = go_command()
-    out = tmp_path_factory.mktemp("emitter") / "emitter"
     p = subprocess.run(
-        [go, "build", "-o", str(out), "./cmd/emitter"],
+        [go, "build", "-o", str(out), *packages],
         cwd=REPO,
         capture_output=True,
         check=False,
         timeout=900,
     )
     if p.returncode != 0:
-        pytest.fail(f"go build ./cmd/emitter: {p.stderr.decode(errors='replace')}")
-    return Emitter(out)
+        pytest.fail(f"go build {' '.join(packages)}: {p.stderr.decode(errors='replace')}")
+
+
+@pytest.fixture(scope="session")
+def go_programs(tmp_path_factory: pytest.TempPathFactory) -> GoPrograms:
+    """`go build -o <tmp> ./cmd/executor ./cmd/emitter`, once per session."""
+    out = tmp_path_factory.mktemp("bin")
+    _go_build(out, "./cmd/executor", "./cmd/emitter")
+    return GoPrograms(executor=out / "executor", emitter=out / "emitter")
+
+
+@pytest.fixture(scope="session")
+def emitter(request: pytest.FixtureRequest) -> Emitter:
+    """The emitter, built once per session from ./cmd/emitter (or the binary
+    TOOLEXEC_EMITTER names)."""
+    given = os.environ.get("TOOLEXEC_EMITTER")
+    if given:
+        return Emitter(Path(given).resolve())
+    programs: GoPrograms = request.getfixturevalue("go_programs")
+    return Emitter(programs.emitter)
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """nats-server itself, built from the module proxy at the version go.mod
+    requires (the one the executors embed)."""
+    out = tmp_path_factory.mktemp("nats-server") / "nats-server"
+    _go_build(out, "github.com/nats-io/nats-server/v2")
+    return out
+
+
+@pytest.fixture(scope="session")
+def executor(
+    go_programs: GoPrograms, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Executor]:
+    """`executor --demo` with its embedded NATS on a free port and a data
+    folder of its own, serving the demo airline and the tools of live.py's
+    TOOLS_FILE (a downstream the tests control); shared by the session,
+    stopped at its end. Tests keep apart by their run ids and flights."""
+    work = tmp_path_factory.mktemp("executor")
+    downstream = Downstream()
+    tools = work / "tools.yaml"
+    tools.write_text(TOOLS_FILE)
+    metrics = f"127.0.0.1:{free_port()}"
+    argv = [str(go_programs.executor), "--demo", "--tools-file", str(tools)]
+    argv += ["--nats-port", "-1", "--data-dir", str(work / "data"), "--metrics-addr", metrics]
+    argv += ["--drain-timeout", "2s", "--log-level", "warn"]
+    proc = Process(
+        "executor", argv, cwd=work, env=clean_env(DOWNSTREAM_URL=downstream.url, HOME=str(work))
+    )
+    try:
+        url = proc.await_line(r"^toolexec executor ready: nats=(\S+)").group(1)
+        yield Executor(
+            url=url,
+            metrics="http://" + metrics,
+            emitter=go_programs.emitter,
+            downstream=downstream,
+            process=proc,
+        )
+    finally:
+        downstream.release_all()
+        proc.stop()
+        downstream.close()
