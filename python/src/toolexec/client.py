@@ -4,7 +4,8 @@ The client speaks the wire of docs/PROTOCOL.md (version 2) with nats-py, as
 the Go client does (``toolexec.Client``)::
 
     async with Client.connect("nats://127.0.0.1:4222") as client:
-        result = await client.call("acme", "book", {"flight": "BA117", "seats": 1})
+        booking = {"flight": "BA117", "seats": 1, "request_id": "a"}
+        result = await client.call("acme", "book", booking)
         print(result.kind.name, result.outcome)   # TOOL_COMPLETED, or TOOL_DEDUPLICATED
 
 A call is published as a structured CloudEvent on
