@@ -549,7 +549,7 @@ class Client:
                 except Exception as e:  # a look that fails changes nothing here
                     _log.debug("looking for the stored answer of %s failed: %s", call_id, e)
                     stored = None
-                if stored is not None:
+                if stored is not None and stored.kind.is_answer:
                     return stored
                 if self._sent.count(sent) < 2:
                     raise CallIDTakenError(tenant=tenant, tool=tool, call_id=call_id)
