@@ -184,3 +184,21 @@ def test_the_timeout_bounds_the_tries() -> None:
     assert len(conn.sent) > 1
     assert all(h["Toolexec-Repeat"] == "true" for _, h in conn.sent)
     assert conn.subs == []
+
+
+def test_after_a_reconnection_the_stored_answer_is_looked_for() -> None:
+    """An answer published while the connection was down was not heard: when
+    the connection is made again, the call looks for the stored one."""
+    conn = FakeConnection(pubacks=[PUBACK], stored=answer_event("c"))
+
+    async def main() -> tuple[int, CallResult]:
+        task = asyncio.create_task(client(conn).call("acme", "book", {}, timeout=5))
+        await asyncio.sleep(0.5)
+        looked_before = conn.gets  # a fresh call id: nothing to look for yet
+        conn.stats["reconnects"] += 1
+        return looked_before, await task
+
+    looked_before, result = run(main())
+    assert looked_before == 0
+    assert conn.gets >= 1
+    assert result.outcome == "K7Q2ZD"
