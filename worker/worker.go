@@ -57,6 +57,7 @@ type Config struct {
 
 // Worker serves tool bodies. It is safe for concurrent use.
 type Worker struct {
+	nc   *nats.Conn
 	svc  micro.Service
 	sem  chan struct{}
 	log  *slog.Logger
@@ -111,7 +112,7 @@ func Serve(nc *nats.Conn, cfg Config, tools ...*tool.Tool) (*Worker, error) {
 			return nil, fmt.Errorf("%w: the subject of tool %q %v", ErrInvalidConfig, name, err)
 		}
 	}
-	w := &Worker{sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, quit: make(chan struct{})}
+	w := &Worker{nc: nc, sem: make(chan struct{}, cfg.Concurrency), log: cfg.Logger, quit: make(chan struct{})}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: wire.WorkerService, Version: cfg.Version, Description: cfg.Description,
@@ -157,18 +158,25 @@ func Serve(nc *nats.Conn, cfg Config, tools ...*tool.Tool) (*Worker, error) {
 // ID returns the service instance's id, which executors name the worker by.
 func (w *Worker) ID() string { return w.svc.Info().ID }
 
-// Stop stops taking requests (those already delivered are refused with
-// no_effect, their bodies never entered) and waits for the bodies running to
-// reply. When ctx ends first, it cancels their contexts, waits for them to
+// Stop stops taking requests and waits for the bodies running to reply. Once
+// the server has dropped the worker's subscriptions no request reaches it; one
+// that did before but was not yet handed to a body is refused with no_effect,
+// its body never entered, so that its caller may call again. When ctx ends
+// before the bodies reply, Stop cancels their contexts, waits for them to
 // return, and returns ctx's error. It is safe to call more than once.
 func (w *Worker) Stop(ctx context.Context) error {
+	err := w.svc.Stop()
+	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	if ferr := w.nc.FlushWithContext(fctx); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) && err == nil {
+		err = fmt.Errorf("worker: waiting for the server to drop the subscriptions: %w", ferr)
+	}
+	cancel()
 	w.mu.Lock()
 	if !w.stopped {
 		w.stopped = true
 		close(w.quit)
 	}
 	w.mu.Unlock()
-	err := w.svc.Stop()
 	done := make(chan struct{})
 	go func() { w.running.Wait(); close(done) }()
 	select {
