@@ -37,8 +37,8 @@ type logs struct {
 }
 
 func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logs) WithGroup(string) slog.Handler           { return l }
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logs) WithGroup(string) slog.Handler            { return l }
 func (l *logs) Handle(_ context.Context, r slog.Record) error {
 	rec := logRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
@@ -223,4 +223,6 @@ func (h *harness) callTool(t *testing.T, name string) (string, error) {
 }
 
 // workerLabel is how the Set names the worker of id in its messages.
-func workerLabel(id, version string) string { return fmt.Sprintf("worker %s (version %s)", id, version) }
+func workerLabel(id, version string) string {
+	return fmt.Sprintf("worker %s (version %s)", id, version)
+}
