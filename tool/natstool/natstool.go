@@ -262,3 +262,27 @@ func printable(s string) bool {
 	}
 	return true
 }
+
+// Pending is a NATS tool declared before its connection exists (a tools
+// file is read before the executor connects): [Pending.Build] makes it.
+type Pending struct {
+	// Spec is the tool's declaration.
+	Spec tool.Spec
+	// Endpoint is where its requests go; Build sets its Conn.
+	Endpoint Endpoint
+}
+
+// Build returns the tool, sending its requests on nc; its errors are New's.
+func (p Pending) Build(nc *nats.Conn) (*tool.Tool, error) {
+	ep := p.Endpoint
+	ep.Conn = nc
+	return New(p.Spec, ep)
+}
+
+// Subject returns the subject the tool's requests go to.
+func (p Pending) Subject() string {
+	if p.Endpoint.Subject != "" {
+		return p.Endpoint.Subject
+	}
+	return wire.BodySubject(p.Spec.Name)
+}
