@@ -8,7 +8,8 @@
 // which every worker answers with its endpoints — and gathers every reply
 // that comes within [Config.Window]; it does so at [Set.Refresh], which an
 // executor calls once before it takes calls, and then every
-// [Config.Interval] ([Set.Run]). A worker is remembered until it has gone
+// [Config.Interval] ([Set.Run]); a round ends at once when the server answers
+// that no one received the request. A worker is remembered until it has gone
 // unheard for [Config.Absent] rounds in a row, so that a reply that came late
 // once does not make its tools vanish. A round whose request could not be
 // sent changes nothing.

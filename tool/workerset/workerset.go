@@ -227,7 +227,13 @@ func (s *Set) gather(ctx context.Context) ([]*nats.Msg, error) {
 		if err != nil {
 			break
 		}
-		if m.Header.Get("Status") != "" { // the server's no-responders: no worker here, others may answer
+		if m.Header.Get("Status") == "503" && len(m.Data) == 0 {
+			// The server's no-responders: nothing anywhere received the request
+			// (a service import counts only if the exporting account delivered
+			// it), so no reply will come.
+			break
+		}
+		if m.Header.Get("Status") != "" {
 			continue
 		}
 		replies = append(replies, m)

@@ -437,3 +437,22 @@ func TestNewRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestNoWorkersEndsTheRoundAtOnce: with no worker anywhere the server answers
+// the request with no responders, and the round ends without waiting for the
+// window.
+func TestNoWorkersEndsTheRoundAtOnce(t *testing.T) {
+	srv := natstest.Start(t)
+	set, err := workerset.New(natstest.Connect(t, srv), &tool.Registry{}, workerset.Config{Window: 10 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := set.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a round with no worker took %v, the window being 10s", d)
+	}
+}
