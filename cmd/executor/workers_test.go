@@ -42,7 +42,9 @@ func TestDemoServesWorkersTools(t *testing.T) {
 	addr := testenv.FreeAddr(t)
 	url, _ := startExecutor(t, "--demo", "--metrics-addr", addr, "--workers-interval", "100ms", "--workers-window", "100ms")
 	greet, err := tool.New(tool.Spec{Name: "greet", Idempotency: &tool.Policy{Kind: tool.ReadOnly}},
-		func(_ context.Context, tc tool.Context, _ json.RawMessage) (string, error) { return "hello " + tc.Tenant, nil })
+		func(_ context.Context, tc tool.Context, _ json.RawMessage) (string, error) {
+			return "hello " + tc.Tenant, nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
