@@ -404,6 +404,7 @@ func TestProtocolDocSubjects(t *testing.T) {
 		wire.CatalogSubject("<tenant>"),
 		admin.Subjects,
 		wire.BodySubject("<tool>"),
+		wire.WorkerInfoSubject,
 	})
 	sameSet(t, "§3: the streams", streams, "package wire's", []string{wire.CallStream, wire.EventStream})
 	var last []string
