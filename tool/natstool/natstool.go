@@ -37,15 +37,20 @@ const (
 	HeaderTraceParent    = "traceparent"
 )
 
-// The headers of a reply the server writes, and the service API's error
-// headers.
+// The status header of the server's no-responders reply, and the service
+// API's error headers.
 const (
-	headerStatus         = "Status"
-	statusNoResponders   = "503"
-	headerErrorCode      = micro.ErrorCodeHeader
-	headerError          = micro.ErrorHeader
-	pingTimeout          = 10 * time.Second
-	replyChannelCapacity = 4
+	headerStatus       = "Status"
+	statusNoResponders = "503"
+	headerErrorCode    = micro.ErrorCodeHeader
+	headerError        = micro.ErrorHeader
+)
+
+// pingTimeout bounds the round trip behind a request; replyBuffer is room for
+// the reply and a few strays.
+const (
+	pingTimeout = 10 * time.Second
+	replyBuffer = 4
 )
 
 // Endpoint says where a NATS tool sends its requests.
@@ -151,7 +156,7 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	lost := c.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	defer c.nc.RemoveStatusListener(lost)
 	inbox := c.nc.NewInbox()
-	replies := make(chan *nats.Msg, replyChannelCapacity)
+	replies := make(chan *nats.Msg, replyBuffer)
 	sub, err := c.nc.ChanSubscribe(inbox, replies)
 	if err != nil {
 		return "", tool.NoEffect(fmt.Errorf("%w: %s: subscribing to the reply subject: %w", ErrNotSent, c.subject, err))
