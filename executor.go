@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,18 +20,35 @@ import (
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/natstool"
+	"github.com/tesserix/toolexec/tool/workerset"
 )
 
 // DefaultDrainTimeout is how long Executor.Run lets the calls in flight finish
 // once its context ends, unless ExecutorConfig.DrainTimeout says otherwise.
 const DefaultDrainTimeout = 30 * time.Second
 
-// ExecutorConfig configures an Executor. Only Tools is required; every other
-// field has the default cmd/executor uses.
+// ExecutorConfig configures an Executor. It needs tools: Tools, NATSTools,
+// or Workers to learn them from; every other field has the default
+// cmd/executor uses.
 type ExecutorConfig struct {
-	// Tools are the tools this executor runs. Required. Every executor sharing
-	// the NATS streams must serve the same tools: any of them may take any call.
+	// Tools are the tools this executor runs. Every executor sharing the NATS
+	// streams must serve the same tools: any of them may take any call.
 	Tools []*tool.Tool
+	// NATSTools are tools whose bodies workers serve over NATS, declared by
+	// the executor itself (a tools file's nats: tools,
+	// toolsfile.Toolset.NATSTools): they are built on the executor's
+	// connection and served like Tools (docs/PROTOCOL.md §12).
+	NATSTools []natstool.Pending
+	// Workers, when set, has the executor learn the tools of the workers
+	// serving bodies over NATS (package workerset): it asks them once before
+	// it takes calls, then every Workers.Interval, serves and lists what they
+	// declare alike, and rejects (tool_conflict) a tool whose declarations
+	// disagree, NATSTools' included. Its Served is set from NATSTools; its
+	// Logger defaults to Logger, its Observer to Observer when that
+	// implements workerset.Observer. Nil: no worker's tool is learned
+	// (NATSTools are served all the same, unchecked).
+	Workers *workerset.Config
 
 	// Store keeps the idempotency records. Default: the JetStream KV bucket
 	// toolexec_idempotency on the executor's own connection (natsstore), with
@@ -115,7 +133,9 @@ type Observer interface {
 // operators' on toolexec.admin.history, through which a client without
 // JetStream access attaches to answers and watches events, and the catalog
 // requests on toolexec.tools.<tenant> (bus.CatalogService), which tell an MCP
-// gateway in any process what tools there are.
+// gateway in any process what tools there are. With ExecutorConfig.Workers it
+// learns the tools of the workers that serve bodies over NATS as they come
+// and go (docs/PROTOCOL.md §12).
 // Start as many as you like, in as many processes.
 type Executor struct {
 	log        *slog.Logger
@@ -130,22 +150,36 @@ type Executor struct {
 	history *bus.HistoryService
 	catalog *bus.CatalogService
 	drain   time.Duration
+	tools   *tool.Registry
+	// stopWorkers stops learning the workers' tools; nil without Workers.
+	stopWorkers func()
 }
 
 // NewExecutor creates or updates the streams (and the default store's bucket)
-// on nc, starts serving the admin and history subjects, and returns an
-// executor ready to Run. It returns an error matching
-// ErrInvalidOption for a nil connection or no tools, and the error of any step
-// that fails (a tool declared twice, JetStream not enabled, the store not
-// reachable).
+// on nc, starts serving the admin and history subjects, learns the workers'
+// tools (with Workers), and returns an executor ready to Run. It returns an
+// error matching ErrInvalidOption for a nil connection or no tools (and no
+// Workers to learn them from), and the error of any step that fails (a tool
+// declared twice, a NATS tool that cannot be built, JetStream not enabled,
+// the store not reachable).
 func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Executor, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: a NATS connection is required", ErrInvalidOption)
 	}
-	if len(cfg.Tools) == 0 {
+	if len(cfg.Tools) == 0 && len(cfg.NATSTools) == 0 && cfg.Workers == nil {
 		return nil, fmt.Errorf("%w: no tools", ErrInvalidOption)
 	}
-	tools, err := tool.NewRegistry(cfg.Tools...)
+	all := slices.Clone(cfg.Tools)
+	served := map[string]string{}
+	for _, p := range cfg.NATSTools {
+		t, err := p.Build(nc)
+		if err != nil {
+			return nil, fmt.Errorf("toolexec: %w", err)
+		}
+		all = append(all, t)
+		served[t.Name()] = p.Subject()
+	}
+	tools, err := tool.NewRegistry(all...)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +194,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: cfg.Replicas, EventMaxAge: cfg.EventMaxAge}); err != nil {
 		return nil, fmt.Errorf("toolexec: creating the streams: %w", err)
 	}
-	e := &Executor{log: log, store: cfg.Store, drain: cfg.DrainTimeout}
+	e := &Executor{log: log, store: cfg.Store, drain: cfg.DrainTimeout, tools: tools}
 	if e.drain <= 0 {
 		e.drain = DefaultDrainTimeout
 	}
@@ -233,9 +267,52 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	if e.catalog, err = bus.ServeCatalog(nc, tools, bus.CatalogConfig{Logger: log}); err != nil {
 		return nil, fmt.Errorf("toolexec: serving the tool catalog: %w", err)
 	}
+	if cfg.Workers != nil {
+		if err := e.learnWorkers(ctx, nc, *cfg.Workers, served, cfg.Observer); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return e, nil
 }
+
+// learnWorkers asks the workers for their tools once, and keeps asking until
+// Close.
+func (e *Executor) learnWorkers(ctx context.Context, nc *nats.Conn, wcfg workerset.Config, served map[string]string, obs Observer) error {
+	wcfg.Served = served
+	if wcfg.Logger == nil {
+		wcfg.Logger = e.log
+	}
+	if o, ok := obs.(workerset.Observer); ok && wcfg.Observer == nil {
+		wcfg.Observer = o
+	}
+	set, err := workerset.New(nc, e.tools, wcfg)
+	if err != nil {
+		return fmt.Errorf("toolexec: learning the workers' tools: %w", err)
+	}
+	if err := set.Refresh(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("toolexec: asking the workers for their tools: %w", err)
+		}
+		e.log.Warn("asking the workers for their tools failed; asking again later", "error", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		set.Run(runCtx)
+	}()
+	e.stopWorkers = func() { cancel(); <-done }
+	return nil
+}
+
+// Tools returns the names of the tools the executor serves now, sorted: its
+// own, and those learned from workers, but those in conflict.
+func (e *Executor) Tools() []string { return e.tools.Names() }
+
+// Conflicts returns the tools not run because their declarations conflict,
+// and what conflicts, sorted by name (see package workerset).
+func (e *Executor) Conflicts() []*tool.ConflictError { return e.tools.Conflicts() }
 
 // Holder returns the name this executor claims keys under.
 func (e *Executor) Holder() string { return e.dispatcher.Holder() }
@@ -310,9 +387,14 @@ wait:
 	return err
 }
 
-// Close stops serving the admin, history and catalog subjects and closes the store
-// NewExecutor opened. Call it after Run returns.
+// Close stops learning the workers' tools, stops serving the admin, history
+// and catalog subjects and closes the store NewExecutor opened. Call it after
+// Run returns.
 func (e *Executor) Close() {
+	if e.stopWorkers != nil {
+		e.stopWorkers()
+		e.stopWorkers = nil
+	}
 	if e.admin != nil {
 		_ = e.admin.Close()
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
@@ -24,6 +25,8 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/protodoc"
 	"github.com/tesserix/toolexec/schemas"
+	"github.com/tesserix/toolexec/tool/natstool"
+	"github.com/tesserix/toolexec/worker"
 )
 
 // TestProtocolDoc keeps docs/PROTOCOL.md honest where that is cheap: every
@@ -400,6 +403,8 @@ func TestProtocolDocSubjects(t *testing.T) {
 		wire.HistorySubject("<tenant>"),
 		wire.CatalogSubject("<tenant>"),
 		admin.Subjects,
+		wire.BodySubject("<tool>"),
+		wire.WorkerInfoSubject,
 	})
 	sameSet(t, "§3: the streams", streams, "package wire's", []string{wire.CallStream, wire.EventStream})
 	var last []string
@@ -514,4 +519,28 @@ func jsonNames(typ reflect.Type, always bool) []string {
 		}
 	}
 	return out
+}
+
+// TestProtocolDocBodies holds docs/PROTOCOL.md §12 to the packages that speak
+// it: its header table names exactly the headers of a body's request
+// (package natstool's), and it names the subjects, the service, the queue
+// group, the metadata key, the error headers and the codes a worker replies
+// with as packages wire, natstool and worker spell them.
+func TestProtocolDocBodies(t *testing.T) {
+	sec := protodoc.Read(t, protocolDoc).Section(t, 12)
+	tb := protodoc.FindTable(t, sec, "header", "value")
+	var named []string
+	for _, row := range tb.Rows {
+		named = append(named, oneName(t, "§12: the header cell", row[0]))
+	}
+	sameSet(t, "§12: the request's headers", named, "package natstool's", []string{
+		natstool.HeaderIdempotencyKey, natstool.HeaderTenant, natstool.HeaderRunID, natstool.HeaderCallID,
+		natstool.HeaderTool, natstool.HeaderAttempt, natstool.HeaderTraceParent,
+	})
+	for _, name := range []string{wire.BodySubject("<tool>"), wire.BodyQueue, wire.WorkerService, wire.DeclarationMetadata,
+		micro.ErrorCodeHeader, micro.ErrorHeader, natstool.CodeNoEffect, worker.CodeToolError} {
+		if !slices.Contains(protodoc.CodeSpans(sec), name) {
+			t.Errorf("§12 does not name %q", name)
+		}
+	}
 }

@@ -119,12 +119,20 @@ func (e *CatalogError) Error() string {
 // used: every tenant may call every tool, so every tenant is told of every
 // tool. In a deployment with accounts, the export of toolexec.tools.* with
 // account_token_position 3 lets each tenant ask on its own subject only.
+//
+// It answers from the registry as it stands at each request (a tool learned
+// from a worker is listed from then on, a tool in conflict is not), encoding
+// the declarations again only after the registry changed.
 type CatalogService struct {
-	decls    []ToolDecl // sorted by name
-	encoded  [][]byte   // each declaration's JSON, in step with decls
-	maxBytes int        // what one page's declarations may add up to
+	tools    *tool.Registry
+	maxBytes int // what one page's declarations may add up to
 	log      *slog.Logger
 	sub      *nats.Subscription
+
+	mu      sync.Mutex // protects the fields below
+	version uint64     // the registry's version the declarations were read at
+	decls   []ToolDecl // sorted by name
+	encoded [][]byte   // each declaration's JSON, in step with decls
 
 	closeOnce sync.Once
 }
@@ -140,7 +148,7 @@ type CatalogConfig struct {
 }
 
 // ServeCatalog subscribes to toolexec.tools.* on nc and answers with the
-// declarations of tools until Close. It returns an error matching
+// declarations of the tools the registry serves at each request, until Close. It returns an error matching
 // ErrInvalidConfig for a nil connection or registry, and the subscription's
 // error if the connection refuses it.
 func ServeCatalog(nc *nats.Conn, tools *tool.Registry, cfg CatalogConfig) (*CatalogService, error) {
@@ -153,15 +161,9 @@ func ServeCatalog(nc *nats.Conn, tools *tool.Registry, cfg CatalogConfig) (*Cata
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &CatalogService{log: cfg.Logger, maxBytes: max(int(nc.MaxPayload())-catalogReserve, catalogReserve)}
-	for _, t := range tools.Tools() {
-		d := DeclOf(t)
-		b, err := json.Marshal(d)
-		if err != nil {
-			return nil, fmt.Errorf("bus: encoding the declaration of tool %q: %w", d.Name, err)
-		}
-		s.decls = append(s.decls, d)
-		s.encoded = append(s.encoded, b)
+	s := &CatalogService{tools: tools, log: cfg.Logger, maxBytes: max(int(nc.MaxPayload())-catalogReserve, catalogReserve)}
+	if err := s.read(); err != nil {
+		return nil, err
 	}
 	sub, err := nc.QueueSubscribe(wire.CatalogSubjects, cfg.Queue, s.handle)
 	if err != nil {
@@ -201,6 +203,39 @@ func (s *CatalogService) handle(m *nats.Msg) {
 	}
 }
 
+// read encodes the declarations of the registry's tools. s.mu is held, or s
+// not yet shared.
+func (s *CatalogService) read() error {
+	version := s.tools.Version()
+	tools := s.tools.Tools()
+	decls, encoded := make([]ToolDecl, 0, len(tools)), make([][]byte, 0, len(tools))
+	var errs []error
+	for _, t := range tools {
+		d := DeclOf(t)
+		b, err := json.Marshal(d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bus: encoding the declaration of tool %q: %w", d.Name, err))
+			continue
+		}
+		decls, encoded = append(decls, d), append(encoded, b)
+	}
+	s.version, s.decls, s.encoded = version, decls, encoded
+	return errors.Join(errs...)
+}
+
+// current returns the declarations of the registry as it stands, read again
+// if it changed since they were last read.
+func (s *CatalogService) current() ([]ToolDecl, [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tools.Version() != s.version {
+		if err := s.read(); err != nil {
+			s.log.Error("catalog: a declaration cannot be encoded; the tool is not listed", "error", err)
+		}
+	}
+	return s.decls, s.encoded
+}
+
 // answer returns the page the request m asks for.
 func (s *CatalogService) answer(m *nats.Msg) CatalogResponse {
 	tenant, _ := strings.CutPrefix(m.Subject, wire.CatalogPrefix)
@@ -216,27 +251,28 @@ func (s *CatalogService) answer(m *nats.Msg) CatalogResponse {
 
 // page returns the declarations after the tool named after, as many as fit.
 func (s *CatalogService) page(after string) CatalogResponse {
+	decls, encoded := s.current()
 	i := 0
 	if after != "" {
-		for i < len(s.decls) && s.decls[i].Name <= after {
+		for i < len(decls) && decls[i].Name <= after {
 			i++
 		}
 	}
 	resp := CatalogResponse{Tools: []ToolDecl{}}
 	size := 0
-	for ; i < len(s.decls); i++ {
-		n := len(s.encoded[i]) + 1
+	for ; i < len(decls); i++ {
+		n := len(encoded[i]) + 1
 		if size+n > s.maxBytes {
 			if len(resp.Tools) == 0 {
 				resp.Error = &CatalogError{Code: CatalogTooLarge, Message: fmt.Sprintf(
-					"the declaration of tool %q is %d bytes, more than a reply can carry (%d)", s.decls[i].Name, n, s.maxBytes)}
+					"the declaration of tool %q is %d bytes, more than a reply can carry (%d)", decls[i].Name, n, s.maxBytes)}
 				return resp
 			}
 			resp.More = true
 			return resp
 		}
 		size += n
-		resp.Tools = append(resp.Tools, s.decls[i])
+		resp.Tools = append(resp.Tools, decls[i])
 	}
 	return resp
 }

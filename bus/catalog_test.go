@@ -183,3 +183,48 @@ func TestCatalogClientBounded(t *testing.T) {
 		t.Fatalf("Tools = %v, %v; want an out-of-order error", got, err)
 	}
 }
+
+// TestCatalogFollowsTheRegistry: the catalog lists the registry as it stands
+// at each request: a tool put after the service started is listed, a tool in
+// conflict is not, and a tool removed is gone.
+func TestCatalogFollowsTheRegistry(t *testing.T) {
+	h := newHarness(t)
+	book, err := tool.New(tool.Spec{Name: "book"}, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo, err := tool.New(tool.Spec{Name: "echo", Description: "Say it back."}, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry(t, book)
+	serveCatalog(t, natstest.Connect(t, h.srv), reg)
+	listed := func() string {
+		t.Helper()
+		got, err := h.client.Tools(ctxT(t), "acme")
+		if err != nil {
+			t.Fatalf("Tools: %v", err)
+		}
+		var names []string
+		for _, d := range got {
+			names = append(names, d.Name+":"+d.Description)
+		}
+		return strings.Join(names, ",")
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"as started", func() {}, "book:"},
+		{"echo put", func() { reg.Put(echo) }, "book:,echo:Say it back."},
+		{"book in conflict", func() { reg.SetConflict("book", "two workers differ") }, "echo:Say it back."},
+		{"echo removed, book's conflict over", func() { reg.Remove("echo"); reg.ClearConflict("book") }, "book:"},
+	}
+	for _, st := range steps {
+		st.change()
+		if got := listed(); got != st.want {
+			t.Errorf("%s: the catalog lists %q, want %q", st.name, got, st.want)
+		}
+	}
+}

@@ -195,7 +195,7 @@ type answered struct {
 func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (answered, error) {
 	start := time.Now()
 	label := ""
-	if _, ok := d.tools.Lookup(c.Tool); ok {
+	if _, err := d.tools.Get(c.Tool); err == nil || errors.Is(err, tool.ErrToolConflict) {
 		label = c.Tool
 	}
 	d.obs.CallStarted(label)
@@ -259,8 +259,11 @@ func (r *run) do(ctx context.Context) (answered, error) {
 			return answered{answer: r.rejected(events.CodeBadToken, fmt.Sprintf("%s %q must match [A-Za-z0-9_-]{1,128}", f.name, f.value))}, nil
 		}
 	}
-	t, ok := r.d.tools.Lookup(c.Tool)
-	if !ok {
+	t, err := r.d.tools.Get(c.Tool)
+	switch {
+	case errors.Is(err, tool.ErrToolConflict):
+		return answered{answer: r.rejected(events.CodeToolConflict, err.Error())}, nil
+	case err != nil:
 		return answered{answer: r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool))}, nil
 	}
 	r.tool = t

@@ -190,6 +190,58 @@ func TestRejected(t *testing.T) {
 	}
 }
 
+// TestToolsLookedUpPerCall: the dispatcher serves the registry as it is at
+// each call: a tool put after the dispatcher was made is run, a tool in
+// conflict is rejected tool_conflict before anything is claimed or entered
+// and runs again once the conflict ends, and a removed tool is unknown.
+func TestToolsLookedUpPerCall(t *testing.T) {
+	b := &body{}
+	e := newEnv(t)
+	cs := &countingStore{Store: e.store}
+	d := e.dispatcherOver(t, "w1", cs, nil)
+	answer := func(callID string) events.Answer {
+		t.Helper()
+		a, err := d.Dispatch(context.Background(), call("book", callID, `{"flight":"BA117"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+
+	if a := answer("c1"); a.Kind != events.KindRejected || a.Code != events.CodeUnknownTool {
+		t.Fatalf("before book was put: %s %s, want rejected unknown_tool", a.Kind, a.Code)
+	}
+	if _, err := e.reg.Put(newTool(t, "book", policy(tool.Effectful, "flight"), tool.Retry{}, b)); err != nil {
+		t.Fatal(err)
+	}
+	if a := answer("c2"); a.Kind != events.KindCompleted || b.entered.Load() != 1 {
+		t.Fatalf("after book was put: %s, body entered %d times; want completed, once", a.Kind, b.entered.Load())
+	}
+
+	e.reg.SetConflict("book", "worker w1 and worker w2 differ in parameters")
+	claims := cs.claims.Load()
+	a := answer("c3")
+	if a.Kind != events.KindRejected || a.Code != events.CodeToolConflict || !strings.Contains(a.Error, "differ in parameters") {
+		t.Fatalf("in conflict: %s %s %q, want rejected tool_conflict saying what differs", a.Kind, a.Code, a.Error)
+	}
+	if b.entered.Load() != 1 || cs.claims.Load() != claims {
+		t.Fatalf("a call of a tool in conflict entered the body or claimed its key")
+	}
+	var re *dispatch.RejectedError
+	if _, err := d.Call(context.Background(), call("book", "c4", `{"flight":"LH400"}`)); !errors.As(err, &re) || re.Code != events.CodeToolConflict {
+		t.Fatalf("Call in conflict: %v, want *RejectedError tool_conflict", err)
+	}
+
+	e.reg.ClearConflict("book")
+	if a := answer("c5"); a.Kind != events.KindDeduplicated {
+		t.Fatalf("after the conflict ended: %s, want deduplicated from c2's record", a.Kind)
+	}
+	e.reg.Remove("book")
+	if a := answer("c6"); a.Kind != events.KindRejected || a.Code != events.CodeUnknownTool {
+		t.Fatalf("after book was removed: %s %s, want rejected unknown_tool", a.Kind, a.Code)
+	}
+}
+
 // manyMembers returns an arguments object of n members, flight among them.
 func manyMembers(n int) string {
 	var b strings.Builder

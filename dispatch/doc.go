@@ -9,9 +9,11 @@
 //
 // The rules, in the order [Dispatcher.Dispatch] applies them:
 //
-//  1. Validation: a known tool, well-formed ids, arguments that are a JSON object
-//     the canonical encoder accepts and that satisfy the tool's schema. Anything
-//     else is rejected before a key is claimed or the body entered.
+//  1. Validation: well-formed ids, a known tool that is not in conflict (looked
+//     up for each call, so that tools registered later are served), arguments
+//     that are a JSON object the canonical encoder accepts and that satisfy the
+//     tool's schema. Anything else is rejected before a key is claimed or the
+//     body entered.
 //  2. Tools without a policy, and ReadOnly tools, run under their retry policy.
 //  3. Idempotent and Effectful tools claim their key first. A completed record
 //     answers the call (deduplicated); an indeterminate record answers it again; a

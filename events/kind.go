@@ -118,6 +118,9 @@ const (
 	CodeCallIDMismatch Code = "call_id_mismatch"
 	// CodeUnknownTool: no tool of that name is registered.
 	CodeUnknownTool Code = "unknown_tool"
+	// CodeToolConflict: what declares the tool disagrees (two workers declaring
+	// it differently, say), so it is not run until an operator settles it.
+	CodeToolConflict Code = "tool_conflict"
 	// CodeSchemaViolation: the data, or the arguments, do not match their schema.
 	CodeSchemaViolation Code = "schema_violation"
 	// CodeTooLarge: the message exceeds the size the executor accepts.
@@ -168,7 +171,7 @@ func RejectionCodes() []Code {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
-		CodeTooManyValues, CodeCallIDMismatch,
+		CodeTooManyValues, CodeCallIDMismatch, CodeToolConflict,
 	}
 }
 
@@ -185,7 +188,7 @@ func (c Code) IsRejection() bool {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
-		CodeTooManyValues, CodeCallIDMismatch:
+		CodeTooManyValues, CodeCallIDMismatch, CodeToolConflict:
 		return true
 	}
 	return false

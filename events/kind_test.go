@@ -89,7 +89,7 @@ func TestCodesMatchSchemas(t *testing.T) {
 	wantRejections := []string{"invalid_json", "not_cloudevent", "bad_specversion", "missing_attribute",
 		"bad_token", "tenant_mismatch", "unknown_tool", "schema_violation", "too_large",
 		"arguments_not_object", "duplicate_member", "nfc_collision", "number_out_of_range",
-		"invalid_unicode", "too_deep", "arguments_mismatch", "bad_content_type", "bad_data", "call_id_mismatch"}
+		"invalid_unicode", "too_deep", "arguments_mismatch", "bad_content_type", "bad_data", "call_id_mismatch", "tool_conflict"}
 	for _, c := range wantRejections {
 		if !events.Code(c).IsRejection() || events.Code(c).IsFailure() {
 			t.Errorf("%q must be a rejection code and not a failure code", c)

@@ -13,7 +13,27 @@ var (
 	ErrUnknownArgument = errors.New("tool: argument is not a parameter")
 	// ErrDuplicateTool is returned when a registry already holds a tool of that name.
 	ErrDuplicateTool = errors.New("tool: duplicate tool name")
+	// ErrUnknownTool is matched when a registry holds no tool of that name.
+	ErrUnknownTool = errors.New("tool: no tool of that name")
+	// ErrToolConflict is matched by a [*ConflictError]: the tool's declarations
+	// conflict, and it is not served until they agree.
+	ErrToolConflict = errors.New("tool: declarations conflict")
 )
+
+// ConflictError says that a tool is not served because what declares it
+// disagrees (two workers declaring one name differently, say). It matches
+// [ErrToolConflict].
+type ConflictError struct {
+	Tool string // the tool's name
+	Msg  string // what conflicts, for operators
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("tool %q is not served while its declarations conflict: %s", e.Tool, e.Msg)
+}
+
+// Is matches ErrToolConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrToolConflict }
 
 // SpecError refuses a tool declaration. It matches [ErrInvalidSpec], and
 // [ErrUnknownArgument] when Argument is set.

@@ -6,11 +6,16 @@ import (
 	"sync"
 )
 
-// Registry holds the tools an executor serves, by name. Its zero value is empty
-// and ready to use; it is safe for concurrent use.
+// Registry holds the tools an executor serves, by name. Tools may be added,
+// replaced and removed while it is in use (an executor learns the tools of
+// workers at run time), and a name may be withheld while its declarations
+// conflict ([Registry.SetConflict]). Its zero value is empty and ready to use;
+// it is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex // protects tools
-	tools map[string]*Tool
+	mu        sync.RWMutex // protects the fields below
+	tools     map[string]*Tool
+	conflicts map[string]string // name → what conflicts
+	version   uint64
 }
 
 // NewRegistry returns a registry holding tools, or the first registration error.
@@ -35,38 +40,147 @@ func (r *Registry) Register(t *Tool) error {
 	if _, ok := r.tools[t.Name()]; ok {
 		return fmt.Errorf("%w: %q", ErrDuplicateTool, t.Name())
 	}
+	r.put(t)
+	return nil
+}
+
+// Put registers t, replacing the tool of the same name if there is one, and
+// returns the tool it replaced (nil when there was none). A call that already
+// holds the replaced tool finishes with it.
+func (r *Registry) Put(t *Tool) (replaced *Tool, err error) {
+	if t == nil {
+		return nil, fmt.Errorf("tool: put: nil tool")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	replaced = r.tools[t.Name()]
+	r.put(t)
+	return replaced, nil
+}
+
+// put stores t. r.mu is held for writing.
+func (r *Registry) put(t *Tool) {
 	if r.tools == nil {
 		r.tools = map[string]*Tool{}
 	}
 	r.tools[t.Name()] = t
-	return nil
+	r.version++
 }
 
-// Lookup returns the tool called name.
-func (r *Registry) Lookup(name string) (*Tool, bool) {
+// Remove unregisters the tool called name and reports whether there was one.
+// A conflict set on the name stays.
+func (r *Registry) Remove(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tools[name]; !ok {
+		return false
+	}
+	delete(r.tools, name)
+	r.version++
+	return true
+}
+
+// SetConflict withholds the name: until [Registry.ClearConflict], the tool
+// called name (registered or not) is not served — Lookup does not find it,
+// Names and Tools leave it out — and Get returns a [*ConflictError] carrying
+// msg, which says what conflicts. Setting it again replaces msg.
+func (r *Registry) SetConflict(name, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.conflicts[name]; ok && old == msg {
+		return
+	}
+	if r.conflicts == nil {
+		r.conflicts = map[string]string{}
+	}
+	r.conflicts[name] = msg
+	r.version++
+}
+
+// ClearConflict ends the conflict on name, serving its tool again if one is
+// registered, and reports whether there was a conflict.
+func (r *Registry) ClearConflict(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.conflicts[name]; !ok {
+		return false
+	}
+	delete(r.conflicts, name)
+	r.version++
+	return true
+}
+
+// Conflicts returns the names in conflict and what conflicts, sorted by name.
+func (r *Registry) Conflicts() []*ConflictError {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	t, ok := r.tools[name]
-	return t, ok
+	out := make([]*ConflictError, 0, len(r.conflicts))
+	for name, msg := range r.conflicts {
+		out = append(out, &ConflictError{Tool: name, Msg: msg})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
+	return out
 }
 
-// Names returns the registered tools' names, sorted.
+// Version changes whenever what the registry serves may have changed: a tool
+// registered, replaced or removed, a conflict set, changed or cleared. A
+// reader that caches what it derives from the tools compares it with the
+// version it cached at.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
+}
+
+// Get returns the tool called name for a call. It returns a [*ConflictError]
+// (matching [ErrToolConflict]) while the name is in conflict, and an error
+// matching [ErrUnknownTool] when no tool of that name is registered.
+func (r *Registry) Get(name string) (*Tool, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if msg, ok := r.conflicts[name]; ok {
+		return nil, &ConflictError{Tool: name, Msg: msg}
+	}
+	t, ok := r.tools[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	return t, nil
+}
+
+// Lookup returns the tool called name, unless none is registered or the name
+// is in conflict.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	t, err := r.Get(name)
+	return t, err == nil
+}
+
+// Names returns the names of the tools served, sorted: those registered and
+// not in conflict.
 func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	return r.names()
+}
+
+// names lists the served names, sorted. r.mu is held.
+func (r *Registry) names() []string {
 	names := make([]string, 0, len(r.tools))
 	for n := range r.tools {
-		names = append(names, n)
+		if _, conflict := r.conflicts[n]; !conflict {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
 }
 
-// Tools returns the registered tools, sorted by name.
+// Tools returns the tools served, sorted by name: those registered and not in
+// conflict.
 func (r *Registry) Tools() []*Tool {
-	names := r.Names()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	names := r.names()
 	tools := make([]*Tool, len(names))
 	for i, n := range names {
 		tools[i] = r.tools[n]

@@ -281,6 +281,87 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
+// TestRegistryChangesAtRunTime: tools put, replaced and removed while the
+// registry serves, and a name withheld while in conflict, are seen by every
+// reader at once, and each change moves the version.
+func TestRegistryChangesAtRunTime(t *testing.T) {
+	a1, _ := tool.New(tool.Spec{Name: "a", Description: "first"}, ok)
+	a2, _ := tool.New(tool.Spec{Name: "a", Description: "second"}, ok)
+	b, _ := tool.New(tool.Spec{Name: "b"}, ok)
+	r, err := tool.NewRegistry(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() string { return strings.Join(r.Names(), ",") }
+	version := r.Version()
+	moved := func(what string) {
+		t.Helper()
+		if v := r.Version(); v == version {
+			t.Errorf("%s: the version stayed %d", what, v)
+		} else {
+			version = v
+		}
+	}
+
+	if _, err := r.Get("a"); !errors.Is(err, tool.ErrUnknownTool) || errors.Is(err, tool.ErrToolConflict) {
+		t.Fatalf("Get of a tool never registered: %v, want ErrUnknownTool", err)
+	}
+	if old, err := r.Put(a1); old != nil || err != nil {
+		t.Fatalf("Put(a1) = %v, %v; want nothing replaced", old, err)
+	}
+	moved("Put")
+	if old, _ := r.Put(a2); old != a1 {
+		t.Fatalf("Put(a2) replaced %v, want a1", old)
+	}
+	moved("Put replacing")
+	if got, err := r.Get("a"); err != nil || got != a2 {
+		t.Fatalf("Get(a) = %v, %v; want the replacement", got, err)
+	}
+
+	r.SetConflict("a", "worker w1 and worker w2 differ in description")
+	moved("SetConflict")
+	r.SetConflict("a", "worker w1 and worker w2 differ in description")
+	if v := r.Version(); v != version {
+		t.Errorf("setting the same conflict again moved the version")
+	}
+	_, err = r.Get("a")
+	var ce *tool.ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, tool.ErrToolConflict) || errors.Is(err, tool.ErrUnknownTool) ||
+		ce.Tool != "a" || !strings.Contains(err.Error(), "differ in description") {
+		t.Fatalf("Get of a tool in conflict: %v, want a *ConflictError saying what differs", err)
+	}
+	if _, found := r.Lookup("a"); found || served() != "b" || len(r.Tools()) != 1 {
+		t.Errorf("a tool in conflict is still served: Lookup %v, Names %s", found, served())
+	}
+	// A name may be in conflict with no tool registered under it.
+	r.SetConflict("c", "two workers differ")
+	moved("SetConflict of an unregistered name")
+	if _, err := r.Get("c"); !errors.Is(err, tool.ErrToolConflict) {
+		t.Errorf("Get(c) = %v, want a conflict", err)
+	}
+	if cs := r.Conflicts(); len(cs) != 2 || cs[0].Tool != "a" || cs[1].Tool != "c" {
+		t.Errorf("Conflicts() = %v, want a and c, sorted", cs)
+	}
+
+	if !r.ClearConflict("a") || r.ClearConflict("a") {
+		t.Error("ClearConflict does not report the conflict it ended, once")
+	}
+	moved("ClearConflict")
+	if served() != "a,b" {
+		t.Errorf("after the conflict ended, Names = %s; want a,b", served())
+	}
+	if !r.Remove("a") || r.Remove("a") {
+		t.Error("Remove does not report the tool it removed, once")
+	}
+	moved("Remove")
+	if _, err := r.Get("a"); !errors.Is(err, tool.ErrUnknownTool) {
+		t.Errorf("Get of a removed tool: %v", err)
+	}
+	if _, err := r.Get("c"); !errors.Is(err, tool.ErrToolConflict) {
+		t.Errorf("Remove of another name ended c's conflict: %v", err)
+	}
+}
+
 func TestTimeoutAndRetry(t *testing.T) {
 	spec := tool.Spec{Name: "slow", Timeout: 3 * time.Second, Retry: tool.Retry{MaxAttempts: 4, InitialBackoff: time.Second}}
 	tl, err := tool.New(spec, func(context.Context, tool.Context, json.RawMessage) (string, error) { return "", nil })

@@ -10,6 +10,7 @@
 //	toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id>       answers ([EventSubject], [AnswerSubject])
 //	toolexec.event.<tenant>.*.<tool>.<run_id>.<call_id>            one call's answer ([AnswerFilter])
 //	toolexec.history.<tenant>                                      a tenant's stored events, on request ([HistorySubject])
+//	toolexec.body.<tool>                                           a tool's body, run by a worker ([BodySubject])
 //
 // Calls are kept by the work-queue stream [CallStream], one per call subject,
 // answers and audit events by the limits stream [EventStream]. An answer is

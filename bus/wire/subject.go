@@ -57,6 +57,26 @@ const (
 	// CatalogSubjects matches every tenant's catalog subject: what the
 	// executors serve.
 	CatalogSubjects = CatalogPrefix + "*"
+
+	// BodyPrefix starts the subject where an executor asks a worker to run a
+	// tool's body ([BodySubject]; docs/PROTOCOL.md §12).
+	BodyPrefix = "toolexec.body."
+	// BodySubjects matches every body subject: what a workers' account
+	// exports to the executors.
+	BodySubjects = BodyPrefix + ">"
+	// BodyQueue is the queue group of every worker's endpoints, so that each
+	// request reaches one worker of the tool.
+	BodyQueue = "toolexec.body"
+	// WorkerService is the name of the service (the NATS service API) a worker
+	// runs, one endpoint per tool it serves.
+	WorkerService = "toolexec-worker"
+	// WorkerInfoSubject is where an executor asks every worker for its
+	// endpoints and gathers the replies: the service API's INFO request for
+	// [WorkerService].
+	WorkerInfoSubject = "$SRV.INFO." + WorkerService
+	// DeclarationMetadata is the endpoint metadata key whose value is the
+	// tool's declaration, the JSON of a catalog declaration (§8).
+	DeclarationMetadata = "toolexec.declaration"
 )
 
 // RepeatHeader names the header that marks a call message which may repeat a
@@ -117,6 +137,11 @@ func HistorySubject(tenant string) string { return HistoryPrefix + tenant }
 // executors for the declarations of the tools they serve (package bus answers
 // it). Like [CallSubject], it does not check its argument.
 func CatalogSubject(tenant string) string { return CatalogPrefix + tenant }
+
+// BodySubject returns "toolexec.body.<tool>", where an executor asks the
+// workers serving tool to run its body. Like [CallSubject], it does not check
+// its argument.
+func BodySubject(tool string) string { return BodyPrefix + tool }
 
 // KindSubjects returns "toolexec.event.*.<kind>.>": every event of kind across
 // tenants, what an auditor subscribes to.

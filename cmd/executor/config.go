@@ -13,6 +13,7 @@ import (
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/mcpgate"
+	"github.com/tesserix/toolexec/tool/workerset"
 )
 
 // config is everything the executor is told, by flags or TOOLEXEC_* variables.
@@ -43,6 +44,7 @@ type config struct {
 
 	toolsFile    string
 	demo         bool
+	workers      workerFlags
 	metricsAddr  string // /metrics, /healthz and /readyz
 	console      consoleFlags
 	mcp          mcpFlags
@@ -53,6 +55,13 @@ type config struct {
 
 	// awaitingInterval is how often the keys awaiting decision are counted.
 	awaitingInterval time.Duration
+}
+
+// workerFlags say whether and how the executor learns the workers' tools.
+type workerFlags struct {
+	on       bool
+	interval time.Duration
+	window   time.Duration
 }
 
 // envName is the variable that stands in for a flag: --nats-url is
@@ -92,6 +101,9 @@ func (c *config) register(fs *pflag.FlagSet) {
 
 	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring the tools (HTTP endpoints, MCP servers)")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
+	fs.BoolVar(&c.workers.on, "workers", true, "learn the tools of the workers that serve tool bodies over NATS (docs/PROTOCOL.md §12): ask $SRV.INFO.toolexec-worker at start and every --workers-interval; a tool whose declarations disagree is not run (calls rejected tool_conflict) and is listed on /readyz")
+	fs.DurationVar(&c.workers.interval, "workers-interval", workerset.DefaultInterval, "with --workers: how often to ask the workers for their tools (one request, answered by each worker); a worker unheard for 3 intervals is forgotten")
+	fs.DurationVar(&c.workers.window, "workers-window", workerset.DefaultWindow, "with --workers: how long to gather the workers' replies to each request")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
 	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute, "how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on PostgreSQL, over all its records on JetStream and Redis; a slow count stretches the interval so that counting takes at most a twentieth of the time); 0: not counted")
 	c.console.register(fs)
@@ -142,8 +154,11 @@ func (c *config) check() error {
 	if err := c.store.Check(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.toolsFile == "" && !c.demo {
-		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or both"))
+	if c.toolsFile == "" && !c.demo && !c.workers.on {
+		errs = append(errs, errors.New("no tools: give --tools-file FILE, --demo, or --workers to learn them from workers"))
+	}
+	if c.workers.on && (c.workers.interval <= 0 || c.workers.window <= 0) {
+		errs = append(errs, fmt.Errorf("--workers-interval %v and --workers-window %v must be positive", c.workers.interval, c.workers.window))
 	}
 	if c.awaitingInterval < 0 {
 		errs = append(errs, fmt.Errorf("--awaiting-interval %v: must not be negative (0 turns the count off)", c.awaitingInterval))

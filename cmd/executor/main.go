@@ -75,9 +75,19 @@ tools/list lists the executors' tools, tools/call is an ordinary call, answered
 completed, deduplicated or indeterminate. Give --mcp-tenant for one tenant, or
 --mcp-tokens-file to map bearer tokens to tenants.
 
+Workers: a tool's body may run in a worker, a process in any language that
+serves it with the NATS service API (docs/PROTOCOL.md §12). With --workers (on
+by default) the executor asks $SRV.INFO.toolexec-worker when it starts and
+every --workers-interval, and serves the tools the workers declare; a tool two
+of them declare differently (or one declares unlike the tools file's nats:
+tool, or like a tool the executor runs itself) is not run, its calls rejected
+tool_conflict, until they agree: it is logged, counted and listed on /readyz.
+With --workers the executor may start with no tools of its own.
+
 Tenants: on a server with an account per tenant (deploy/accounts.conf), give
 --admin-account ADMIN so that admin requests (forget, inspect, list, resolve)
-are served only when the server says they come from the admin account.`,
+are served only when the server says they come from the admin account; workers
+connect as the user worker, in the account WORKERS.`,
 		Version:       buildinfo.Get().String(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

@@ -73,7 +73,9 @@ func TestCheck(t *testing.T) {
 		edit func(*config)
 		want string
 	}{
-		{"no tools", func(c *config) { c.demo = false }, "no tools"},
+		{"no tools", func(c *config) { c.demo, c.workers.on = false, false }, "no tools"},
+		{"zero workers interval", func(c *config) { c.workers.interval = 0 }, "--workers-interval"},
+		{"negative workers window", func(c *config) { c.workers.window = -time.Second }, "--workers-window"},
 		{"unknown store", func(c *config) { c.store.Kind = "etcd" }, "etcd"},
 		{"postgres without url", func(c *config) { c.store.Kind = "postgres" }, "--postgres-url"},
 		{"redis without url", func(c *config) { c.store.Kind = "redis" }, "--redis-url"},
@@ -102,6 +104,11 @@ func TestCheck(t *testing.T) {
 	if err := c.check(); err != nil {
 		t.Fatalf("defaults with --demo: %v", err)
 	}
+	c.demo = false
+	if err := c.check(); err != nil {
+		t.Fatalf("no tools of its own, learning the workers' (the default): %v", err)
+	}
+	c = base()
 	c.conn.Server, c.adminAccount = "nats://127.0.0.1:4222", "ADMIN"
 	if err := c.check(); err != nil {
 		t.Fatalf("--admin-account with --nats-url: %v", err)

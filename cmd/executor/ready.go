@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/tool"
 )
 
 // healthDigest is a key no call can have: reading it proves the store answers.
@@ -28,6 +29,12 @@ type readiness struct {
 	wait  string        // until connected: why there is no connection yet
 	nc    natsStatus    // nil until connected
 	store kvstore.Store // nil until the executor is set up
+	tools conflicted    // nil until the executor is set up
+}
+
+// conflicted is what readiness asks of the executor: the tools it withholds.
+type conflicted interface {
+	Conflicts() []*tool.ConflictError
 }
 
 // waiting says why there is no NATS connection yet.
@@ -44,12 +51,28 @@ func (r *readiness) connected(nc natsStatus) {
 	r.nc = nc
 }
 
-// running hands readiness the executor's store: from now on it answers as the
-// running executor's readiness.
-func (r *readiness) running(store kvstore.Store) {
+// running hands readiness the executor's store and the executor: from now on
+// it answers as the running executor's readiness.
+func (r *readiness) running(store kvstore.Store, tools conflicted) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.store = store
+	r.store, r.tools = store, tools
+}
+
+// notes says what does not keep the executor from being ready but is wrong:
+// the tools it does not run while their declarations conflict, one line each.
+func (r *readiness) notes() []string {
+	r.mu.Lock()
+	tools := r.tools
+	r.mu.Unlock()
+	if tools == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range tools.Conflicts() {
+		out = append(out, "tool conflict: "+c.Error())
+	}
+	return out
 }
 
 // problems names what keeps the executor from being ready, one line each;

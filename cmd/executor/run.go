@@ -26,7 +26,9 @@ import (
 	"github.com/tesserix/toolexec/internal/tracing"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/natstool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
+	"github.com/tesserix/toolexec/tool/workerset"
 )
 
 // run starts everything cfg describes and serves until ctx ends, then drains.
@@ -46,7 +48,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}()
 	// The tools' MCP servers are stopped last: after the executor has drained
 	// the calls that use them.
-	tools, closeTools, err := loadTools(ctx, cfg, log)
+	tools, natsTools, closeTools, err := loadTools(ctx, cfg, log)
 	if err != nil {
 		return usageError{err}
 	}
@@ -68,7 +70,11 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	reg := newRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := metrics.New(reg, metrics.Config{Tools: tools.Names()})
+	names := tools.Names()
+	for _, p := range natsTools {
+		names = append(names, p.Spec.Name)
+	}
+	m, err := metrics.New(reg, metrics.Config{Tools: names})
 	if err != nil {
 		return err
 	}
@@ -125,7 +131,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 
 	ecfg := toolexec.ExecutorConfig{
-		Tools: tools.Tools(), Store: store, Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge,
+		Tools: tools.Tools(), NATSTools: natsTools, Store: store, Replicas: cfg.replicas, EventMaxAge: cfg.eventMaxAge,
 		Concurrency: cfg.concurrency, Lease: cfg.lease, AckWait: cfg.ackWait, MaxDeliver: cfg.maxDeliver,
 		MaxOutcomeBytes: cfg.maxOutcome, Limits: cfg.limits, MaxInFlightMemory: int64(cfg.inflightMiB) << 20,
 		BinaryAnswers: cfg.binaryAnswers, DrainTimeout: cfg.drain,
@@ -133,6 +139,9 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}
 	if traces.Enabled() {
 		ecfg.TracerProvider = traces // without one the dispatcher spends nothing on spans
+	}
+	if cfg.workers.on {
+		ecfg.Workers = &workerset.Config{Interval: cfg.workers.interval, Window: cfg.workers.window}
 	}
 	ex, err := toolexec.NewExecutor(setupCtx, nc, ecfg)
 	if err != nil {
@@ -144,7 +153,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		return err
 	}
 	closers = append(closers, stopStoreMetrics)
-	ready.running(store)
+	ready.running(store, ex)
 	if cfg.console.addr != "" {
 		stop, err := startConsole(cfg.console, js, ex.Admin(), log)
 		if err != nil {
@@ -162,7 +171,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 
 	done := make(chan error, 1)
 	go func() { done <- ex.Run(ctx) }()
-	names := tools.Names()
+	names = ex.Tools()
 	log.Info("executor ready", "nats", redactNATSURL(natsURL), "store", cfg.store.Kind, "tools", strings.Join(names, ","),
 		"holder", ex.Holder(), "concurrency", cfg.concurrency)
 	fmt.Fprintf(out, "toolexec executor ready: nats=%s store=%s tools=%s\n", redactNATSURL(natsURL), cfg.store.Kind, strings.Join(names, ","))
@@ -173,10 +182,12 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	return nil
 }
 
-// loadTools returns the demo's tools and the tools file's, and a function
-// that stops the MCP servers the file's tools call.
-func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registry, func(), error) {
+// loadTools returns the demo's tools and the tools file's, the file's tools
+// whose bodies workers serve (built once connected), and a function that
+// stops the MCP servers the file's tools call.
+func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registry, []natstool.Pending, func(), error) {
 	var all []*tool.Tool
+	var natsTools []natstool.Pending
 	if cfg.demo {
 		all = append(all, demo.New().Tools()...)
 	}
@@ -184,17 +195,25 @@ func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registr
 	if cfg.toolsFile != "" {
 		ts, err := toolsfile.Load(ctx, cfg.toolsFile, toolsfile.Options{Logger: log.With("component", "mcp")})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		closeTools = func() { ts.Close() }
 		all = append(all, ts.Tools()...)
+		natsTools = ts.NATSTools()
 	}
 	reg, err := tool.NewRegistry(all...)
+	if err == nil {
+		for _, p := range natsTools {
+			if _, dup := reg.Lookup(p.Spec.Name); dup {
+				err = fmt.Errorf("%w: %q (a demo tool and a tool of %s)", tool.ErrDuplicateTool, p.Spec.Name, cfg.toolsFile)
+			}
+		}
+	}
 	if err != nil {
 		closeTools()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return reg, closeTools, nil
+	return reg, natsTools, closeTools, nil
 }
 
 // connectNATS connects to the configured server, waiting for it while it
@@ -238,7 +257,10 @@ func connectNATS(ctx context.Context, cfg config, ready *readiness, log *slog.Lo
 
 // opsHandler serves /metrics (what g gathers), /healthz (the process is up)
 // and /readyz (the executor runs, NATS is connected and the store answers; 503
-// naming what is not, otherwise).
+// naming what is not, otherwise). After its verdict /readyz lists the tools
+// not run because their declarations conflict, one line each: they do not
+// make the executor unready, since it serves every other tool and each
+// executor of the fleet sees the same workers.
 func opsHandler(ready *readiness, g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(g))
@@ -246,12 +268,16 @@ func opsHandler(ready *readiness, g prometheus.Gatherer) http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		notes := ""
+		for _, n := range ready.notes() {
+			notes += n + "\n"
+		}
 		if problems := ready.problems(r.Context()); len(problems) > 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, strings.Join(problems, "\n")+"\n")
+			_, _ = io.WriteString(w, strings.Join(problems, "\n")+"\n"+notes)
 			return
 		}
-		_, _ = io.WriteString(w, "ready\n")
+		_, _ = io.WriteString(w, "ready\n"+notes)
 	})
 	return mux
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
+	"github.com/tesserix/toolexec/tool"
 )
 
 func TestRedactNATSURL(t *testing.T) {
@@ -72,22 +73,29 @@ func TestReadinessStages(t *testing.T) {
 	store := memstore.New(memstore.Config{})
 	t.Cleanup(func() { store.Close() })
 	tests := []struct {
-		name  string
-		wait  string
-		nc    natsStatus
-		store kvstore.Store
-		code  int
-		want  string
+		name      string
+		wait      string
+		nc        natsStatus
+		store     kvstore.Store
+		conflicts fakeConflicts
+		code      int
+		want      string
 	}{
-		{"nothing yet", "", nil, nil, http.StatusServiceUnavailable,
+		{"nothing yet", "", nil, nil, nil, http.StatusServiceUnavailable,
 			"nats: not connected yet\nstore: not started (waiting for NATS)\n"},
-		{"waiting", "waiting for first connection to nats://n1:4222 (3 attempts; last error: nats: no servers available for connection)", nil, nil,
+		{"waiting", "waiting for first connection to nats://n1:4222 (3 attempts; last error: nats: no servers available for connection)", nil, nil, nil,
 			http.StatusServiceUnavailable,
 			"nats: waiting for first connection to nats://n1:4222 (3 attempts; last error: nats: no servers available for connection)\nstore: not started (waiting for NATS)\n"},
-		{"connected, setting up", "waiting for first connection to nats://n1:4222 (3 attempts; last error: x)", fakeNATS{up: true}, nil,
+		{"connected, setting up", "waiting for first connection to nats://n1:4222 (3 attempts; last error: x)", fakeNATS{up: true}, nil, nil,
 			http.StatusServiceUnavailable, "store: not started (setting up the streams and the store)\n"},
-		{"running", "", fakeNATS{up: true}, store, http.StatusOK, "ready\n"},
-		{"running, connection lost", "", fakeNATS{up: false}, store, http.StatusServiceUnavailable, "nats: RECONNECTING\n"},
+		{"running", "", fakeNATS{up: true}, store, nil, http.StatusOK, "ready\n"},
+		{"running, connection lost", "", fakeNATS{up: false}, store, nil, http.StatusServiceUnavailable, "nats: RECONNECTING\n"},
+		{"running, a tool in conflict", "", fakeNATS{up: true}, store, fakeConflicts{{Tool: "book", Msg: "workers differ"}}, http.StatusOK,
+			"ready\ntool conflict: tool \"book\" is not served while its declarations conflict: workers differ\n"},
+		{"connection lost, two tools in conflict", "", fakeNATS{up: false}, store,
+			fakeConflicts{{Tool: "book", Msg: "a"}, {Tool: "echo", Msg: "b"}}, http.StatusServiceUnavailable,
+			"nats: RECONNECTING\ntool conflict: tool \"book\" is not served while its declarations conflict: a\n" +
+				"tool conflict: tool \"echo\" is not served while its declarations conflict: b\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +107,7 @@ func TestReadinessStages(t *testing.T) {
 				r.connected(tt.nc)
 			}
 			if tt.store != nil {
-				r.running(tt.store)
+				r.running(tt.store, tt.conflicts)
 			}
 			h := httptest.NewServer(opsHandler(r, prometheus.NewRegistry()))
 			defer h.Close()
@@ -113,11 +121,16 @@ func TestReadinessStages(t *testing.T) {
 	}
 }
 
+// fakeConflicts stands for an executor withholding these tools.
+type fakeConflicts []*tool.ConflictError
+
+func (f fakeConflicts) Conflicts() []*tool.ConflictError { return f }
+
 // runningWith is the readiness of an executor running on nc and store.
 func runningWith(nc natsStatus, store kvstore.Store) *readiness {
 	r := &readiness{}
 	r.connected(nc)
-	r.running(store)
+	r.running(store, fakeConflicts(nil))
 	return r
 }
 

@@ -1,8 +1,9 @@
 // Package metrics is toolexec's Prometheus instrumentation: a [Metrics] value
 // that hears what the dispatcher and the bus worker do (it implements
-// dispatch.Observer and bus.WorkerObserver) and times every operation of an
-// idempotency store ([Metrics.Store] wraps any kvstore.Store, so one wrapper
-// covers every backend).
+// dispatch.Observer and bus.WorkerObserver) and what an executor finds of the
+// workers serving tool bodies (workerset.Observer), and times every operation
+// of an idempotency store ([Metrics.Store] wraps any kvstore.Store, so one
+// wrapper covers every backend).
 //
 // Labels are bounded and never identify a call: tool (a registered tool's
 // name, "(unknown)" otherwise), kind, reason, code, operation, store and
@@ -30,6 +31,15 @@
 //	messages_rejected_total{code}           calls the worker rejected before dispatching
 //	calls_handed_back_total                 calls negatively acknowledged for redelivery
 //	answer_publish_retries_total            answer publications tried again
+//	workers                                 workers serving tool bodies that this executor knows of
+//	worker_tools                            tools workers serve without conflict
+//	worker_tool_conflicts                   tools in conflict now: not run, calls rejected tool_conflict
+//	worker_conflicts_total                  conflicts that began
+//	worker_declarations_refused             workers' endpoints whose declarations are refused
+//	worker_discovery_failures_total         rounds of discovery whose request could not be sent
+//
+// The workers' series ([Metrics] implements workerset.Observer) stay at zero
+// on an executor that does not learn tools from workers.
 //
 // Beside them, registered on their own ([BuildInfo], [Ready], [Consumer],
 // [Metrics.Awaiting]):

@@ -10,6 +10,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/tool/workerset"
 )
 
 // Namespace prefixes every metric name.
@@ -47,11 +48,19 @@ type Metrics struct {
 	rejected    *prometheus.CounterVec
 	handedBack  prometheus.Counter
 	pubRetries  prometheus.Counter
+
+	workers          prometheus.Gauge
+	workerTools      prometheus.Gauge
+	workerConflicts  prometheus.Gauge
+	workerRefused    prometheus.Gauge
+	conflictsBegun   prometheus.Counter
+	discoveryFailure prometheus.Counter
 }
 
 var (
 	_ dispatch.Observer  = (*Metrics)(nil)
 	_ bus.WorkerObserver = (*Metrics)(nil)
+	_ workerset.Observer = (*Metrics)(nil)
 )
 
 // Config configures [New]. The zero value is usable.
@@ -74,6 +83,9 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	single := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
 	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
+	}
 	m := &Metrics{
 		calls:        counter("calls_total", "Calls dispatched, by tool and answer kind (no_answer: handed back for redelivery).", "tool", "kind"),
 		callDuration: histogram("call_duration_seconds", "Time from taking a call to its answer, by tool and answer kind.", "tool", "kind"),
@@ -93,10 +105,19 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 		rejected:    counter("messages_rejected_total", "Calls the worker rejected before dispatching them, by rejection code.", "code"),
 		handedBack:  single("calls_handed_back_total", "Calls negatively acknowledged for redelivery."),
 		pubRetries:  single("answer_publish_retries_total", "Answer publications tried again after a failure."),
+
+		workers:         gauge("workers", "Workers serving tool bodies over NATS that this executor knows of (heard from within the last rounds of discovery)."),
+		workerTools:     gauge("worker_tools", "Tools workers serve without conflict."),
+		workerConflicts: gauge("worker_tool_conflicts", "Tools whose declarations conflict now: not run, their calls rejected tool_conflict."),
+		workerRefused:   gauge("worker_declarations_refused", "Workers' endpoints whose declarations are refused."),
+		conflictsBegun:  single("worker_conflicts_total", "Conflicts between the declarations of a tool that began."),
+		discoveryFailure: single("worker_discovery_failures_total",
+			"Rounds of discovery of workers whose request could not be sent."),
 	}
 	for _, c := range []prometheus.Collector{
 		m.calls, m.callDuration, m.inFlight, m.bodies, m.deduplicated, m.indetermin, m.unguarded, m.holderWait,
 		m.storeDuration, m.storeErrors, m.received, m.redelivered, m.rejected, m.handedBack, m.pubRetries,
+		m.workers, m.workerTools, m.workerConflicts, m.workerRefused, m.conflictsBegun, m.discoveryFailure,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -197,3 +218,19 @@ func (m *Metrics) CallHandedBack() { m.handedBack.Inc() }
 
 // AnswerPublishRetried implements bus.WorkerObserver.
 func (m *Metrics) AnswerPublishRetried() { m.pubRetries.Inc() }
+
+// Refreshed implements workerset.Observer: the gauges take what the round
+// found; a round that failed leaves them and is counted.
+func (m *Metrics) Refreshed(r workerset.Round) {
+	if r.Failed {
+		m.discoveryFailure.Inc()
+		return
+	}
+	m.workers.Set(float64(r.Workers))
+	m.workerTools.Set(float64(r.Tools))
+	m.workerConflicts.Set(float64(r.Conflicts))
+	m.workerRefused.Set(float64(r.Refused))
+}
+
+// ConflictBegan implements workerset.Observer.
+func (m *Metrics) ConflictBegan(string) { m.conflictsBegun.Inc() }

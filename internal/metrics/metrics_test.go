@@ -25,6 +25,7 @@ import (
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/workerset"
 )
 
 const secret = "ARG-SENTINEL-9182"
@@ -235,6 +236,35 @@ func TestWorkerMetrics(t *testing.T) {
 		}
 	}
 	noIdentities(t, reg, secret)
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// TestWorkerSetMetrics: what the workers' discovery finds feeds its gauges,
+// conflicts begun and failed rounds are counted, and a failed round leaves the
+// gauges as they were.
+func TestWorkerSetMetrics(t *testing.T) {
+	m, reg := newMetrics(t)
+	m.Refreshed(workerset.Round{Workers: 3, Tools: 4, Conflicts: 1, Refused: 2})
+	m.ConflictBegan("book")
+	m.Refreshed(workerset.Round{Failed: true})
+	m.ConflictBegan("book")
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"toolexec_workers", 3},
+		{"toolexec_worker_tools", 4},
+		{"toolexec_worker_tool_conflicts", 1},
+		{"toolexec_worker_declarations_refused", 2},
+		{"toolexec_worker_conflicts_total", 2},
+		{"toolexec_worker_discovery_failures_total", 1},
+	} {
+		if got := value(t, reg, c.name, l{}); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}

@@ -25,7 +25,7 @@ import (
 )
 
 // accountOf is the account each user of accounts.conf belongs to.
-var accountOf = map[string]string{"executor": "TOOLEXEC", "admin": "ADMIN", "acme": "acme", "globex": "globex"}
+var accountOf = map[string]string{"executor": "TOOLEXEC", "admin": "ADMIN", "acme": "acme", "globex": "globex", "worker": "WORKERS"}
 
 // TestAccountsConfFile checks the file itself: every user in its account, no
 // user fenced by allow lists (the accounts are the fences), JetStream for the
@@ -58,7 +58,7 @@ func TestAccountsConfFile(t *testing.T) {
 	}
 
 	srv := startServer(t, conf)
-	for _, name := range []string{"TOOLEXEC", "ADMIN", "acme", "globex"} {
+	for _, name := range []string{"TOOLEXEC", "ADMIN", "acme", "globex", "WORKERS"} {
 		acc, err := srv.LookupAccount(name)
 		if err != nil {
 			t.Fatalf("account %s: %v", name, err)
@@ -180,6 +180,12 @@ func TestForeignImportsAreRefused(t *testing.T) {
 		{"acknowledgements", `{service: {account: TOOLEXEC, subject: "$JS.ACK.>"}}`},
 		{"the executors' inboxes", `{stream: {account: TOOLEXEC, subject: "_INBOX.>"}}`},
 		{"JetStream advisories", `{stream: {account: TOOLEXEC, subject: "$JS.EVENT.>"}}`},
+		{"the tool bodies", `{service: {account: WORKERS, subject: "toolexec.body.>"}}`},
+		{"one tool's body", `{service: {account: WORKERS, subject: "toolexec.body.rebook"}}`},
+		{"the workers' declarations", `{service: {account: WORKERS, subject: "$SRV.INFO.toolexec-worker"}}`},
+		{"the workers' service API", `{service: {account: WORKERS, subject: "$SRV.>"}}`},
+		{"the workers' pings", `{service: {account: WORKERS, subject: "$SRV.PING.toolexec-worker"}}`},
+		{"the bodies as a stream", `{stream: {account: WORKERS, subject: "toolexec.body.>"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

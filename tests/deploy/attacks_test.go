@@ -35,7 +35,8 @@ type attack func(t *testing.T, l layout) (landed bool)
 // publishing on another tenant's call subject, the JetStream API requests that
 // read streams whole, admin requests from a tenant) are not attacks on the old
 // file: its allow lists refused each of them too, as its own test showed, so
-// they are played against accounts.conf only. A forged Nats-Request-Info
+// they are played against accounts.conf only; so are those around the
+// workers (workers_test.go), which the old file had none of. A forged Nats-Request-Info
 // header cannot be played against the old file either: nothing crosses an
 // import in one account, and its executors check no header.
 var attacks = []struct {

@@ -25,6 +25,8 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/natstool"
+	"github.com/tesserix/toolexec/tool/workerset"
 )
 
 // layout is a server configuration under test and how its identities must
@@ -63,6 +65,7 @@ var passwordVars = map[string]string{
 	"admin":    "TOOLEXEC_ADMIN_PASSWORD",
 	"acme":     "TOOLEXEC_ACME_PASSWORD",
 	"globex":   "TOOLEXEC_GLOBEX_PASSWORD",
+	"worker":   "TOOLEXEC_WORKER_PASSWORD",
 }
 
 const (
@@ -138,15 +141,25 @@ type env struct {
 	pw    map[string]string
 	down  *downstream
 	tools []*tool.Tool
-	execs []*executor
-	view  *conn
-	store *natsstore.Store // the bucket, on view
+	// natsTools and workers are the executors' tools served by workers and
+	// how they learn the workers' tools; none, unless an envOption says.
+	natsTools []natstool.Pending
+	workers   *workerset.Config
+	execs     []*executor
+	view      *conn
+	store     *natsstore.Store // the bucket, on view
 }
 
+// envOption adjusts an env before its executors start.
+type envOption func(*env)
+
 // newEnv starts a server from l and its executors.
-func newEnv(t *testing.T, l layout) *env {
+func newEnv(t *testing.T, l layout, opts ...envOption) *env {
 	t.Helper()
 	e := &env{layout: l, pw: setPasswords(t), down: newDownstream()}
+	for _, o := range opts {
+		o(e)
+	}
 	e.srv = startServer(t, l.conf)
 	e.tools = e.down.tools(t)
 	e.view = e.as(t, "executor")
@@ -245,8 +258,13 @@ func (e *env) startExecutors(t *testing.T, n int) []*executor {
 	xs := make([]*executor, n)
 	for i := range xs {
 		xs[i] = &executor{conn: e.as(t, "executor")}
+		var workers *workerset.Config
+		if e.workers != nil {
+			w := *e.workers
+			workers = &w
+		}
 		ex, err := toolexec.NewExecutor(ctxT(t, waitLong), xs[i].nc, toolexec.ExecutorConfig{
-			Tools: e.tools, Concurrency: 8, AdminAccount: e.adminAccount, Logger: quiet,
+			Tools: e.tools, NATSTools: e.natsTools, Workers: workers, Concurrency: 8, AdminAccount: e.adminAccount, Logger: quiet,
 		})
 		if err != nil {
 			t.Fatalf("executor: %v", err)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tesserix/toolexec/tool/toolsfile"
 )
@@ -37,7 +38,7 @@ func TestGoSnippets(t *testing.T) {
 		return out.String()
 	}
 	// A snippet is copied as it is: one that drops an error teaches dropping it.
-	for _, id := range []string{"README.md#from-go:1", "README.md#from-go:2", "README.md#declaring-tools:1"} {
+	for _, id := range []string{"README.md#from-go:1", "README.md#from-go:2", "README.md#declaring-tools:1", "README.md#tool-bodies-in-any-language:1"} {
 		for _, l := range strings.Split(docBlock(t, id).Text, "\n") {
 			if regexp.MustCompile(`,\s*_\s*:?=`).MatchString(l) {
 				t.Errorf("%s drops a result (an error, as like as not): %s", id, strings.TrimSpace(l))
@@ -58,6 +59,7 @@ import (
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/worker"
 )
 
 var (
@@ -69,6 +71,7 @@ var (
 	_ *nats.Conn
 	_ = toolexec.NewClient
 	_ tool.Spec
+	_ = worker.Serve
 )
 
 // From Go: a caller.
@@ -93,6 +96,10 @@ var airline interface {
 func declare() {
 ` + indent(docBlock(t, "README.md#declaring-tools:1")) + `	_, _ = book, err
 }
+
+// Tool bodies in any language: a Go worker of the tool declared above.
+func serve(nc *nats.Conn, book *tool.Tool) {
+` + indent(docBlock(t, "README.md#tool-bodies-in-any-language:1")) + `}
 `
 	dir := t.TempDir()
 	file := filepath.Join(dir, "snippets.go")
@@ -198,5 +205,23 @@ func TestRedisConfigBlock(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("the block holds no setting")
+	}
+}
+
+// TestWorkerToolsFileBlock parses the README's tools file of a tool served by
+// workers with the executor's parser: one tool, rebook, whose body workers
+// serve on toolexec.body.rebook, with the timeout the comment says.
+func TestWorkerToolsFileBlock(t *testing.T) {
+	b := docBlock(t, "README.md#tool-bodies-in-any-language:2")
+	f, err := toolsfile.Parse([]byte(b.Text), b.ID, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", b.ID, err)
+	}
+	if len(f.NATSTools) != 1 || len(f.Tools)+len(f.MCPTools) != 0 {
+		t.Fatalf("%s declares %d nats tools and %d others, want rebook alone", b.ID, len(f.NATSTools), len(f.Tools)+len(f.MCPTools))
+	}
+	p := f.NATSTools[0].Pending()
+	if p.Spec.Name != "rebook" || p.Subject() != "toolexec.body.rebook" || p.Spec.Timeout != 20*time.Second {
+		t.Errorf("%s declares %s on %s, timeout %v", b.ID, p.Spec.Name, p.Subject(), p.Spec.Timeout)
 	}
 }

@@ -1,7 +1,7 @@
 // Package toolsfile reads the YAML tools file: the tools an executor serves,
 // each with its idempotency declaration, timeout, retry policy, JSON Schema
-// parameters and body — an HTTP endpoint, or a tool of an MCP server — and the
-// MCP servers those bodies call.
+// parameters and body — an HTTP endpoint, a tool of an MCP server, or a body
+// workers serve over NATS — and the MCP servers those bodies call.
 //
 //	mcp_servers:                  # optional: upstream MCP servers
 //	  - name: memory              # [A-Za-z0-9_-]{1,128}, unique
@@ -40,18 +40,34 @@
 //	    idempotency: {kind: effectful, key_arguments: [entities]}
 //	    mcp: {server: memory, tool: create_entities}  # tool: default, the entry's name
 //	    # parameters omitted: the server's input schema, read when the file is opened
+//	  - name: rebook
+//	    idempotency: {kind: idempotent, key_arguments: [pnr]}
+//	    timeout: 20s                # default 30s: a body served over NATS is always bounded
+//	    parameters: {type: object, properties: {pnr: {type: string}}, required: [pnr]}
+//	    nats: {}                    # served by workers, on toolexec.body.rebook
+//	    # nats: {subject: toolexec.body.rebook-v2, max_reply_bytes: 524288}
 //
-// A tool has http or mcp, not both. An MCP tool without parameters takes the
-// server's input schema (and its description, when it has none), so its key and
-// check arguments are checked against that schema when the file is opened. An
-// MCP server must be named by a tool or import its tools; the file must declare
-// at least one tool, so tools may be left out only when a server imports. The
-// MCP package documentation (mcptool) says what a tools/call carries, how its
-// answer is classified and how imported tools are declared; httptool's says the
-// same of HTTP requests.
+// A tool has one body: http, mcp or nats. An MCP tool without parameters takes
+// the server's input schema (and its description, when it has none), so its
+// key and check arguments are checked against that schema when the file is
+// opened. An MCP server must be named by a tool or import its tools; the file
+// must declare at least one tool, so tools may be left out only when a server
+// imports. The MCP package documentation (mcptool) says what a tools/call
+// carries, how its answer is classified and how imported tools are declared;
+// httptool's says the same of HTTP requests, and natstool's of requests to
+// workers (docs/PROTOCOL.md §12).
+//
+// A nats tool is declared here and served by workers: what a worker declares
+// of it must be what the file declares, or the executor does not run it
+// (package workerset). Its nats block may give the subject its requests go to
+// (default toolexec.body.<tool>; a workers' account exports toolexec.body.>
+// only) and the bound on a reply (default 512 KiB). Since its body needs the
+// executor's NATS connection, [File.Open] does not build it: the
+// [Toolset.NATSTools] are built by the executor once it is connected.
 //
 // The file is read strictly. Unknown fields, a field given twice, a tool or
-// server declared twice, a tool with neither or both of http and mcp, an mcp
+// server declared twice, a tool with no body or more than one, an empty nats
+// block (write nats: {}), a nats subject with wildcards, an mcp
 // naming no declared server, a server with both or neither of command and url,
 // a key or check argument that is not a parameter, an empty idempotency or
 // import block or a null key_arguments (write [] for none, or leave it out for

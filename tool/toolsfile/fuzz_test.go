@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tesserix/toolexec/tool/toolsfile"
 )
 
@@ -15,6 +17,7 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(full))
 	f.Add([]byte(mcpFile))
+	f.Add([]byte(natsFile))
 	env := envOf(map[string]string{"AIRLINE_URL": "http://127.0.0.1:8080", "AIRLINE_TOKEN": "t", "TOKEN": "t",
 		"SERVER_JS": "/opt/s.js", "MEMORY_FILE": "/tmp/m.json"})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -29,8 +32,16 @@ func FuzzParse(f *testing.F) {
 					t.Errorf("a server Parse accepted is refused: %v", err)
 				}
 			}
-			if len(f.Tools)+len(f.MCPTools) == 0 && !imports {
+			if len(f.Tools)+len(f.MCPTools)+len(f.NATSTools) == 0 && !imports {
 				t.Fatal("no error and no tools")
+			}
+			for _, d := range f.NATSTools {
+				if d.File != "fuzz.yaml" {
+					t.Errorf("declaration names file %q", d.File)
+				}
+				if _, err := d.Pending().Build(&nats.Conn{}); err != nil {
+					t.Errorf("a nats declaration Parse accepted does not build: %v", err)
+				}
 			}
 			for _, d := range f.Tools {
 				if d.File != "fuzz.yaml" {

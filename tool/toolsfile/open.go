@@ -12,6 +12,7 @@ import (
 
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/mcptool"
+	"github.com/tesserix/toolexec/tool/natstool"
 )
 
 // Options configure [Load] and [File.Open].
@@ -44,16 +45,24 @@ func Load(ctx context.Context, path string, opts Options) (*Toolset, error) {
 	return f.Open(ctx, opts)
 }
 
-// Toolset is what [File.Open] built: the tools, and the MCP servers their
-// bodies call.
+// Toolset is what [File.Open] built: the tools, the MCP servers their
+// bodies call, and the tools whose bodies workers serve, to be built on the
+// executor's connection.
 type Toolset struct {
 	tools     []*tool.Tool
+	nats      []natstool.Pending
 	upstreams []*mcptool.Upstream
 }
 
-// Tools returns the tools: those of the tools list in file order, then those
-// imported, server by server.
+// Tools returns the tools built: those of the tools list in file order, then
+// those imported, server by server. The tools whose bodies workers serve are
+// not among them: see NATSTools.
 func (s *Toolset) Tools() []*tool.Tool { return slices.Clone(s.tools) }
+
+// NATSTools returns the tools of the tools list whose bodies workers serve
+// over NATS, in file order, for the executor to build on its connection
+// (natstool.Pending.Build).
+func (s *Toolset) NATSTools() []natstool.Pending { return slices.Clone(s.nats) }
 
 // Close closes the MCP servers (see mcptool.Upstream.Close): a call still in
 // flight ends with an unknown outcome, so close them once the executor has
@@ -69,7 +78,8 @@ func (s *Toolset) Close() error {
 // stdio server's process; see mcptool.Open), one after the other, lists its
 // tools, builds the tools that name it — with the server's input schema when
 // the file gives no parameters — and imports its tools. HTTP tools are built
-// as [Declaration.Build] builds them.
+// as [Declaration.Build] builds them. Tools served over NATS are not built:
+// [Toolset.NATSTools] hands them over, checked.
 //
 // It reports every problem it finds, as [Parse] does: an errors.Join of
 // [*Error] values in file order, each placed at its entry's line and
@@ -145,9 +155,13 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 			imported = append(imported, built{t, s.Line, s.site})
 		}
 	}
+	first := map[string]built{}
+	for _, d := range f.NATSTools {
+		first[d.Spec.Name] = built{line: d.Line, site: d.site}
+		ts.nats = append(ts.nats, d.Pending())
+	}
 	slices.SortStableFunc(all, func(a, b built) int { return cmp.Compare(a.line, b.line) })
 	all = append(all, imported...)
-	first := map[string]built{}
 	for _, b := range all {
 		if prev, dup := first[b.t.Name()]; dup {
 			field := "name"

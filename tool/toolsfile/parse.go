@@ -121,6 +121,9 @@ type File struct {
 	// MCPTools are the tools of the tools list whose body is a tool of an MCP
 	// server, in file order.
 	MCPTools []MCPDeclaration
+	// NATSTools are the tools of the tools list whose body workers serve over
+	// NATS, in file order.
+	NATSTools []NATSDeclaration
 	// Servers are the mcp_servers entries, in file order.
 	Servers []Server
 }
@@ -272,12 +275,14 @@ func (p *parser) parse(data []byte) *File {
 		}
 		first := map[string]int{} // tool name → line of its first declaration
 		for i, n := range seq.Content {
-			d, m := p.tool(i, n, first, servers)
+			d, m, ns := p.tool(i, n, first, servers)
 			switch {
 			case d != nil:
 				file.Tools = append(file.Tools, *d)
 			case m != nil:
 				file.MCPTools = append(file.MCPTools, *m)
+			case ns != nil:
+				file.NATSTools = append(file.NATSTools, *ns)
 			}
 		}
 	}
@@ -363,20 +368,20 @@ func describe(n *yaml.Node) string {
 	return "an unexpected node"
 }
 
-// tool reads the i-th entry of the tools list: an HTTP tool or an MCP tool,
-// nil for both when it is wrong.
-func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[string]*serverUse) (*Declaration, *MCPDeclaration) {
+// tool reads the i-th entry of the tools list: an HTTP tool, an MCP tool or a
+// tool served over NATS, nil for all three when it is wrong.
+func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[string]*serverUse) (*Declaration, *MCPDeclaration, *NATSDeclaration) {
 	n := resolve(raw)
 	w := &where{index: i}
 	before := len(p.errs)
 	if n.Kind != yaml.MappingNode {
 		p.fail(n.Line, w, "", "must be a mapping, not %s", describe(n))
-		return nil, nil
+		return nil, nil, nil
 	}
 	// Learn the name first, so that every error about this tool can carry it.
 	w.name = nameOf(n)
 	st := p.site(w, n.Line)
-	f := p.fields(n, w, "", "name", "description", "idempotency", "timeout", "retry", "parameters", "http", "mcp")
+	f := p.fields(n, w, "", "name", "description", "idempotency", "timeout", "retry", "parameters", "http", "mcp", "nats")
 	for k, e := range f {
 		st.lines[k] = e.key.Line
 	}
@@ -417,13 +422,23 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[s
 
 	httpEntry, isHTTP := f["http"]
 	mcpEntry, isMCP := f["mcp"]
+	natsEntry, isNATS := f["nats"]
+	var bodies []string
+	for _, b := range []struct {
+		name  string
+		given bool
+	}{{"http", isHTTP}, {"mcp", isMCP}, {"nats", isNATS}} {
+		if b.given {
+			bodies = append(bodies, b.name)
+		}
+	}
 	switch {
-	case isHTTP && isMCP:
-		p.fail(mcpEntry.key.Line, w, "mcp", "a tool has http or mcp, not both")
-		return nil, nil
-	case !isHTTP && !isMCP:
-		p.fail(n.Line, w, "http", "is required: give http (an HTTP endpoint) or mcp (a tool of an MCP server)")
-		return nil, nil
+	case len(bodies) > 1:
+		p.fail(f[bodies[1]].key.Line, w, bodies[1], "a tool has one body, http, mcp or nats, not both %s and %s", bodies[0], bodies[1])
+		return nil, nil, nil
+	case len(bodies) == 0:
+		p.fail(n.Line, w, "http", "is required: give http (an HTTP endpoint), mcp (a tool of an MCP server) or nats (a body workers serve over NATS)")
+		return nil, nil, nil
 	case isMCP:
 		m := &MCPDeclaration{File: p.file, Line: n.Line, Spec: spec, site: st}
 		m.Server, m.Tool = p.mcpTarget(mcpEntry, w, spec.Name, st.lines, servers)
@@ -433,9 +448,22 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[s
 			}
 		}
 		if len(p.errs) > before {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, m
+		return nil, m, nil
+	case isNATS:
+		d := &NATSDeclaration{File: p.file, Line: n.Line, Spec: spec, site: st}
+		mark = len(p.errs)
+		d.Endpoint = p.natsEndpoint(natsEntry, w, st.lines)
+		if specOK && len(p.errs) == mark {
+			if err := d.check(); err != nil {
+				p.errs = append(p.errs, err)
+			}
+		}
+		if len(p.errs) > before {
+			return nil, nil, nil
+		}
+		return nil, nil, d
 	}
 
 	// The endpoint: what httptool.New checks.
@@ -447,9 +475,9 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[s
 	if len(p.errs) == before {
 		if _, err := d.Build(); err != nil {
 			p.errs = append(p.errs, err)
-			return nil, nil
+			return nil, nil, nil
 		}
-		return d, nil
+		return d, nil, nil
 	}
 	// Something is wrong already; check what can still be checked, so that one
 	// pass reports as much as it can.
@@ -463,7 +491,7 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[s
 			p.errs = append(p.errs, st.locate(err, ""))
 		}
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // nameOf returns the scalar under a mapping's name key, "" when there is none.
