@@ -87,7 +87,9 @@ def accounts(
     port = free_port()
     conf = work / "accounts.conf"
     conf.write_text(accounts_conf(port, free_port(), work / "js"))
-    passwords = {u: secrets.token_hex(12) for u in ("executor", "admin", "acme", "globex")}
+    passwords = {
+        u: secrets.token_hex(12) for u in ("executor", "admin", "worker", "acme", "globex")
+    }
     env = clean_env(**{f"TOOLEXEC_{u.upper()}_PASSWORD": p for u, p in passwords.items()})
     server = Process("nats-server", [str(nats_server), "-c", str(conf)], cwd=work, env=env)
     downstream = Downstream()

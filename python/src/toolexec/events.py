@@ -129,6 +129,9 @@ class RejectionCode(enum.StrEnum):
     TOOL_MISMATCH = "tool_mismatch"
     CALL_ID_MISMATCH = "call_id_mismatch"
     UNKNOWN_TOOL = "unknown_tool"
+    #: Two workers declare the tool differently (or a worker and the
+    #: executors' own declaration disagree); nothing ran.
+    TOOL_CONFLICT = "tool_conflict"
     SCHEMA_VIOLATION = "schema_violation"
     TOO_LARGE = "too_large"
     ARGUMENTS_NOT_OBJECT = "arguments_not_object"
