@@ -306,8 +306,9 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 	pending := errors.Is(err, ErrCallPending)
 	if pending {
 		// The call that holds the subject may have been answered a moment ago,
-		// its acknowledgement not yet in: then its answer is stored.
-		if a, found, ferr := c.findStored(ctx, call.Tenant, filter); ferr == nil && found {
+		// its acknowledgement not yet in: then its answer is stored, or about
+		// to be.
+		if a, found := c.answeredJustNow(ctx, call.Tenant, filter); found {
 			return a, nil
 		}
 		if c.cfg.OnPending == nil {
@@ -352,6 +353,28 @@ func (c *Client) Call(ctx context.Context, call events.Call) (events.Answer, err
 		stored = lookup()
 	}
 	return c.await(ctx, call.CallID, ch, stored, life, lookup)
+}
+
+// pendingGrace is how long Call looks for the stored answer of a call that
+// the stream refused as waiting, before it takes the call for one that waits
+// indeed: a call leaves the stream when acknowledged, a moment after its
+// answer is published, and the answer is stored a moment after a subscriber
+// heard it.
+const pendingGrace = 500 * time.Millisecond
+
+// answeredJustNow looks for the answer stored under filter, a few times within
+// pendingGrace.
+func (c *Client) answeredJustNow(ctx context.Context, tenant, filter string) (events.Answer, bool) {
+	gctx, cancel := context.WithTimeout(ctx, pendingGrace)
+	defer cancel()
+	for pause := 25 * time.Millisecond; ; pause *= 2 {
+		if a, found, err := c.findStored(gctx, tenant, filter); err == nil && found {
+			return a, true
+		}
+		if !retry.Pause(gctx, pause) {
+			return events.Answer{}, false
+		}
+	}
 }
 
 type lookupResult struct {

@@ -149,11 +149,12 @@ def test_a_10077_after_a_lost_puback_means_stored() -> None:
 
 
 def test_a_10077_on_a_first_publication() -> None:
-    # Another publisher's call waits under the id: looked into once, refused.
+    # Another publisher's call waits under the id: looked into for a moment
+    # (its answer may be on its way into the stream), then refused.
     conn = FakeConnection(pubacks=[PENDING])
     with pytest.raises(CallIDTakenError):
         run(client(conn).call("acme", "book", {}, call_id="mine", timeout=5))
-    assert conn.gets == 1
+    assert 2 <= conn.gets <= 8
     assert conn.sent[0][1]["Toolexec-Repeat"] == "true"  # a chosen id may repeat
     # That call was answered a moment ago: its stored answer is the answer.
     conn = FakeConnection(pubacks=[PENDING], stored=answer_event("mine"))

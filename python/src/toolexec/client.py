@@ -112,6 +112,10 @@ _LOOK_FIRST_PAUSE: Final = 0.1
 _LOOK_MAX_PAUSE: Final = 5.0
 # A request to the history or catalog service.
 _SERVICE_TIMEOUT: Final = 10.0
+# How long a call the stream refused as waiting is looked for among the stored
+# answers before it is taken for one that waits indeed (the Go client's
+# pendingGrace).
+_PENDING_GRACE: Final = 0.5
 # How long the client remembers an id it chose and published, to tell its
 # own call waiting in the stream from another publisher's.
 _SENT_WINDOW: Final = 120.0
@@ -543,13 +547,10 @@ class Client:
             published = await self._publish(subject, payload, headers, tenant)
             if published.pending:
                 # The call that holds the subject may have been answered a
-                # moment ago, its acknowledgement not yet in.
-                try:
-                    stored = await self._find_stored(tenant, answer_filter)
-                except Exception as e:  # a look that fails changes nothing here
-                    _log.debug("looking for the stored answer of %s failed: %s", call_id, e)
-                    stored = None
-                if stored is not None and stored.kind.is_answer:
+                # moment ago, its acknowledgement not yet in: then its answer
+                # is stored, or about to be.
+                stored = await self._answered_just_now(tenant, answer_filter, call_id)
+                if stored is not None:
                     return stored
                 if self._sent.count(sent) < 2:
                     raise CallIDTakenError(tenant=tenant, tool=tool, call_id=call_id)
@@ -690,6 +691,29 @@ class Client:
                 "the history service (%s)",
                 e.err.description,
             )
+
+    async def _answered_just_now(
+        self, tenant: str, subject_filter: str, call_id: str
+    ) -> RunEvent | None:
+        """Looks for the answer stored under subject_filter a few times within
+        _PENDING_GRACE: a call leaves the stream when acknowledged, a moment
+        after its answer is published, and the answer is stored a moment
+        after a subscriber heard it."""
+        deadline = asyncio.get_running_loop().time() + _PENDING_GRACE
+        pause = 0.025
+        while True:
+            try:
+                stored = await self._find_stored(tenant, subject_filter)
+            except Exception as e:  # a look that fails changes nothing here
+                _log.debug("looking for the stored answer of %s failed: %s", call_id, e)
+                stored = None
+            if stored is not None and stored.kind.is_answer:
+                return stored
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return None
+            await asyncio.sleep(min(pause, left))
+            pause *= 2
 
     async def _find_stored(self, tenant: str, subject_filter: str) -> RunEvent | None:
         """The first event stored under subject_filter (one call's answer),
