@@ -257,7 +257,10 @@ def test_kinds() -> None:
 
 def test_tool_context() -> None:
     assert CTX.idempotency_key == "k1"
-    assert ToolContext(tenant="t", run_id="r", call_id="c", tool="x").idempotency_key is None
+    bare = ToolContext(tenant="t", run_id="r", call_id="c", tool="x")
+    assert bare.idempotency_key is None
+    assert bare.attempt == 1
+    assert bare.traceparent is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         CTX.tenant = "other"  # type: ignore[misc]
     with pytest.raises(TypeError):

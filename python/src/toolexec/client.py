@@ -45,7 +45,6 @@ import datetime
 import json
 import logging
 import os
-import ssl
 import time
 from collections.abc import Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +59,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from . import _wire
+from . import _connect, _wire
 from .errors import (
     CallIDTakenError,
     CatalogError,
@@ -369,33 +368,20 @@ class Client:
             history: See :class:`Client`.
             options: Any other option of :func:`nats.connect`.
         """
-        if servers is None:
-            servers = os.environ.get("NATS_URL") or "nats://127.0.0.1:4222"
-        if isinstance(servers, str):
-            servers = [s.strip() for s in servers.split(",") if s.strip()]
-        opts: dict[str, Any] = {"servers": list(servers), **options}
-        if user is not None and password is None and token is None:
-            token, user = user, None
-        for k, v in (
-            ("user", user),
-            ("password", password),
-            ("token", token),
-            ("name", name),
-            ("inbox_prefix", inbox_prefix),
-        ):
-            if v is not None:
-                opts[k] = v
-        if creds is not None:
-            opts["user_credentials"] = os.fspath(creds)
-        if nkey is not None:
-            opts["nkeys_seed"] = os.fspath(nkey)
-        if tls_cert is not None or tls_key is not None or tls_ca is not None:
-            if (tls_cert is None) != (tls_key is None):
-                raise ValueError("tls_cert and tls_key go together")
-            ctx = ssl.create_default_context(cafile=os.fspath(tls_ca) if tls_ca else None)
-            if tls_cert is not None and tls_key is not None:
-                ctx.load_cert_chain(os.fspath(tls_cert), os.fspath(tls_key))
-            opts["tls"] = ctx
+        opts = _connect.nats_options(
+            servers,
+            creds=creds,
+            nkey=nkey,
+            user=user,
+            password=password,
+            token=token,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            tls_ca=tls_ca,
+            inbox_prefix=inbox_prefix,
+            name=name,
+            options=options,
+        )
         return _Connecting(opts, lambda nc: cls(nc, run_id=run_id, source=source, history=history))
 
     async def close(self) -> None:

@@ -18,6 +18,10 @@ Three families, all below :class:`ToolexecError`:
   :class:`OldExecutorsError` (the executors speak wire version 1, §11); another
   refusal by JetStream is a :class:`JetStreamError`, all of them
   :class:`CallError`.
+* Serving a tool: :class:`NoEffect`, which a tool's body raises (it is not
+  a :class:`ToolexecError`: toolexec does not raise it, the body does) to say
+  that its effect did not land; :class:`toolexec.Worker` replies ``no_effect``
+  for it, and the executor frees the key.
 * Reaching the executors' services: :class:`NoHistoryServiceError`,
   :class:`NoCatalogServiceError`, and the refusals :class:`HistoryError` and
   :class:`CatalogError` they answer with (docs/PROTOCOL.md §7, §8);
@@ -55,6 +59,7 @@ __all__ = [
     "MalformedAnswerError",
     "NoAnswerError",
     "NoCatalogServiceError",
+    "NoEffect",
     "NoHistoryServiceError",
     "NoStreamError",
     "OldExecutorsError",
@@ -464,6 +469,44 @@ class JetStreamError(CallError):
         self.description = description
         self.subject = subject
         super().__init__(f"JetStream refused {subject}: {description} ({code}, error {err_code})")
+
+
+# --- serving a tool --------------------------------------------------------------
+
+
+class NoEffect(Exception):  # noqa: N818  # it says what happened, as Go's tool.NoEffect does
+    """Raised by a tool's body: the effect did not land, so calling the tool
+    again with the same key is safe (the downstream refused before acting, the
+    arguments did not decode, nothing was sent).
+
+    A body served by :class:`toolexec.Worker` that raises it gets the error
+    reply ``no_effect``: the executor frees the call's key and answers the
+    call ``failed`` with the code ``no_effect``, even for an ``effectful``
+    tool, and the next call with the key runs the body again. Raise it only
+    when you know: any other exception leaves an ``effectful`` call
+    ``indeterminate``, which is the honest answer when the effect may have
+    landed.
+
+    Args:
+        cause: Why: the exception that said so (it becomes ``__cause__``), or
+            a message.
+
+    Attributes:
+        cause: The exception or message given.
+    """
+
+    def __init__(self, cause: BaseException | str) -> None:
+        if not isinstance(cause, (BaseException, str)):
+            raise TypeError(f"cause is an exception or a str, not {type(cause).__qualname__}")
+        super().__init__(cause)
+        self.cause = cause
+        if isinstance(cause, BaseException):
+            self.__cause__ = cause
+
+    def __str__(self) -> str:
+        if isinstance(self.cause, str):
+            return self.cause
+        return str(self.cause) or type(self.cause).__qualname__
 
 
 # --- the executors' services ----------------------------------------------------

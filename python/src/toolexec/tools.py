@@ -193,8 +193,13 @@ class ToolContext:
         tool: The tool's name.
         idempotency_key: The call's idempotency key, 64 lowercase hex digits:
             pass it to a downstream that takes an Idempotency-Key of its own.
-            None where no key can be derived (a tool without a policy, or a
-            key argument the call did not send).
+            None where no key can be derived (a tool without a policy, a
+            ``read_only`` tool, or a key argument the call did not send).
+        attempt: Which attempt at the call this is, from 1: a ``read_only``
+            or ``idempotent`` tool's failed attempt may be tried again, an
+            ``effectful`` one's never. 0 when the request did not say.
+        traceparent: The W3C trace context of the body's span, when the call
+            carried one; None otherwise.
     """
 
     tenant: str
@@ -202,6 +207,8 @@ class ToolContext:
     call_id: str
     tool: str
     idempotency_key: str | None = None
+    attempt: int = 1
+    traceparent: str | None = None
 
 
 class Tool(Generic[P, R]):
