@@ -13,6 +13,9 @@ This package is their face in Python:
 * :mod:`toolexec.client`: :class:`Client`, which calls tools through the
   executors over NATS (``call``, ``attach``, ``watch``, ``tools``) and returns
   a :class:`CallResult` or raises what the answer says.
+* :mod:`toolexec.worker`: :class:`Worker` and :func:`serve`, which serve
+  the tools' bodies to the executors over NATS (docs/PROTOCOL.md §12); a body
+  raises :class:`NoEffect` to say that its effect did not land.
 * :mod:`toolexec.errors` and :mod:`toolexec.events`: the errors a call ends in,
   the kinds of its answers, and :class:`RunEvent`, an answer as it is read.
 
@@ -38,6 +41,7 @@ from .errors import (
     MalformedAnswerError,
     NoAnswerError,
     NoCatalogServiceError,
+    NoEffect,
     NoHistoryServiceError,
     NoStreamError,
     OldExecutorsError,
@@ -50,6 +54,7 @@ from .errors import (
 from .events import FailureCode, IndeterminateReason, RejectionCode, RunEvent, RunEventKind
 from .keys import Arguments, canonical, idempotency_key
 from .tools import Idempotency, IdempotencyPolicy, Tool, ToolContext, tool
+from .worker import Worker, serve
 
 __all__ = [
     "Arguments",
@@ -76,6 +81,7 @@ __all__ = [
     "MalformedAnswerError",
     "NoAnswerError",
     "NoCatalogServiceError",
+    "NoEffect",
     "NoHistoryServiceError",
     "NoStreamError",
     "OldExecutorsError",
@@ -91,8 +97,10 @@ __all__ = [
     "UnknownArgumentError",
     "UnsupportedValueError",
     "Watch",
+    "Worker",
     "__version__",
     "canonical",
     "idempotency_key",
+    "serve",
     "tool",
 ]

@@ -107,13 +107,13 @@ class Builder:
             return self._enum([a.value if isinstance(a, enum.Enum) else a for a in args], tp)
         if origin is typing.Union or origin is types.UnionType:
             return self._union(args)
-        if _among(tp, _SEQUENCES) or _among(origin, _SEQUENCES):
+        if is_sequence(tp, origin):
             if not args:
                 return {"type": "array"}
             return {"type": "array", "items": self.schema(args[0])}
         if tp is tuple or origin is tuple:
             return self._tuple(args)
-        if _among(tp, _MAPPINGS) or _among(origin, _MAPPINGS):
+        if is_mapping(tp, origin):
             if not args:
                 return {"type": "object"}
             key, value = args
@@ -124,12 +124,12 @@ class Builder:
             return {"type": "object", "additionalProperties": self.schema(value)}
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return self._enum([m.value for m in tp], tp)
-        if isinstance(tp, type) and _is_pydantic_model(tp):
+        if isinstance(tp, type) and is_pydantic_model(tp):
             return self._pydantic(tp)
         if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            return self._record(tp, _dataclass_fields(tp), tp.__doc__)
+            return self._record(tp, dataclass_fields(tp), tp.__doc__)
         if isinstance(tp, type) and typing.is_typeddict(tp):
-            return self._record(tp, _typeddict_fields(tp), tp.__doc__)
+            return self._record(tp, typeddict_fields(tp), tp.__doc__)
         if isinstance(tp, typing.TypeVar):
             raise SchemaError(
                 f"type variable {tp} has no schema: give the parameter a concrete type"
@@ -233,13 +233,24 @@ def _among(tp: Any, kinds: frozenset[Any]) -> bool:
         return False
 
 
+def is_sequence(tp: Any, origin: Any) -> bool:
+    """Whether a type (origin: its typing.get_origin) is one of the sequences
+    that are JSON arrays: list, Sequence, Iterable and the like (tuples apart)."""
+    return _among(tp, _SEQUENCES) or _among(origin, _SEQUENCES)
+
+
+def is_mapping(tp: Any, origin: Any) -> bool:
+    """Whether a type is one of the mappings that are JSON objects."""
+    return _among(tp, _MAPPINGS) or _among(origin, _MAPPINGS)
+
+
 def _name(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__qualname__
     return repr(tp).removeprefix("typing.")
 
 
-def _is_pydantic_model(tp: type) -> bool:
+def is_pydantic_model(tp: type) -> bool:
     pydantic = sys.modules.get("pydantic")
     if pydantic is None:
         return False  # a model would have imported it
@@ -247,7 +258,7 @@ def _is_pydantic_model(tp: type) -> bool:
     return isinstance(base, type) and issubclass(tp, base)
 
 
-def _dataclass_fields(tp: type) -> list[tuple[str, Any, bool, object]]:
+def dataclass_fields(tp: type) -> list[tuple[str, Any, bool, object]]:
     try:
         hints = typing.get_type_hints(tp, include_extras=True)
     except Exception as e:  # a forward reference that does not resolve, and the like
@@ -264,7 +275,7 @@ def _dataclass_fields(tp: type) -> list[tuple[str, Any, bool, object]]:
     return out
 
 
-def _typeddict_fields(tp: type) -> list[tuple[str, Any, bool, object]]:
+def typeddict_fields(tp: type) -> list[tuple[str, Any, bool, object]]:
     try:
         hints = typing.get_type_hints(tp, include_extras=True)
     except Exception as e:
