@@ -216,3 +216,28 @@ def executor(
         downstream.release_all()
         proc.stop()
         downstream.close()
+
+
+@pytest.fixture(scope="session")
+def workers_executor(
+    go_programs: GoPrograms, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Executor]:
+    """An executor with no tools of its own (no --demo, no tools file) and
+    its embedded NATS on a free port, serving the tools that workers declare:
+    it asks them every 200 ms (--workers-interval), so that a worker's tool
+    is served within a fraction of a second of its start and forgotten within
+    a second of its stop. Shared by the session: the tests keep apart by
+    their tools' names, their runs and their flights."""
+    work = tmp_path_factory.mktemp("workers-executor")
+    metrics = f"127.0.0.1:{free_port()}"
+    argv = [str(go_programs.executor), "--nats-port", "-1", "--data-dir", str(work / "data")]
+    argv += ["--metrics-addr", metrics, "--drain-timeout", "2s", "--log-level", "warn"]
+    argv += ["--workers-interval", "200ms", "--workers-window", "100ms"]
+    proc = Process("executor", argv, cwd=work, env=clean_env(HOME=str(work)))
+    try:
+        url = proc.await_line(r"^toolexec executor ready: nats=(\S+)").group(1)
+        yield Executor(
+            url=url, metrics="http://" + metrics, emitter=go_programs.emitter, process=proc
+        )
+    finally:
+        proc.stop()
