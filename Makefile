@@ -30,6 +30,11 @@ demo: ## Start an executor with embedded NATS and show completed, deduplicated a
 example: ## Run examples/toolidempotency (the same three outcomes, in one Go program).
 	$(GO) run ./examples/toolidempotency
 
+.PHONY: example-python
+example-python: ## Run examples/tool_idempotency.py (tool bodies served by a Python worker, calls from Python) against an executor with embedded NATS; builds the executor and the venv first.
+	@$(MAKE) -s --no-print-directory build $(VENV)/.installed >&2
+	@./scripts/example-python.sh $(BIN)/executor $(VENVBIN)/python
+
 .PHONY: test
 test: test-python ## Run every test with the race detector, after the Python package's (needs PostgreSQL and Redis; see README).
 	$(GO) test $(TEST_FLAGS) $(PKGS)
@@ -39,8 +44,9 @@ VENV   ?= $(BIN)/venv
 VENVBIN = $(abspath $(VENV))/bin
 
 .PHONY: test-python
-test-python: $(VENV)/.installed ## Check the Python package (python/): ruff, mypy --strict and pytest, in a venv under bin/venv (VENV moves it).
+test-python: $(VENV)/.installed ## Check the Python package (python/) and examples/tool_idempotency.py: ruff, mypy --strict and pytest, in a venv under bin/venv (VENV moves it).
 	cd python && $(VENVBIN)/ruff check . && $(VENVBIN)/ruff format --check . && $(VENVBIN)/mypy --strict
+	cd python && $(VENVBIN)/ruff check --config pyproject.toml ../examples/tool_idempotency.py && $(VENVBIN)/ruff format --config pyproject.toml --check ../examples/tool_idempotency.py
 	cd python && GO=$(GO) $(VENVBIN)/python -m pytest
 
 # The venv, with python/ installed in it editable (its sources are what the

@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -514,3 +515,32 @@ def test_the_executor_learns_the_declaration(workers_executor: Executor) -> None
     assert entered[0].tool == name
     assert entered[0].attempt == 1
     assert entered[0].call_id == results[0].call_id
+
+
+# --- the example -----------------------------------------------------------------------------
+
+
+def test_the_example(workers_executor: Executor) -> None:
+    """examples/tool_idempotency.py (README.md's From Python runs it with make
+    example-python): the three signals, the body entered twice for the four
+    bookings."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "tool_idempotency.py"
+    p = subprocess.run(
+        [sys.executable, str(example)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(NATS_URL=workers_executor.url),
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines() == [
+        "lookup_fare BA117                    → TOOL_COMPLETED: 142.00 GBP",
+        "book BA117                           → TOOL_COMPLETED: PNR-DCACA7",
+        "retry, fresh request_id              → TOOL_DEDUPLICATED: PNR-DCACA7",
+        "book BA999, answer lost              → TOOL_INDETERMINATE: reason=body_failed "
+        "key=03d1cf92a62e…",
+        "retry BA999                          → TOOL_INDETERMINATE: reason=body_failed "
+        "key=03d1cf92a62e…",
+        "book's body entered 2 times for 4 calls; seats taken: BA117=1, BA999=1",
+    ]
