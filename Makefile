@@ -43,10 +43,14 @@ PYTHON ?= python3
 VENV   ?= $(BIN)/venv
 VENVBIN = $(abspath $(VENV))/bin
 
+# Python programs outside the package that the checks lint too (mypy's are in
+# python/pyproject.toml), relative to python/.
+PY_SCRIPTS = ../examples/tool_idempotency.py ../bench/python_row.py
+
 .PHONY: test-python
-test-python: $(VENV)/.installed ## Check the Python package (python/) and examples/tool_idempotency.py: ruff, mypy --strict and pytest, in a venv under bin/venv (VENV moves it).
+test-python: $(VENV)/.installed ## Check the Python package (python/), examples/tool_idempotency.py and bench/python_row.py: ruff, mypy --strict and pytest, in a venv under bin/venv (VENV moves it).
 	cd python && $(VENVBIN)/ruff check . && $(VENVBIN)/ruff format --check . && $(VENVBIN)/mypy --strict
-	cd python && $(VENVBIN)/ruff check --config pyproject.toml ../examples/tool_idempotency.py && $(VENVBIN)/ruff format --config pyproject.toml --check ../examples/tool_idempotency.py
+	cd python && $(VENVBIN)/ruff check --config pyproject.toml $(PY_SCRIPTS) && $(VENVBIN)/ruff format --config pyproject.toml --check $(PY_SCRIPTS)
 	cd python && GO=$(GO) $(VENVBIN)/python -m pytest
 
 # The venv, with python/ installed in it editable (its sources are what the
@@ -70,11 +74,11 @@ BENCH_WORK  ?= $(CURDIR)/bin/bench
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rolled loop, raw store cycles, River and Temporal (bench/temporal, built on first use), a three-node cluster with its failover pause (the KV leader stopped, then crashed), its scale-out over 1, 2 and 4 executors and its memory over 1,000,000 calls; writes docs/BENCHMARKS.md (needs PostgreSQL and Redis).
+bench: $(VENV)/.installed ## Go benchmarks, then toolexec against the JetStream ceiling, a hand-rolled loop, raw store cycles, River and Temporal (bench/temporal, built on first use), a three-node cluster with its failover pause (the KV leader stopped, then crashed), its scale-out over 1, 2 and 4 executors, a Python caller and worker, and its memory over 1,000,000 calls; writes docs/BENCHMARKS.md (needs PostgreSQL and Redis).
 	@mkdir -p $(BENCH_WORK)
 	$(GO) build -o $(BENCH_WORK)/ ./cmd/emitter ./cmd/executor
 	bash -o pipefail -c "$(GO) test -run '^$$' -bench . -benchmem -count 3 $(PKGS) | tee $(BENCH_WORK)/go-bench.txt"
-	cd bench && $(GO) run . -emitter $(BENCH_WORK)/emitter -executor $(BENCH_WORK)/executor -gobench $(BENCH_WORK)/go-bench.txt -work $(BENCH_WORK) \
+	cd bench && $(GO) run . -emitter $(BENCH_WORK)/emitter -executor $(BENCH_WORK)/executor -gobench $(BENCH_WORK)/go-bench.txt -work $(BENCH_WORK) -python $(VENVBIN)/python \
 		-out $(CURDIR)/docs/BENCHMARKS.md -chart $(CURDIR)/docs/benchmarks.svg $(BENCH_FLAGS)
 
 .PHONY: bench-go

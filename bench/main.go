@@ -49,6 +49,10 @@ type config struct {
 	profile                                             string // toolexec rows to profile besides kv-lazy
 	waitLoad                                            float64
 	waitMax                                             time.Duration
+	// The Python rows: the venv's interpreter, python_row.py, and the calls
+	// of the run with -concurrency in flight.
+	python, pythonScript string
+	pythonCalls          int
 }
 
 // Groups of rows, in the order the table shows them.
@@ -62,6 +66,7 @@ const (
 	groupScale   = "scale-out"
 	groupMemory  = "memory"
 	groupCluster = "three-node cluster"
+	groupPython  = "python"
 )
 
 // harness runs the benchmarks and keeps what they measured.
@@ -137,6 +142,9 @@ func main() {
 	flag.DurationVar(&c.waitMax, "wait-max", 5*time.Minute, "longest wait for -wait-load")
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds of the rows the ratio targets compare (the hand-rolled loop, the memory store and each toolexec store, the raw PostgreSQL cycle; the KV store and the loop under fsync always) and of the run at concurrency 1; the table shows each row's median round")
 	flag.StringVar(&c.profile, "profile", "", "comma-separated toolexec row ids (mem, kv-sync, pg, redis, …) whose executor and emitter to profile too, as kv-lazy always is, and temporal (its program's process); the profiles are written to -work")
+	flag.StringVar(&c.python, "python", "../bin/venv/bin/python", "the Python interpreter of the Python rows, with the toolexec package installed (make bench makes the venv)")
+	flag.StringVar(&c.pythonScript, "python-script", "python_row.py", "the Python rows' program")
+	flag.IntVar(&c.pythonCalls, "python-calls", 10000, "calls of the Python row with -concurrency in flight (its run at concurrency 1 makes -latency-calls)")
 	flag.StringVar(&c.only, "only", "", "comma-separated row ids to run (default all; the report is then not written)")
 	flag.Parse()
 
@@ -230,6 +238,7 @@ func sequence(c config) []step {
 	for _, n := range scaleExecutors {
 		steps = append(steps, step{ids: []string{scaleID(n)}, fn: one(func(ctx context.Context, h *harness) Result { return h.runScale(ctx, n) })})
 	}
+	steps = append(steps, step{ids: []string{pythonID, pythonC1ID}, fn: func(ctx context.Context, h *harness) []Result { return h.runPython(ctx) }})
 	return append(steps, step{ids: []string{"rss"}, fn: one(func(ctx context.Context, h *harness) Result { return h.runRSS(ctx) })})
 }
 

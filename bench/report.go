@@ -225,9 +225,9 @@ func thousands(n int) string {
 }
 
 // inComparison reports whether r belongs in the main table and the chart:
-// the scale-out, memory and cluster rows have tables of their own.
+// the scale-out, memory, cluster and Python rows have tables of their own.
 func inComparison(r Result) bool {
-	return r.Group != groupScale && r.Group != groupMemory && r.Group != groupCluster
+	return r.Group != groupScale && r.Group != groupMemory && r.Group != groupCluster && r.Group != groupPython
 }
 
 // renderReport writes docs/BENCHMARKS.md.
@@ -314,6 +314,7 @@ func renderReport(in reportInput) string {
 	}
 	w("\n![Throughput and p99 latency by configuration](%s)\n\n", in.chartPath)
 	renderScale(&b, in)
+	renderPython(&b, in)
 	renderCluster(&b, in)
 	renderRSS(&b, in)
 
@@ -422,6 +423,42 @@ func renderScale(b *strings.Builder, in reportInput) {
 			x = fmt.Sprintf("%.2f", r.PerSec/one.PerSec)
 		}
 		w("| %s | %.0f | %s | %s | %s | %s | %s: %s |\n", n, r.PerSec, trimFloat(r.P50), trimFloat(r.P99), x, r.Load, checkWord(r), escapeCell(r.Check))
+	}
+	w("\n")
+}
+
+// renderPython writes the table of the Python rows, when the run has them.
+func renderPython(b *strings.Builder, in reportInput) {
+	var rows []Result
+	for _, id := range []string{pythonID, pythonC1ID} {
+		if r, ok := findRow(in.results, id); ok {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	c := in.cfg
+	w("## From Python: a Python caller, the executor, a Python worker\n\n")
+	w("bench/python_row.py, run with the venv's interpreter, in two processes: a caller\n")
+	w("(toolexec.Client, one connection) calls an effectful tool (key [flight]) through the\n")
+	w("executor binary (cmd/executor, JetStream KV store, a NATS server embedded in the\n")
+	w("benchmark's process, lazy fsync), and a worker (toolexec.Worker) serves its body, which\n")
+	w("only counts its entries: the executor learned the tool from the worker. %d %% duplicate\n", int(c.duplicates*100+0.5))
+	w("keys; %d calls with %d in flight after %d warm-up calls, then %d one at a time after %d.\n",
+		c.pythonCalls, c.concurrency, c.warmup, c.latencyCalls, pythonC1Warmup)
+	w("Latency is the caller's, from Client.call's start to its return. The check compares each\n")
+	w("run's answers with its distinct keys, and the bodies the worker entered, and the\n")
+	w("executor's own count, with the distinct keys of both runs. Every process shares the\n")
+	w("machine's %d CPUs; the Python caller and worker each run one event loop.\n\n", in.machine.CPUs)
+	w("| in flight | calls/s | p50 ms | p99 ms | load | check |\n|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rows {
+		if r.Err != "" {
+			w("| %d | — | — | — | %s | not measured: %s |\n", r.Concurrency, r.Load, escapeCell(r.Err))
+			continue
+		}
+		w("| %d | %.0f | %s | %s | %s | %s: %s |\n", r.Concurrency, r.PerSec, trimFloat(r.P50), trimFloat(r.P99), r.Load, checkWord(r), escapeCell(r.Check))
 	}
 	w("\n")
 }

@@ -637,3 +637,31 @@ func TestRenderCluster(t *testing.T) {
 		t.Error("a cluster section for a run without cluster rows")
 	}
 }
+
+func TestRenderPython(t *testing.T) {
+	rows := append(sampleResults(),
+		Result{ID: pythonID, Group: groupPython, Name: "Python caller and worker, 64 in flight", Concurrency: 64, PerSec: 1480, P50: 44, P99: 71, CheckOK: true, Check: "all answered", Load: "1.5"},
+		Result{ID: pythonC1ID, Group: groupPython, Name: "Python caller and worker, 1 in flight", Concurrency: 1, Err: "the worker exited", Load: "1.2"},
+	)
+	doc := renderReport(reportInput{
+		machine: machine{CPUs: 2},
+		cfg:     config{duplicates: 0.2, concurrency: 64, warmup: 500, pythonCalls: 5000, latencyCalls: 2000},
+		results: rows,
+	})
+	for _, want := range []string{
+		"## From Python: a Python caller, the executor, a Python worker",
+		"5000 calls with 64 in flight after 500 warm-up calls, then 2000 one at a time after 20.",
+		"| 64 | 1480 | 44 | 71 | 1.5 | ok: all answered |",
+		"| 1 | — | — | — | 1.2 | not measured: the worker exited |",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(doc, "| Python caller and worker, 64 in flight |") {
+		t.Error("the comparison table shows a Python row")
+	}
+	if doc := renderReport(reportInput{machine: machine{CPUs: 2}, results: sampleResults()}); strings.Contains(doc, "## From Python") {
+		t.Error("a section for rows the run did not have")
+	}
+}

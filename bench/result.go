@@ -116,7 +116,7 @@ func mergeRounds(rs []Result, extra map[string][]Result) {
 var displayOrder = []string{
 	"a", "a-sync", "b", "b-sync", "raw-kv-lazy", "raw-kv-sync", "raw-pg", "raw-pg-notify", "raw-redis",
 	"mem", "mem-sync", "kv-sync", "kv-lazy", "kv-lazy-c1", "pg", "redis", "river", "river-open", "temporal",
-	"scale-1", "scale-2", "scale-4",
+	"scale-1", "scale-2", "scale-4", pythonID, pythonC1ID,
 	clusterLoopLazy, clusterKVLazy, clusterLoopSync, clusterKVSync, clusterFailover, clusterCrash, "rss",
 }
 
