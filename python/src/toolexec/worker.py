@@ -29,7 +29,9 @@ each request it
   ``Toolexec-Attempt`` and ``traceparent``;
 * runs the body once, an async one on the event loop, a plain one in a thread
   of the worker's own, bounded by the tool's timeout (30 s for a tool that
-  declares none, as the executors' wait for the reply);
+  declares none, as the executors' wait for the reply): an async body is then
+  cancelled; a plain one cannot be stopped, so it keeps its thread until it
+  returns, and what it returns is dropped (the reply went at the timeout);
 * replies once: the outcome (a ``str`` as its UTF-8, ``bytes`` as they are,
   anything else as its JSON text: compact, non-ASCII kept, dataclasses,
   pydantic models and Enum members as their JSON values), or an error reply
