@@ -6,7 +6,8 @@
 // SQLite file, run by the program in ./temporal, a module of its own),
 // toolexec's KV store and the hand-rolled loop on a three-node cluster with the
 // failover pause when the KV stream's leader stops or crashes, then the executor
-// binary's scale-out with 1, 2 and 4 processes and its memory over a long run, and writes
+// binary's scale-out with 1, 2 and 4 processes, a Python caller and a Python
+// worker through it (python_row.py), and its memory over a long run, and writes
 // docs/BENCHMARKS.md with a table, the targets, a chart, the Go
 // benchmarks and a CPU profile summary.
 //
