@@ -25,6 +25,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/protodoc"
 	"github.com/tesserix/toolexec/schemas"
+	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/natstool"
 	"github.com/tesserix/toolexec/worker"
 )
@@ -534,8 +535,8 @@ func TestProtocolDocBodies(t *testing.T) {
 		named = append(named, oneName(t, "§12: the header cell", row[0]))
 	}
 	sameSet(t, "§12: the request's headers", named, "package natstool's", []string{
-		natstool.HeaderIdempotencyKey, natstool.HeaderTenant, natstool.HeaderRunID, natstool.HeaderCallID,
-		natstool.HeaderTool, natstool.HeaderAttempt, natstool.HeaderTraceParent,
+		tool.HeaderIdempotencyKey, tool.HeaderTenant, tool.HeaderRunID, tool.HeaderCallID,
+		tool.HeaderTool, tool.HeaderAttempt, tool.HeaderTraceParent,
 	})
 	for _, name := range []string{wire.BodySubject("<tool>"), wire.BodyQueue, wire.WorkerService, wire.DeclarationMetadata,
 		micro.ErrorCodeHeader, micro.ErrorHeader, natstool.CodeNoEffect, worker.CodeToolError} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,37 @@ func TestTimeoutAndRetry(t *testing.T) {
 	}
 	if tl.Timeout() != spec.Timeout || tl.Retry() != spec.Retry {
 		t.Errorf("Timeout() = %v, Retry() = %+v; want %v and %+v", tl.Timeout(), tl.Retry(), spec.Timeout, spec.Retry)
+	}
+}
+
+// TestContextHeaders: a context goes out as the headers a remote body
+// receives, only those with a value, and comes back whole; a traceparent that
+// cannot travel as a header value is left out.
+func TestContextHeaders(t *testing.T) {
+	c := tool.Context{IdempotencyKey: "k", Tenant: "acme", RunID: "r1", CallID: "c1", Tool: "book", Attempt: 2,
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	got := map[string]string{}
+	for _, kv := range c.Headers() {
+		got[kv[0]] = kv[1]
+	}
+	want := map[string]string{"Idempotency-Key": "k", "Toolexec-Tenant": "acme", "Toolexec-Run-Id": "r1",
+		"Toolexec-Call-Id": "c1", "Toolexec-Tool": "book", "Toolexec-Attempt": "2", "traceparent": c.TraceParent}
+	if !maps.Equal(got, want) {
+		t.Errorf("Headers() = %v, want %v", got, want)
+	}
+	if back := tool.ContextFromHeaders(func(n string) string { return got[n] }); back != c {
+		t.Errorf("ContextFromHeaders(Headers()) = %+v, want %+v", back, c)
+	}
+	bare := tool.Context{Tenant: "acme", TraceParent: "00-a\tb"}
+	if h := bare.Headers(); len(h) != 1 || h[0] != [2]string{"Toolexec-Tenant", "acme"} {
+		t.Errorf("Headers() of a context without key, attempt or a usable traceparent = %v", h)
+	}
+	if c := tool.ContextFromHeaders(func(n string) string {
+		if n == "Toolexec-Attempt" {
+			return "x"
+		}
+		return ""
+	}); c.Attempt != 0 {
+		t.Errorf("an attempt that is no number read as %d", c.Attempt)
 	}
 }

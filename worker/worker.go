@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -248,24 +247,16 @@ func (w *Worker) reply(req micro.Request, t *tool.Tool, out string, err error) {
 	}
 	if rerr != nil {
 		w.log.Error("worker: the reply could not be sent; the executor will not learn the outcome",
-			"tool", t.Name(), "call_id", req.Headers().Get(natstool.HeaderCallID), "error", rerr)
+			"tool", t.Name(), "call_id", req.Headers().Get(tool.HeaderCallID), "error", rerr)
 	}
 }
 
 // contextOf reads the call's context from a request's headers.
 func contextOf(h micro.Headers, name string) tool.Context {
-	tc := tool.Context{
-		IdempotencyKey: h.Get(natstool.HeaderIdempotencyKey),
-		Tenant:         h.Get(natstool.HeaderTenant),
-		RunID:          h.Get(natstool.HeaderRunID),
-		CallID:         h.Get(natstool.HeaderCallID),
-		Tool:           h.Get(natstool.HeaderTool),
-		TraceParent:    h.Get(natstool.HeaderTraceParent),
-	}
+	tc := tool.ContextFromHeaders(h.Get)
 	if tc.Tool == "" {
 		tc.Tool = name
 	}
-	tc.Attempt, _ = strconv.Atoi(h.Get(natstool.HeaderAttempt))
 	return tc
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,13 +24,13 @@ const DefaultMaxResponseBytes = 512 << 10
 // The headers an HTTP tool sets on every request (Idempotency-Key and traceparent
 // only when there is a value to send).
 const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderTenant         = "Toolexec-Tenant"
-	HeaderRunID          = "Toolexec-Run-Id"
-	HeaderCallID         = "Toolexec-Call-Id"
-	HeaderTool           = "Toolexec-Tool"
-	HeaderAttempt        = "Toolexec-Attempt"
-	HeaderTraceParent    = "traceparent"
+	HeaderIdempotencyKey = tool.HeaderIdempotencyKey
+	HeaderTenant         = tool.HeaderTenant
+	HeaderRunID          = tool.HeaderRunID
+	HeaderCallID         = tool.HeaderCallID
+	HeaderTool           = tool.HeaderTool
+	HeaderAttempt        = tool.HeaderAttempt
+	HeaderTraceParent    = tool.HeaderTraceParent
 )
 
 // Endpoint says where and how an HTTP tool sends its request.
@@ -228,23 +227,11 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 		req.Host = c.host
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if tc.IdempotencyKey != "" {
-		req.Header.Set(HeaderIdempotencyKey, tc.IdempotencyKey)
-	}
-	for _, h := range [...]struct{ name, value string }{
-		{HeaderTenant, tc.Tenant}, {HeaderRunID, tc.RunID}, {HeaderCallID, tc.CallID}, {HeaderTool, tc.Tool},
-	} {
-		if h.value != "" {
-			req.Header.Set(h.name, h.value)
-		}
-	}
-	if tc.Attempt > 0 {
-		req.Header.Set(HeaderAttempt, strconv.Itoa(tc.Attempt))
-	}
-	if tc.TraceParent != "" && validHeaderValue(tc.TraceParent) {
-		// Set directly: the W3C name is lower case, and Header.Set would
-		// canonicalise it (HTTP/1 readers do not care; keep it as specified).
-		req.Header[HeaderTraceParent] = []string{tc.TraceParent}
+	for _, kv := range tc.Headers() {
+		// Set directly: the names are canonical already but the W3C one, lower
+		// case, which Header.Set would canonicalise (HTTP/1 readers do not
+		// care; keep it as specified).
+		req.Header[kv[0]] = []string{kv[1]}
 	}
 
 	resp, err := c.client.Do(req)

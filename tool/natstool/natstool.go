@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,18 +22,6 @@ const (
 	DefaultMaxReplyBytes = 512 << 10
 	// DefaultTimeout bounds the body of a tool declared without a timeout.
 	DefaultTimeout = 30 * time.Second
-)
-
-// The headers of a request (Idempotency-Key and traceparent only when there
-// is a value to send): the names an HTTP tool sends.
-const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderTenant         = "Toolexec-Tenant"
-	HeaderRunID          = "Toolexec-Run-Id"
-	HeaderCallID         = "Toolexec-Call-Id"
-	HeaderTool           = "Toolexec-Tool"
-	HeaderAttempt        = "Toolexec-Attempt"
-	HeaderTraceParent    = "traceparent"
 )
 
 // The status header of the server's no-responders reply, and the service
@@ -235,37 +222,13 @@ func (c *compiled) classify(m *nats.Msg) (string, error) {
 	return string(m.Data), nil
 }
 
-// headers returns the request's headers for the call tc.
+// headers returns the request's headers for the call tc (tool.Context.Headers).
 func headers(tc tool.Context) nats.Header {
 	h := nats.Header{}
-	if tc.IdempotencyKey != "" {
-		h[HeaderIdempotencyKey] = []string{tc.IdempotencyKey}
-	}
-	for _, kv := range [...]struct{ name, value string }{
-		{HeaderTenant, tc.Tenant}, {HeaderRunID, tc.RunID}, {HeaderCallID, tc.CallID}, {HeaderTool, tc.Tool},
-	} {
-		if kv.value != "" {
-			h[kv.name] = []string{kv.value}
-		}
-	}
-	if tc.Attempt > 0 {
-		h[HeaderAttempt] = []string{strconv.Itoa(tc.Attempt)}
-	}
-	if tc.TraceParent != "" && printable(tc.TraceParent) {
-		h[HeaderTraceParent] = []string{tc.TraceParent}
+	for _, kv := range tc.Headers() {
+		h[kv[0]] = []string{kv[1]}
 	}
 	return h
-}
-
-// printable reports whether s holds no control characters, so that it can
-// travel as a header value.
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // Pending is a NATS tool declared before its connection exists (a tools
