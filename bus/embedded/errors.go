@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tesserix/toolexec/internal/dirlock"
 )
 
 // Sentinel errors. Match them with errors.Is.
@@ -63,15 +65,8 @@ type StoreInUseError struct {
 // Error names the folder and its holder, and the ways out.
 func (e *StoreInUseError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "embedded NATS: store folder %s is in use by ", e.Dir)
-	if e.PID > 0 {
-		fmt.Fprintf(&b, "process %d", e.PID)
-	} else {
-		b.WriteString("another process")
-	}
-	if e.URL != "" {
-		fmt.Fprintf(&b, " (%s)", e.URL)
-	}
+	held := dirlock.HeldError{Dir: e.Dir, PID: e.PID, Addr: e.URL}
+	fmt.Fprintf(&b, "embedded NATS: store folder %s", held.Error())
 	b.WriteString(": one store folder serves one server at a time; stop that one, " +
 		"or give this one a folder of its own with --data-dir / TOOLEXEC_DATA_DIR")
 	if e.URL != "" {
