@@ -124,6 +124,11 @@ func TestCatalogOddDeclarations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	// The gateway asks on a connection of its own: the responder's interest
+	// must have reached the server before it does.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	gw, err := mcpgate.New(natstest.Connect(t, srv), mcpgate.Config{Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatal(err)
