@@ -1,6 +1,6 @@
-// Package buildinfo says which build of toolexec is running: the module
-// version, the VCS revision and the Go version, as the Go toolchain recorded
-// them in the binary. The programs print it for --version, the executor
+// Package buildinfo says which build of toolexec is running: the release its
+// source names, and the VCS revision and Go version the Go toolchain recorded
+// in the binary. The programs print it for --version, the executor
 // exports it as the toolexec_build_info metric, and MCP handshakes name it.
 package buildinfo
 
@@ -13,16 +13,16 @@ import (
 // ModulePath is the path of toolexec's Go module.
 const ModulePath = "github.com/tesserix/toolexec"
 
-// version may be set at link time, for builds without VCS information (a
-// container build whose context holds no .git):
-//
-//	go build -ldflags "-X github.com/tesserix/toolexec/internal/buildinfo.version=v1.2.3"
-var version string
+// Release is the release of toolexec this source tree is, in semantic
+// versioning without the leading "v": the tag of the Go module's release is
+// "v" + Release, and the Python package (python/) carries the same release in
+// PEP 440's spelling (0.1.0-dev there is 0.1.0.dev0, 0.1.0-rc.1 is 0.1.0rc1).
+// Between releases it names the next one with a "-dev" suffix.
+const Release = "0.1.0-dev"
 
 // Info describes one build.
 type Info struct {
-	// Version is the module version: a release tag, a pseudo-version derived
-	// from the VCS, the link-time override, or "(devel)" when none is known.
+	// Version is "v" + [Release].
 	Version string
 	// Revision is the VCS commit the binary was built from, "" if unknown.
 	Revision string
@@ -51,9 +51,8 @@ func (i Info) String() string {
 
 // Get returns the running binary's build information.
 var Get = sync.OnceValue(func() Info {
-	info := Info{Version: "(devel)", GoVersion: runtime.Version()}
+	info := Info{Version: "v" + Release, GoVersion: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		info.Version = moduleVersion(bi)
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
@@ -63,22 +62,5 @@ var Get = sync.OnceValue(func() Info {
 			}
 		}
 	}
-	if version != "" {
-		info.Version = version
-	}
 	return info
 })
-
-// moduleVersion finds toolexec's version in bi: the main module's when a
-// toolexec program runs, the dependency's when toolexec is a library.
-func moduleVersion(bi *debug.BuildInfo) string {
-	if bi.Main.Path == ModulePath && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	for _, d := range bi.Deps {
-		if d.Path == ModulePath && d.Version != "" {
-			return d.Version
-		}
-	}
-	return "(devel)"
-}
