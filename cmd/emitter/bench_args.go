@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -129,7 +130,8 @@ func (t *argsTemplate) render(key, call int) []byte {
 // benchTool finds the declaration of the tool bench calls: in the tools file
 // when one is given, else among the demo airline's tools. It returns nil when
 // the tool is declared in neither: bench then cannot know its kind or derive
-// its keys, and judges the check from the answers alone. A tools file with MCP
+// its keys, and judges the check from the answers alone. A tools file's nats
+// tools count as declared there. A tools file with MCP
 // servers has them started to learn their tools, then stopped again.
 func benchTool(name, toolsFile string) (*tool.Tool, error) {
 	if toolsFile != "" {
@@ -143,6 +145,15 @@ func benchTool(name, toolsFile string) (*tool.Tool, error) {
 		for _, t := range ts.Tools() {
 			if t.Name() == name {
 				return t, nil
+			}
+		}
+		// A nats tool's body is a worker's; bench needs its declaration only,
+		// so it gets a body that is never called.
+		for _, p := range ts.NATSTools() {
+			if p.Spec.Name == name {
+				return tool.New(p.Spec, func(context.Context, tool.Context, json.RawMessage) (string, error) {
+					return "", errors.New("bench: a declaration's body is not called")
+				})
 			}
 		}
 		return nil, fmt.Errorf("--tools-file %s declares no tool %q", toolsFile, name)

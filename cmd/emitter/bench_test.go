@@ -175,10 +175,20 @@ func TestBenchBadInput(t *testing.T) {
 	}
 }
 
-// TestBenchToolsFile runs bench against a tool of a tools file: its declaration
-// comes from the file, the arguments from --args, filled to --arg-bytes.
+// TestBenchToolsFile runs bench against a tool of a tools file, whatever its
+// body (an HTTP request or a worker's over NATS): its declaration comes from the
+// file, the arguments from --args, filled to --arg-bytes.
 func TestBenchToolsFile(t *testing.T) {
 	t.Parallel()
+	for _, body := range []string{`http: {url: "http://127.0.0.1:1/charge"}`, `nats: {}`} {
+		t.Run(strings.TrimSuffix(strings.Fields(body)[0], ":"), func(t *testing.T) {
+			t.Parallel()
+			benchToolsFile(t, body)
+		})
+	}
+}
+
+func benchToolsFile(t *testing.T, body string) {
 	const params = `{"type":"object","properties":{"order":{"type":"string"},"note":{"type":"string"}},"required":["order"],"additionalProperties":false}`
 	file := filepath.Join(t.TempDir(), "tools.yaml")
 	yaml := `tools:
@@ -186,7 +196,7 @@ func TestBenchToolsFile(t *testing.T) {
     idempotency: {kind: effectful, key_arguments: [order]}
     timeout: 5s
     parameters: ` + params + `
-    http: {url: "http://127.0.0.1:1/charge"}
+    ` + body + `
 `
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
