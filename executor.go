@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -169,9 +170,15 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	if len(cfg.Tools) == 0 && len(cfg.NATSTools) == 0 && cfg.Workers == nil {
 		return nil, fmt.Errorf("%w: no tools", ErrInvalidOption)
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	onExtra := extraReplies(log, cfg.Observer)
 	all := slices.Clone(cfg.Tools)
 	served := map[string]string{}
 	for _, p := range cfg.NATSTools {
+		p.Endpoint.OnExtraReply = onExtra
 		t, err := p.Build(nc)
 		if err != nil {
 			return nil, fmt.Errorf("toolexec: %w", err)
@@ -182,10 +189,6 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	tools, err := tool.NewRegistry(all...)
 	if err != nil {
 		return nil, err
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -268,7 +271,11 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 		return nil, fmt.Errorf("toolexec: serving the tool catalog: %w", err)
 	}
 	if cfg.Workers != nil {
-		if err := e.learnWorkers(ctx, nc, *cfg.Workers, served, cfg.Observer); err != nil {
+		wcfg := *cfg.Workers
+		if wcfg.OnExtraReply == nil {
+			wcfg.OnExtraReply = onExtra
+		}
+		if err := e.learnWorkers(ctx, nc, wcfg, served, cfg.Observer); err != nil {
 			return nil, err
 		}
 	}
@@ -406,5 +413,33 @@ func (e *Executor) Close() {
 	}
 	if e.ownStore {
 		_ = e.store.Close()
+	}
+}
+
+// extraReplyObserver is the part of an Observer that counts requests for a
+// body that more than one worker answered (internal/metrics implements it).
+type extraReplyObserver interface {
+	ExtraReply(subject string)
+}
+
+// extraReplies returns the natstool.Endpoint.OnExtraReply of an executor's
+// NATS tools: each report counted by obs when it counts them, and logged at
+// error level at most once a minute for each subject.
+func extraReplies(log *slog.Logger, obs Observer) func(subject string) {
+	var mu sync.Mutex
+	logged := map[string]time.Time{}
+	return func(subject string) {
+		if o, ok := obs.(extraReplyObserver); ok {
+			o.ExtraReply(subject)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if at, ok := logged[subject]; ok && time.Since(at) < time.Minute {
+			return
+		}
+		logged[subject] = time.Now()
+		log.Error("a tool body's request was answered by more than one worker: each call runs the body more than once; "+
+			"serve the subject from one account, in the queue group "+wire.BodyQueue+" (docs/PROTOCOL.md §12)",
+			"subject", subject)
 	}
 }

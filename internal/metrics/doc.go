@@ -35,6 +35,7 @@
 //	worker_tools                            tools workers serve without conflict
 //	worker_tool_conflicts                   tools in conflict now: not run, calls rejected tool_conflict
 //	worker_conflicts_total                  conflicts that began
+//	worker_extra_replies_total{subject}     body requests answered by more than one worker: the body ran twice
 //	worker_declarations_refused             workers' endpoints whose declarations are refused
 //	worker_discovery_failures_total         rounds of discovery whose request could not be sent
 //

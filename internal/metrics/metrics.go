@@ -54,6 +54,7 @@ type Metrics struct {
 	workerConflicts  prometheus.Gauge
 	workerRefused    prometheus.Gauge
 	conflictsBegun   prometheus.Counter
+	extraReplies     *prometheus.CounterVec
 	discoveryFailure prometheus.Counter
 }
 
@@ -111,13 +112,15 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 		workerConflicts: gauge("worker_tool_conflicts", "Tools whose declarations conflict now: not run, their calls rejected tool_conflict."),
 		workerRefused:   gauge("worker_declarations_refused", "Workers' endpoints whose declarations are refused."),
 		conflictsBegun:  single("worker_conflicts_total", "Conflicts between the declarations of a tool that began."),
+		extraReplies: counter("worker_extra_replies_total",
+			"Requests for a tool's body answered more than once, by subject: more than one group of workers serves it, so the body ran more than once.", "subject"),
 		discoveryFailure: single("worker_discovery_failures_total",
 			"Rounds of discovery of workers whose request could not be sent."),
 	}
 	for _, c := range []prometheus.Collector{
 		m.calls, m.callDuration, m.inFlight, m.bodies, m.deduplicated, m.indetermin, m.unguarded, m.holderWait,
 		m.storeDuration, m.storeErrors, m.received, m.redelivered, m.rejected, m.handedBack, m.pubRetries,
-		m.workers, m.workerTools, m.workerConflicts, m.workerRefused, m.conflictsBegun, m.discoveryFailure,
+		m.workers, m.workerTools, m.workerConflicts, m.workerRefused, m.conflictsBegun, m.extraReplies, m.discoveryFailure,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -234,3 +237,7 @@ func (m *Metrics) Refreshed(r workerset.Round) {
 
 // ConflictBegan implements workerset.Observer.
 func (m *Metrics) ConflictBegan(string) { m.conflictsBegun.Inc() }
+
+// ExtraReply counts a request for a body on subject that more than one worker
+// answered (natstool.Endpoint.OnExtraReply).
+func (m *Metrics) ExtraReply(subject string) { m.extraReplies.WithLabelValues(subject).Inc() }

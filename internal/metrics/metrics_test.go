@@ -250,6 +250,7 @@ func TestWorkerSetMetrics(t *testing.T) {
 	m.ConflictBegan("book")
 	m.Refreshed(workerset.Round{Failed: true})
 	m.ConflictBegan("book")
+	m.ExtraReply("toolexec.body.book")
 	for _, c := range []struct {
 		name string
 		want float64
@@ -264,6 +265,9 @@ func TestWorkerSetMetrics(t *testing.T) {
 		if got := value(t, reg, c.name, l{}); got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
 		}
+	}
+	if got := value(t, reg, "toolexec_worker_extra_replies_total", l{"subject": "toolexec.body.book"}); got != 1 {
+		t.Errorf("toolexec_worker_extra_replies_total = %v, want 1", got)
 	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)

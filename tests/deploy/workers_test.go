@@ -289,7 +289,9 @@ func TestWorkerSeesOnlyItsRequests(t *testing.T) {
 // its tool besides the WORKERS worker that does, the import being a
 // subscription of its own outside the queue group, so an effectful body runs
 // twice for one request. If this test fails, the server no longer delivers so,
-// and the warning may go.
+// and the warning may go. Both replies reach the executor, which is how it
+// tells the operator (natstool.Endpoint.OnExtraReply: an error logged, the
+// metric toolexec_worker_extra_replies_total).
 func TestWorkerAsExecutorRunsTwice(t *testing.T) {
 	pw := setPasswords(t)
 	srv := startServer(t, accountsLayout.conf)
@@ -297,7 +299,8 @@ func TestWorkerAsExecutorRunsTwice(t *testing.T) {
 	inWorkers, inExecutors := &rebooks{entries: map[string]int{}}, &rebooks{entries: map[string]int{}}
 	e.as(t, "worker").serve(t, inWorkers.tool(t))
 	e.as(t, "executor").serve(t, inExecutors.tool(t))
-	body, err := natstool.New(rebookSpec, natstool.Endpoint{Conn: e.as(t, "executor").nc})
+	heard := make(chan string, 1)
+	body, err := natstool.New(rebookSpec, natstool.Endpoint{Conn: e.as(t, "executor").nc, OnExtraReply: func(s string) { heard <- s }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +310,14 @@ func TestWorkerAsExecutorRunsTwice(t *testing.T) {
 	if !eventually(settle, func() bool { return inWorkers.count("k1")+inExecutors.count("k1") == 2 }) {
 		t.Errorf("one request ran the body %d times in WORKERS and %d in TOOLEXEC; the warning in accounts.conf expects both",
 			inWorkers.count("k1"), inExecutors.count("k1"))
+	}
+	select {
+	case s := <-heard:
+		if s != "toolexec.body.rebook" {
+			t.Errorf("OnExtraReply(%q), want toolexec.body.rebook", s)
+		}
+	case <-time.After(natstool.ExtraReplyWindow + waitLong):
+		t.Error("the executor did not hear the second reply")
 	}
 }
 

@@ -50,7 +50,19 @@ type Endpoint struct {
 	// MaxReplyBytes bounds the reply's payload read as the outcome; zero means
 	// DefaultMaxReplyBytes.
 	MaxReplyBytes int64
+	// OnExtraReply, when set, is called (on a goroutine of its own) for a
+	// request that got more than one reply within ExtraReplyWindow of its
+	// first: more than one group of workers serves the subject — a worker
+	// subscribed outside the queue group toolexec.body, or one in the
+	// executors' account besides the workers' import — so the body ran more
+	// than once. The call's outcome is the first reply's; this is how the
+	// operator hears of the others.
+	OnExtraReply func(subject string)
 }
+
+// ExtraReplyWindow is how long a request's reply subject is kept after its
+// first reply, when [Endpoint.OnExtraReply] is set, to hear a second.
+const ExtraReplyWindow = 2 * time.Second
 
 // New checks the endpoint and returns a tool declared by spec whose body
 // sends each call to the workers serving it; a spec without a timeout gets
@@ -82,12 +94,13 @@ type compiled struct {
 	nc      *nats.Conn
 	subject string
 	max     int64
+	onExtra func(subject string)
 }
 
 // compile checks ep for the tool called name, its connection too with conn.
 func compile(name string, ep Endpoint, conn bool) (*compiled, error) {
 	bad := func(field, msg string) error { return &tool.SpecError{Tool: name, Field: field, Msg: msg} }
-	c := &compiled{nc: ep.Conn, subject: ep.Subject, max: ep.MaxReplyBytes}
+	c := &compiled{nc: ep.Conn, subject: ep.Subject, max: ep.MaxReplyBytes, onExtra: ep.OnExtraReply}
 	if conn && c.nc == nil {
 		return nil, bad("nats.conn", "is required")
 	}
@@ -148,7 +161,20 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	if err != nil {
 		return "", tool.NoEffect(fmt.Errorf("%w: %s: subscribing to the reply subject: %w", ErrNotSent, c.subject, err))
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	replied := false
+	defer func() {
+		if !replied || c.onExtra == nil {
+			_ = sub.Unsubscribe()
+			return
+		}
+		time.AfterFunc(ExtraReplyWindow, func() {
+			n, _ := sub.Delivered()
+			_ = sub.Unsubscribe()
+			if n > 1 {
+				c.onExtra(c.subject)
+			}
+		})
+	}()
 
 	if err := ctx.Err(); err != nil {
 		return "", tool.NoEffect(fmt.Errorf("%w: %s: %w", ErrNotSent, c.subject, err))
@@ -176,6 +202,7 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 		if noResponders(m) {
 			return "", tool.NoEffect(fmt.Errorf("%w: %s: %w", ErrNoWorker, c.subject, nats.ErrNoResponders))
 		}
+		replied = true
 		return c.classify(m)
 	default:
 	}
@@ -185,6 +212,7 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 		if noResponders(m) {
 			return "", fmt.Errorf("%s: a no-responders status came after the request was delivered, which the server never sends: the effect is unknown", c.subject)
 		}
+		replied = true
 		return c.classify(m)
 	case st := <-lost:
 		return "", fmt.Errorf("%s: the connection was %s while the request was out: a reply sent meanwhile is lost, the effect unknown", c.subject, strings.ToLower(st.String()))

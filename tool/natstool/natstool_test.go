@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -433,5 +434,72 @@ func TestNewChecksTheEndpoint(t *testing.T) {
 	tl, err := natstool.New(spec, natstool.Endpoint{Conn: nc})
 	if err != nil || tl.Timeout() != natstool.DefaultTimeout {
 		t.Errorf("a tool without a timeout: %v, timeout %v; want %v", err, tl.Timeout(), natstool.DefaultTimeout)
+	}
+}
+
+// TestExtraReplies: a request that two groups of workers take (the queue group
+// and a worker outside it) is answered by the first reply, and
+// Endpoint.OnExtraReply hears of the second within ExtraReplyWindow; one group
+// alone, however many members, is never reported.
+func TestExtraReplies(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		queues []string // one subscriber per entry, in that queue group ("" none)
+		extra  bool
+	}{
+		{"one worker", []string{wire.BodyQueue}, false},
+		{"two workers of the queue group", []string{wire.BodyQueue, wire.BodyQueue}, false},
+		{"a worker outside the queue group too", []string{wire.BodyQueue, ""}, true},
+		{"two queue groups", []string{wire.BodyQueue, "other"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := natstest.Start(t)
+			raw := natstest.Connect(t, s)
+			var entered atomic.Int32
+			for i, q := range tt.queues {
+				reply := func(m *nats.Msg) {
+					entered.Add(1)
+					_ = m.Respond(fmt.Appendf(nil, "from %d", i))
+				}
+				var err error
+				if q == "" {
+					_, err = raw.Subscribe(wire.BodySubject("book"), reply)
+				} else {
+					_, err = raw.QueueSubscribe(wire.BodySubject("book"), q, reply)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := raw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			heard := make(chan string, 1)
+			tl := newTool(t, natstool.Endpoint{Conn: natstest.Connect(t, s), OnExtraReply: func(subject string) { heard <- subject }})
+			if out, err := call(t, tl, 10*time.Second); err != nil || !strings.HasPrefix(out, "from ") {
+				t.Fatalf("call = %q, %v", out, err)
+			}
+			select {
+			case subject := <-heard:
+				if !tt.extra {
+					t.Fatalf("OnExtraReply(%q) with one group of workers (%d bodies entered)", subject, entered.Load())
+				}
+				if subject != "toolexec.body.book" {
+					t.Errorf("OnExtraReply(%q), want toolexec.body.book", subject)
+				}
+			case <-time.After(natstool.ExtraReplyWindow + 2*time.Second):
+				if tt.extra {
+					t.Fatalf("no OnExtraReply, with %d bodies entered", entered.Load())
+				}
+			}
+			want := int32(1)
+			if tt.extra {
+				want = 2
+			}
+			if got := entered.Load(); got != want {
+				t.Errorf("%d bodies entered, want %d", got, want)
+			}
+		})
 	}
 }

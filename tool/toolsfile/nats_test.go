@@ -49,7 +49,7 @@ func TestParseNATS(t *testing.T) {
 	want := tool.Spec{Name: "rebook", Description: "Move a booking.", Timeout: 20 * time.Second, Retry: tool.Retry{MaxAttempts: 2},
 		Idempotency: &tool.Policy{Kind: tool.Idempotent, KeyArguments: []string{"pnr"}},
 		Parameters:  []byte(`{"type":"object","properties":{"pnr":{"type":"string"}},"required":["pnr"]}`)}
-	if !reflect.DeepEqual(rebook.Spec, want) || rebook.Endpoint != (natstool.Endpoint{}) {
+	if !reflect.DeepEqual(rebook.Spec, want) || !reflect.DeepEqual(rebook.Endpoint, natstool.Endpoint{}) {
 		t.Errorf("rebook %+v on %+v; want %+v on the defaults", rebook.Spec, rebook.Endpoint, want)
 	}
 	if p := rebook.Pending(); p.Subject() != "toolexec.body.rebook" {

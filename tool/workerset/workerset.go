@@ -56,6 +56,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer is told what each round found, for metrics; default none.
 	Observer Observer
+	// OnExtraReply is the learned tools' natstool.Endpoint.OnExtraReply:
+	// told of a request that more than one worker answered.
+	OnExtraReply func(subject string)
 }
 
 // Observer hears what a Set finds.
@@ -92,6 +95,7 @@ type Set struct {
 	maxReply int64
 	log      *slog.Logger
 	obs      Observer
+	onExtra  func(subject string)
 
 	own    map[string]bool         // tools whose bodies the executor runs itself
 	served map[string]*declaration // tools the executor declares and workers serve
@@ -135,7 +139,7 @@ func New(nc *nats.Conn, reg *tool.Registry, cfg Config) (*Set, error) {
 	}
 	s := &Set{
 		nc: nc, reg: reg, interval: cfg.Interval, window: cfg.Window, absent: cfg.Absent, maxReply: cfg.MaxReplyBytes,
-		log: cfg.Logger, obs: cfg.Observer, own: map[string]bool{}, served: map[string]*declaration{},
+		log: cfg.Logger, obs: cfg.Observer, onExtra: cfg.OnExtraReply, own: map[string]bool{}, served: map[string]*declaration{},
 		workers: map[string]*workerInfo{}, learned: map[string]string{}, conflicts: map[string]string{}, problems: map[string]bool{},
 	}
 	if s.interval == 0 {
@@ -482,7 +486,7 @@ func (s *Set) learn(name string, d *declaration) {
 	if s.learned[name] == d.key() {
 		return
 	}
-	t, err := natstool.New(d.spec, natstool.Endpoint{Conn: s.nc, Subject: d.subject, MaxReplyBytes: s.maxReply})
+	t, err := natstool.New(d.spec, natstool.Endpoint{Conn: s.nc, Subject: d.subject, MaxReplyBytes: s.maxReply, OnExtraReply: s.onExtra})
 	if err != nil { // the declaration was checked as natstool checks it
 		s.log.Error("a tool declared by workers cannot be built", "tool", name, "error", err)
 		return
