@@ -58,6 +58,18 @@
 // The request of a tool is never sent twice by the body: retrying is the
 // dispatcher's decision, and it never retries an Effectful tool.
 //
+// # Replies
+//
+// The requests sent on one connection share one reply subscription, a
+// wildcard under an inbox of their own, each request with a reply subject
+// under it (as nats.go's own request multiplexer does, though written here so
+// that a no-responders status can be told from a worker's reply, and a second
+// reply heard). A request answered by more than one worker — two groups serve
+// its subject: a worker in the executors' account besides the workers', or one
+// subscribed outside the queue group — has run its body more than once; with
+// [Endpoint.OnExtraReply] set, its reply subject is kept [ExtraReplyWindow]
+// after the first reply, and a second is reported.
+//
 // # Timeouts
 //
 // A worker that dies while it holds a request never replies, and the server

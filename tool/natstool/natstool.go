@@ -33,12 +33,8 @@ const (
 	headerError        = micro.ErrorHeader
 )
 
-// pingTimeout bounds the round trip behind a request; replyBuffer is room for
-// the reply and a few strays.
-const (
-	pingTimeout = 10 * time.Second
-	replyBuffer = 4
-)
+// pingTimeout bounds the round trip behind a request.
+const pingTimeout = 10 * time.Second
 
 // Endpoint says where a NATS tool sends its requests.
 type Endpoint struct {
@@ -155,26 +151,13 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	// the request or its reply.
 	lost := c.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	defer c.nc.RemoveStatusListener(lost)
-	inbox := c.nc.NewInbox()
-	replies := make(chan *nats.Msg, replyBuffer)
-	sub, err := c.nc.ChanSubscribe(inbox, replies)
-	if err != nil {
-		return "", tool.NoEffect(fmt.Errorf("%w: %s: subscribing to the reply subject: %w", ErrNotSent, c.subject, err))
+	replies := repliesOf(c.nc)
+	if err := replies.open(); err != nil {
+		return "", tool.NoEffect(fmt.Errorf("%w: %s: subscribing to the reply subjects: %w", ErrNotSent, c.subject, err))
 	}
+	inbox, w := replies.add(c.subject, c.onExtra)
 	replied := false
-	defer func() {
-		if !replied || c.onExtra == nil {
-			_ = sub.Unsubscribe()
-			return
-		}
-		time.AfterFunc(ExtraReplyWindow, func() {
-			n, _ := sub.Delivered()
-			_ = sub.Unsubscribe()
-			if n > 1 {
-				c.onExtra(c.subject)
-			}
-		})
-	}()
+	defer func() { replies.done(inbox, w, replied) }()
 
 	if err := ctx.Err(); err != nil {
 		return "", tool.NoEffect(fmt.Errorf("%w: %s: %w", ErrNotSent, c.subject, err))
@@ -192,13 +175,14 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	// The server handles the request before the PING behind it: a
 	// no-responders status it sends for the request is in hand by the PONG.
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	err = c.nc.FlushWithContext(pctx)
+	err := c.nc.FlushWithContext(pctx)
 	cancel()
 	if err != nil {
 		return "", c.unknown(ctx, fmt.Errorf("%s: the request went out, and the round trip behind it failed: %w", c.subject, err))
 	}
+	replies.caughtUp()
 	select {
-	case m := <-replies:
+	case m := <-w.first:
 		if noResponders(m) {
 			return "", tool.NoEffect(fmt.Errorf("%w: %s: %w", ErrNoWorker, c.subject, nats.ErrNoResponders))
 		}
@@ -208,7 +192,7 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	}
 
 	select {
-	case m := <-replies:
+	case m := <-w.first:
 		if noResponders(m) {
 			return "", fmt.Errorf("%s: a no-responders status came after the request was delivered, which the server never sends: the effect is unknown", c.subject)
 		}
