@@ -132,6 +132,9 @@ class RejectionCode(enum.StrEnum):
     #: Two workers declare the tool differently (or a worker and the
     #: executors' own declaration disagree); nothing ran.
     TOOL_CONFLICT = "tool_conflict"
+    #: The MCP server the tool's body calls cannot be reached now; nothing
+    #: ran, and the same call may be sent again once it is back.
+    UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     SCHEMA_VIOLATION = "schema_violation"
     TOO_LARGE = "too_large"
     ARGUMENTS_NOT_OBJECT = "arguments_not_object"
