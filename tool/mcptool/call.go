@@ -81,6 +81,10 @@ func (u *Upstream) callOn(ctx context.Context, s *session, tc tool.Context, remo
 	})
 	s.conn.forget(p)
 	raw := p.resultBytes()
+	var we *jsonrpc.Error
+	if raw != nil || p.status.Load() != 0 || errors.As(err, &we) {
+		s.answered.Store(true) // the server is alive enough to answer
+	}
 	if raw == nil && err == nil {
 		// The SDK decoded an answer this probe did not see; take it as decoded.
 		if raw, err = json.Marshal(res); err != nil {
