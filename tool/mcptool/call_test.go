@@ -315,13 +315,17 @@ func TestCannotStart(t *testing.T) {
 }
 
 // TestNotSent: a call to an HTTP upstream that went away fails without
-// effect, as never sent.
+// effect, as never sent, and as the upstream being unavailable: the session
+// is ended, and the upstream found down.
 func TestNotSent(t *testing.T) {
 	f := open(t, "http", mcptest.Options{}, mcptool.Config{})
 	f.srv.Close()
 	_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e"}`)
-	if !tool.IsNoEffect(err) || !errors.Is(err, mcptool.ErrNotSent) {
-		t.Errorf("call to a closed server: %v; want ErrNotSent without effect", err)
+	if !tool.IsNoEffect(err) || !errors.Is(err, mcptool.ErrNotSent) || !errors.Is(err, tool.ErrUnavailable) {
+		t.Errorf("call to a closed server: %v; want ErrNotSent and unavailable, without effect", err)
+	}
+	if st := f.u.Status(); st.State != mcptool.StateDown {
+		t.Errorf("status after the call: %+v; want down", st)
 	}
 }
 
@@ -437,6 +441,25 @@ func TestDownAtStart(t *testing.T) {
 	u.Close()
 	if st := u.Status(); st.State != mcptool.StateClosed {
 		t.Errorf("after Close: %+v", st)
+	}
+}
+
+// TestHTTPServerGoneNoticed: an HTTP server that goes away while no call is
+// made is noticed by the session's ping, and the upstream is down without a
+// call finding out.
+func TestHTTPServerGoneNoticed(t *testing.T) {
+	states := &stateLog{}
+	f := open(t, "http", mcptest.Options{}, mcptool.Config{
+		MinRestartDelay: 50 * time.Millisecond, MaxRestartDelay: 200 * time.Millisecond, OnState: states.add,
+	})
+	time.Sleep(500 * time.Millisecond) // pings answered: it stays connected
+	if st := f.u.Status(); st.State != mcptool.StateConnected {
+		t.Fatalf("with the server up: %+v", st)
+	}
+	f.srv.Close()
+	waitFor(t, 10*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
+	if got, want := states.compact(), "connected down"; got != want {
+		t.Errorf("states reported: %q, want %q", got, want)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/http/httpguts"
 
@@ -461,9 +462,7 @@ func (u *Upstream) supervise() {
 	for {
 		s := u.start()
 		if s != nil {
-			select {
-			case <-s.ended:
-			case <-u.life.Done():
+			if !u.watchSession(s) {
 				return
 			}
 			u.lost(s)
@@ -484,6 +483,53 @@ func (u *Upstream) supervise() {
 			}
 		}
 	}
+}
+
+// watchSession waits for session s to end, and reports false if the
+// upstream was closed first. An HTTP session is pinged every
+// MaxRestartDelay meanwhile: with no stream open between calls, a server
+// gone away would otherwise be noticed only by the next call. A ping that
+// gets no answer ends the session; one answered with an error (a server
+// that does not know ping) does not.
+func (u *Upstream) watchSession(s *session) bool {
+	var tick <-chan time.Time
+	if s.proc == nil {
+		t := time.NewTicker(u.cfg.MaxRestartDelay)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.ended:
+			return true
+		case <-u.life.Done():
+			return false
+		case <-tick:
+			ctx, cancel := context.WithTimeout(u.life, u.cfg.StartTimeout)
+			err := s.cs.Ping(ctx, nil)
+			cancel()
+			switch {
+			case err == nil || rpcAnswer(err):
+				s.answered.Store(true)
+			case u.life.Err() == nil && !s.isEnded():
+				u.log.Warn("mcp server does not answer ping; ending the session", "error", u.redact(err))
+				u.end(s)
+			}
+		}
+	}
+}
+
+// rpcAnswer reports whether err is a JSON-RPC error the server sent. The SDK
+// reports a request the transport could not deliver as a JSON-RPC error too:
+// an error of the HTTP client, a timeout or a closed connection in the chain
+// says the server did not answer.
+func rpcAnswer(err error) bool {
+	var (
+		we *jsonrpc.Error
+		ue *url.Error
+	)
+	return errors.As(err, &we) && !errors.As(err, &ue) && !dialFailed(err) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, mcp.ErrConnectionClosed)
 }
 
 // start connects a new session, outside any caller's context (a caller that
