@@ -17,6 +17,7 @@
 //	  - name: search
 //	    url: https://search.example/mcp  # a Streamable HTTP server
 //	    headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+//	    restart_delay: {min: 1s, max: 30s}  # optional: the backoff between attempts to reach it
 //	tools:
 //	  - name: book
 //	    description: Take a seat.
@@ -93,8 +94,9 @@
 // A server that cannot be reached when the file is opened (the connection is
 // refused, the process exits before answering, initialize fails) does not
 // stop the file from opening, nor the other servers' tools from being
-// served: it is tried again in the background, with the restart delay's
-// backoff (mcptool.Config.MinRestartDelay). Until it is first reached:
+// served: it is tried again in the background, after a delay that doubles
+// from restart_delay's min to its max (mcptool.Config.MinRestartDelay; by
+// default 1s to 30s). Until it is first reached:
 //
 //   - the tools of the tools list that name it are listed, with the
 //     parameters the file gives — or, when it gives none, a stand-in schema

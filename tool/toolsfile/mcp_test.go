@@ -142,6 +142,12 @@ func TestParseMCPErrors(t *testing.T) {
 		{"reserved header", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    headers: {Mcp-Session-Id: x}\n    import: {}\n", wantError{4, "", "headers", []string{"Mcp-Session-Id"}}, mcptool.ErrInvalidConfig},
 		{"url not http", "mcp_servers:\n  - name: s\n    url: ws://x.example/mcp\n    import: {}\n", wantError{3, "", "url", []string{"http"}}, mcptool.ErrInvalidConfig},
 		{"dir with a url", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    dir: /tmp\n    import: {}\n", wantError{4, "", "dir", []string{"command"}}, mcptool.ErrInvalidConfig},
+		{"restart_delay not a mapping", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: 1s\n    import: {}\n", wantError{4, "", "restart_delay", []string{"mapping"}}, nil},
+		{"restart_delay unknown field", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {minimum: 1s}\n    import: {}\n", wantError{4, "", "restart_delay.minimum", []string{"unknown field"}}, nil},
+		{"restart_delay not a duration", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {min: soon}\n    import: {}\n", wantError{4, "", "restart_delay.min", []string{`"soon"`, "duration"}}, nil},
+		{"restart_delay zero", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {max: 0s}\n    import: {}\n", wantError{4, "", "restart_delay.max", []string{"positive"}}, nil},
+		{"restart_delay min above max", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {min: 10s, max: 1s}\n    import: {}\n", wantError{4, "", "restart_delay", []string{"min exceeds max"}}, nil},
+		{"restart_delay max below the default min", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {max: 500ms}\n    import: {}\n", wantError{4, "", "restart_delay", []string{"min exceeds max", "min 1s"}}, nil},
 		{"import null", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    import:\n", wantError{4, "", "import", []string{"import: {}"}}, nil},
 		{"unknown import field", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    import: {prefx: a_}\n", wantError{4, "", "import.prefx", []string{"unknown field", "prefix"}}, nil},
 		{"bad prefix", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    import: {prefix: a.}\n", wantError{4, "", "import.prefix", []string{"A-Z"}}, nil},
@@ -184,6 +190,23 @@ func TestParseMCPErrors(t *testing.T) {
 			}
 			checkError(t, err, tt.want)
 		})
+	}
+}
+
+// TestParseRestartDelay: a server's restart_delay sets its backoff; left
+// out, the defaults apply.
+func TestParseRestartDelay(t *testing.T) {
+	src := "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {min: 200ms, max: 5s}\n    import: {}\n" +
+		"  - name: d\n    url: http://y.example/mcp\n    import: {}\n"
+	f, err := toolsfile.Parse([]byte(src), "tools.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Servers[0].Config; c.MinRestartDelay != 200*time.Millisecond || c.MaxRestartDelay != 5*time.Second {
+		t.Errorf("restart delay %s..%s, want 200ms..5s", c.MinRestartDelay, c.MaxRestartDelay)
+	}
+	if c := f.Servers[1].Config; c.MinRestartDelay != 0 || c.MaxRestartDelay != 0 {
+		t.Errorf("restart delay %s..%s without restart_delay, want zero (the defaults)", c.MinRestartDelay, c.MaxRestartDelay)
 	}
 }
 
