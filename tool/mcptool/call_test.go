@@ -3,6 +3,7 @@ package mcptool_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -481,6 +482,68 @@ func TestFlapping(t *testing.T) {
 	}
 	if st := f.u.Status(); st.State == mcptool.StateConnected && st.Failures != 0 {
 		t.Errorf("status: %+v", st)
+	}
+}
+
+// TestCallsRacingRestarts: calls made while a stdio server is killed again
+// and again each run once or not at all: a call that succeeded ran once, a
+// call that failed without effect did not run, and no call ran twice.
+func TestCallsRacingRestarts(t *testing.T) {
+	f := open(t, "stdio", mcptest.Options{}, mcptool.Config{MinRestartDelay: 20 * time.Millisecond, MaxRestartDelay: 200 * time.Millisecond})
+	const n = 60
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	killer := make(chan struct{})
+	go func() { // kill whatever process ran the last effect, every 30 ms
+		defer close(killer)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+			}
+			if e := mcptest.Effects(t, f.effects); len(e) > 0 {
+				_ = syscall.Kill(e[len(e)-1].PID, syscall.SIGKILL)
+			}
+		}
+	}()
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+			_, errs[i] = f.call(t, tool.Effectful, "effect", callCtx, fmt.Sprintf(`{"entity":"e%d"}`, i))
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-killer
+	ran := map[string]int{}
+	for _, e := range mcptest.Effects(t, f.effects) {
+		ran[e.Arguments]++
+	}
+	var ok, none, unknown int
+	for i, err := range errs {
+		times := ran[fmt.Sprintf(`{"entity":"e%d"}`, i)]
+		switch {
+		case times > 1:
+			t.Errorf("call %d ran %d times", i, times)
+		case err == nil:
+			ok++
+			if times != 1 {
+				t.Errorf("call %d succeeded and ran %d times", i, times)
+			}
+		case tool.IsNoEffect(err):
+			none++
+			if times != 0 {
+				t.Errorf("call %d failed without effect (%v) and ran", i, err)
+			}
+		default:
+			unknown++ // killed after it was written: ran once or not at all
+		}
+	}
+	t.Logf("%d calls ran, %d did not (rejected), %d were cut off mid-call", ok, none, unknown)
+	if ok == 0 {
+		t.Error("no call succeeded")
 	}
 }
 
