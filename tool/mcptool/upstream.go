@@ -551,9 +551,12 @@ func (u *Upstream) start() *session {
 	cancel()
 
 	u.mu.Lock()
-	if err == nil && u.closed {
-		s.stopping.Store(true)
-		s.conn.Connection.Close()
+	if u.closed {
+		// Closed meanwhile: whatever the start came to, it is over.
+		if err == nil {
+			s.stopping.Store(true)
+			s.conn.Connection.Close()
+		}
 		s, err = nil, ErrClosed
 	}
 	changed := false
