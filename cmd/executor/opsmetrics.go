@@ -44,16 +44,16 @@ func registerBuildAndReady(reg prometheus.Registerer, ready *readiness) error {
 }
 
 // registerMCPServers registers toolexec_mcp_server_state for the tools
-// file's MCP servers; nothing without a tools file.
+// file's MCP servers (with no series without a tools file).
 func registerMCPServers(reg prometheus.Registerer, ts *toolsfile.Toolset) error {
-	if ts == nil {
-		return nil
-	}
 	var states []string
 	for _, s := range mcptool.States() {
 		states = append(states, string(s))
 	}
 	return metrics.MCPServers(reg, states, func() []metrics.MCPServerState {
+		if ts == nil {
+			return nil
+		}
 		var out []metrics.MCPServerState
 		for _, s := range ts.Servers() {
 			out = append(out, metrics.MCPServerState{Server: s.Name, State: string(s.Status.State)})
