@@ -221,6 +221,12 @@ func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registr
 			}
 		}
 	}
+	if err == nil && len(reg.Names()) == 0 && len(natsTools) == 0 && !cfg.workers.on {
+		// Only imports of servers not reached yet: NewExecutor would refuse
+		// an executor with no tools, without saying why.
+		err = fmt.Errorf("%s: every tool is imported from an MCP server that cannot be reached yet: "+
+			"start it first, name its tools in the tools list, or give --workers to start with no tools", cfg.toolsFile)
+	}
 	if err != nil {
 		closeTools()
 		return nil, nil, nil, nil, err

@@ -99,6 +99,26 @@ func TestUpstreamMCPServerThatCannotStart(t *testing.T) {
 	}
 }
 
+// TestOnlyImportsOfAServerDown: a tools file whose every tool would be
+// imported from a server that cannot be reached leaves an executor without
+// --workers nothing to serve: it refuses to start, saying why.
+func TestOnlyImportsOfAServerDown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tools.yaml")
+	src := "mcp_servers:\n  - name: web\n    url: http://" + testenv.FreeAddr(t) + "/mcp\n    import: {}\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"--tools-file", path, "--workers=false", "--data-dir", t.TempDir(), "--nats-port", "-1"})
+	err := cmd.ExecuteContext(context.Background())
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cannot be reached yet") {
+		t.Fatalf("err = %v; want a usage error saying the only tools wait for a server", err)
+	}
+}
+
 // TestProcessUpstreamsComeAndGo runs the built executor with two MCP servers:
 // one over HTTP that is not listening when the executor starts, and one over
 // stdio that later exits and cannot start for a while. The executor starts
