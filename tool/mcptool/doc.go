@@ -40,11 +40,6 @@
 //     as one succeeds.
 //   - closed: [Upstream.Close] was called.
 //
-// A Streamable HTTP session holds no stream open between calls, so it is
-// pinged every MaxRestartDelay: a server gone away while no call is made is
-// noticed, and the upstream found down, without a call finding out. A call
-// whose connection is refused ends the session too.
-//
 // A server that crashes on start, or soon after each start, thus costs one
 // start per delay, not one per call or a busy loop: a session that ends
 // within MaxRestartDelay of its start having answered no call counts as a
@@ -54,6 +49,11 @@
 // start that ends a streak is logged at info level. [Upstream.Close]
 // closes a stdio server's standard input and gives it [Config.StopTimeout] to
 // exit before SIGTERM, then SIGKILL.
+//
+// A Streamable HTTP session holds no stream open between calls, so it is
+// pinged every MaxRestartDelay: a server gone away while no call is made is
+// noticed, and the upstream found down, without a call finding out. A call
+// whose connection is refused ends the session too.
 //
 // A call races a reconnection safely: it is sent once on the session it got,
 // or not at all. When it finds its session broken before anything of it was
