@@ -475,9 +475,10 @@ func TestFlapping(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second)
 	// Without a backoff: a start every ~30 ms, some 60. With it: 20 ms up,
-	// then 50, 100, 200, 400, 400, ... ms down, about 8.
+	// then 50, 100, 200, 400, 400, ... ms down, about 8 (fewer under the race
+	// detector, whose processes linger a second at exit).
 	starts := strings.Count(logs.String(), "mcptest: serving on stdio")
-	if starts < 3 || starts > 12 {
+	if starts < 2 || starts > 12 {
 		t.Errorf("%d starts in 2s; want a handful:\n%s", starts, logs)
 	}
 	if st := f.u.Status(); st.State == mcptool.StateConnected && st.Failures != 0 {
