@@ -117,7 +117,8 @@ class IndeterminateReason(enum.StrEnum):
 
 class RejectionCode(enum.StrEnum):
     """Why a call was ``rejected`` (docs/PROTOCOL.md §5). All but
-    ARGUMENTS_MISMATCH mean the call itself is at fault."""
+    ARGUMENTS_MISMATCH, TOOL_CONFLICT and UPSTREAM_UNAVAILABLE mean the call
+    itself is at fault."""
 
     INVALID_JSON = "invalid_json"
     NOT_CLOUDEVENT = "not_cloudevent"
