@@ -66,7 +66,9 @@ type Toolset struct {
 
 // Tools returns the tools built: those of the tools list in file order, then
 // those imported, server by server. The tools whose bodies workers serve are
-// not among them: see NATSTools.
+// not among them: see NATSTools. Nor are the imports of a server that could
+// not be reached when the file was opened: [Toolset.Attach] adds them to the
+// registry once it is.
 func (s *Toolset) Tools() []*tool.Tool { return slices.Clone(s.tools) }
 
 // NATSTools returns the tools of the tools list whose bodies workers serve
