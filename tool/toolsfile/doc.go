@@ -106,9 +106,9 @@
 //     before the server does. Name a tool in the tools list to have it listed
 //     from the start.
 //
-// Once reached, its tools are built as they would have been at start: the
-// stand-ins replaced with the server's schema and description, its imports
-// added. What only the server can refuse (a tool it does not list, a key
+// Once reached, its tools are built as they would have been at start (with
+// the server's schema, and its description where the file gives none) and
+// replace those listed meanwhile, and its imports are added. What only the server can refuse (a tool it does not list, a key
 // argument its schema lacks, an imported name already taken) is logged at
 // error level and listed by [Toolset.Servers], and that tool is not served;
 // the rest are. Whenever a server is down — at start, or later, when a

@@ -304,9 +304,10 @@ tools:
 // TestLoadServerDown: a server that cannot be reached at start does not stop
 // the file from opening. Its tools are listed but unavailable in the
 // registry they are attached to (the file's, with a stand-in schema when it
-// gives none); once the server is reached they are built with its schema,
-// its imports are added, and they are available; while it is down again
-// they are unavailable again.
+// gives none); once the server is reached they are built with its schema
+// (one it does not list is refused, and stays unavailable), its imports are
+// added, and they are available; while it is down again they are
+// unavailable again.
 func TestLoadServerDown(t *testing.T) {
 	failFile := filepath.Join(t.TempDir(), "fail")
 	if err := os.WriteFile(failFile, nil, 0o600); err != nil {
@@ -326,6 +327,9 @@ tools:
     description: Writes a note.
     parameters: {type: object, properties: {entity: {type: string}}}
     mcp: {server: later, tool: effect}
+  - name: ghost
+    parameters: {type: object}
+    mcp: {server: later, tool: no_such_tool}
   - name: far
     mcp: {server: never, tool: text}
 `
@@ -340,7 +344,7 @@ tools:
 	for _, tl := range ts.Tools() {
 		names = append(names, tl.Name())
 	}
-	if got := strings.Join(names, ","); got != "remember,noted,far" {
+	if got := strings.Join(names, ","); got != "remember,noted,ghost,far" {
 		t.Fatalf("tools at start %s; want the file's only (the imports wait)", got)
 	}
 	if !strings.Contains(logs.String(), "cannot be reached at start") {
@@ -361,7 +365,7 @@ tools:
 	}
 	sv := ts.Servers()
 	if len(sv) != 2 || sv[0].Name != "later" || sv[0].Status.State != mcptool.StateDown || !sv[0].Waiting ||
-		strings.Join(sv[0].Tools, ",") != "noted,remember" || sv[1].Name != "never" || sv[1].Status.State != mcptool.StateDown {
+		strings.Join(sv[0].Tools, ",") != "ghost,noted,remember" || sv[1].Name != "never" || sv[1].Status.State != mcptool.StateDown {
 		t.Fatalf("Servers() = %+v", sv)
 	}
 
@@ -389,8 +393,14 @@ tools:
 	if err != nil || out != "done" {
 		t.Fatalf("remember: %q, %v", out, err)
 	}
+	// A tool the server does not list is refused once it is reached, as it
+	// would have been at start, and stays unavailable.
+	if _, err := reg.Get("ghost"); !errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "no_such_tool") {
+		t.Errorf("ghost once its server is reached: %v; want unavailable, naming the missing tool", err)
+	}
 	sv = ts.Servers()
-	if sv[0].Status.State != mcptool.StateConnected || sv[0].Waiting || len(sv[0].Problems) != 0 || len(sv[0].Tools) != 2+len(mcptest.Tools())-2 {
+	if sv[0].Status.State != mcptool.StateConnected || sv[0].Waiting || len(sv[0].Problems) != 1 ||
+		!strings.Contains(sv[0].Problems[0], "no_such_tool") || len(sv[0].Tools) != 3+len(mcptest.Tools())-2 {
 		t.Errorf("Servers()[0] once reached = %+v", sv[0])
 	}
 

@@ -172,9 +172,10 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 				}
 				all = append(all, built{t, m.Line, m.site})
 				u.names = append(u.names, t.Name())
-				if len(m.Spec.Parameters) == 0 {
-					u.pending = append(u.pending, m)
-				}
+				// Built again once the server is reached, as at start: with
+				// its schema or description where the file gives none, and
+				// refused if the server lists no such tool.
+				u.pending = append(u.pending, m)
 			}
 			u.imports = s.Import != nil
 			continue

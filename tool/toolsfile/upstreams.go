@@ -20,9 +20,10 @@ type ServerStatus struct {
 	// Tools names the tools whose bodies call the server, sorted.
 	Tools []string
 	// Waiting says that the server was down when the file was opened and
-	// has not been reached since: the tools it imports are not known yet,
-	// and the tools of the file that take its schema are listed with a
-	// stand-in schema.
+	// its tools have not been built since: the tools it imports are not
+	// known yet, and the tools of the file that name it wait for its
+	// declarations (those without parameters are listed with a stand-in
+	// schema).
 	Waiting bool
 	// Problems says what went wrong when its tools were built after it was
 	// first reached (a tool it does not list, an import refused, a name
@@ -38,7 +39,7 @@ type upstream struct {
 
 	// The fields below are protected by set.mu.
 	names    []string          // the tools registered for it
-	pending  []MCPDeclaration  // tools of the file built with a stand-in schema, to build again once reached
+	pending  []MCPDeclaration  // tools of the file to build again once it is reached
 	imports  bool              // its import waits for it to be reached
 	building bool              // a goroutine builds the pending tools now
 	refused  map[string]string // tool → why its declaration was refused once the server was reached
