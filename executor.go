@@ -321,6 +321,13 @@ func (e *Executor) Tools() []string { return e.tools.Names() }
 // and what conflicts, sorted by name (see package workerset).
 func (e *Executor) Conflicts() []*tool.ConflictError { return e.tools.Conflicts() }
 
+// Registry returns the registry the executor serves its tools from: a tool
+// put in it, removed from it, or marked in conflict or unavailable there is
+// dispatched, listed by the catalog and rejected accordingly from the next
+// call and catalog request on (toolsfile.Toolset.Attach keeps the marks of
+// the tools of MCP servers in it).
+func (e *Executor) Registry() *tool.Registry { return e.tools }
+
 // Holder returns the name this executor claims keys under.
 func (e *Executor) Holder() string { return e.dispatcher.Holder() }
 

@@ -59,6 +59,11 @@ type ToolDecl struct {
 	CheckArguments []string `json:"check_arguments,omitzero"`
 	// TimeoutMillis bounds one attempt of the body; 0 means no bound of its own.
 	TimeoutMillis int64 `json:"timeout_ms,omitzero"`
+	// Unavailable says that the tool is listed but not run now: the server
+	// its body calls cannot be reached, and its calls are rejected
+	// upstream_unavailable (tool.Registry.SetUnavailable). Absent otherwise,
+	// so readers that do not know it see the tool as before.
+	Unavailable bool `json:"unavailable,omitzero"`
 }
 
 // DeclOf returns t's declaration as the catalog publishes it.
@@ -121,7 +126,8 @@ func (e *CatalogError) Error() string {
 // account_token_position 3 lets each tenant ask on its own subject only.
 //
 // It answers from the registry as it stands at each request (a tool learned
-// from a worker is listed from then on, a tool in conflict is not), encoding
+// from a worker is listed from then on, a tool in conflict is not, a tool
+// marked unavailable is listed with Unavailable set), encoding
 // the declarations again only after the registry changed.
 type CatalogService struct {
 	tools    *tool.Registry
@@ -212,6 +218,7 @@ func (s *CatalogService) read() error {
 	var errs []error
 	for _, t := range tools {
 		d := DeclOf(t)
+		_, d.Unavailable = s.tools.Unavailable(d.Name)
 		b, err := json.Marshal(d)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("bus: encoding the declaration of tool %q: %w", d.Name, err))

@@ -186,7 +186,8 @@ func TestCatalogClientBounded(t *testing.T) {
 
 // TestCatalogFollowsTheRegistry: the catalog lists the registry as it stands
 // at each request: a tool put after the service started is listed, a tool in
-// conflict is not, and a tool removed is gone.
+// conflict is not, a tool removed is gone, and a tool unavailable is listed
+// as such.
 func TestCatalogFollowsTheRegistry(t *testing.T) {
 	h := newHarness(t)
 	book, err := tool.New(tool.Spec{Name: "book"}, noop)
@@ -207,7 +208,11 @@ func TestCatalogFollowsTheRegistry(t *testing.T) {
 		}
 		var names []string
 		for _, d := range got {
-			names = append(names, d.Name+":"+d.Description)
+			n := d.Name + ":" + d.Description
+			if d.Unavailable {
+				n += "(unavailable)"
+			}
+			names = append(names, n)
 		}
 		return strings.Join(names, ",")
 	}
@@ -220,6 +225,8 @@ func TestCatalogFollowsTheRegistry(t *testing.T) {
 		{"echo put", func() { reg.Put(echo) }, "book:,echo:Say it back."},
 		{"book in conflict", func() { reg.SetConflict("book", "two workers differ") }, "echo:Say it back."},
 		{"echo removed, book's conflict over", func() { reg.Remove("echo"); reg.ClearConflict("book") }, "book:"},
+		{"book unavailable", func() { reg.SetUnavailable("book", "mcp server x is down") }, "book:(unavailable)"},
+		{"book available again", func() { reg.ClearUnavailable("book") }, "book:"},
 	}
 	for _, st := range steps {
 		st.change()

@@ -195,7 +195,7 @@ type answered struct {
 func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (answered, error) {
 	start := time.Now()
 	label := ""
-	if _, err := d.tools.Get(c.Tool); err == nil || errors.Is(err, tool.ErrToolConflict) {
+	if _, err := d.tools.Get(c.Tool); err == nil || errors.Is(err, tool.ErrToolConflict) || errors.Is(err, tool.ErrUnavailable) {
 		label = c.Tool
 	}
 	d.obs.CallStarted(label)
@@ -263,6 +263,8 @@ func (r *run) do(ctx context.Context) (answered, error) {
 	switch {
 	case errors.Is(err, tool.ErrToolConflict):
 		return answered{answer: r.rejected(events.CodeToolConflict, err.Error())}, nil
+	case errors.Is(err, tool.ErrUnavailable):
+		return answered{answer: r.rejected(events.CodeUpstreamUnavailable, err.Error())}, nil
 	case err != nil:
 		return answered{answer: r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool))}, nil
 	}
@@ -402,6 +404,14 @@ func failureCode(err error, timedOut bool) events.Code {
 	return events.CodeToolError
 }
 
+// unavailable reports whether a body's error says that the server it calls
+// could not be reached and nothing ran: such a call is answered rejected
+// upstream_unavailable (its claim released), as it is when the tool is marked
+// unavailable before the call arrives, and is not retried now.
+func unavailable(err error) bool {
+	return tool.IsNoEffect(err) && errors.Is(err, tool.ErrUnavailable)
+}
+
 // backoff waits before attempt n+1; it reports false if ctx ended first.
 func (r *run) backoff(ctx context.Context, n int) bool {
 	return clock.Sleep(r.d.clock, r.tool.Retry().Backoff(n, r.d.jitter()), ctx.Done())
@@ -416,6 +426,9 @@ func (r *run) unguarded(ctx context.Context) (answered, error) {
 		at := r.body(ctx, n)
 		if at.err == nil {
 			return answered{answer: r.completed(events.KindCompleted, at.out)}, nil
+		}
+		if unavailable(at.err) {
+			return answered{answer: r.rejected(events.CodeUpstreamUnavailable, at.err.Error()), cause: at.err}, nil
 		}
 		if n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
 			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
@@ -463,6 +476,9 @@ func (r *run) guarded(ctx context.Context) (answered, error) {
 		}
 		if err := r.release(context.WithoutCancel(ctx), held); err != nil {
 			r.d.log.WarnContext(r.logCtx, "releasing claim failed", r.logAttrs("error", err)...)
+		}
+		if unavailable(at.err) {
+			return answered{answer: r.rejected(events.CodeUpstreamUnavailable, at.err.Error()), cause: at.err}, nil
 		}
 		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
 			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil

@@ -242,6 +242,54 @@ func TestToolsLookedUpPerCall(t *testing.T) {
 	}
 }
 
+// TestUnavailable: a tool marked unavailable is rejected
+// upstream_unavailable before anything is claimed or entered; a body that
+// finds its server unreachable (without effect) is answered the same way,
+// its claim released, never failed or indeterminate, and not retried.
+func TestUnavailable(t *testing.T) {
+	down := tool.NoEffect(fmt.Errorf("request not sent: %w", tool.ErrUnavailable))
+	for _, tt := range []struct {
+		name  string
+		kind  tool.Kind
+		retry tool.Retry
+	}{
+		{"effectful", tool.Effectful, tool.Retry{}},
+		{"idempotent with retries", tool.Idempotent, tool.Retry{MaxAttempts: 3, InitialBackoff: time.Millisecond}},
+		{"read-only with retries", tool.ReadOnly, tool.Retry{MaxAttempts: 3, InitialBackoff: time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &body{fn: func(context.Context, tool.Context, json.RawMessage) (string, error) { return "", down }}
+			e := newEnv(t)
+			cs := &countingStore{Store: e.store}
+			d := e.dispatcherOver(t, "w1", cs, nil)
+			if _, err := e.reg.Put(newTool(t, "book", policy(tt.kind, "flight"), tt.retry, b)); err != nil {
+				t.Fatal(err)
+			}
+			e.reg.SetUnavailable("book", "mcp server x is down")
+			a, err := d.Dispatch(context.Background(), call("book", "c1", `{"flight":"BA117"}`))
+			if err != nil || a.Kind != events.KindRejected || a.Code != events.CodeUpstreamUnavailable || !strings.Contains(a.Error, "x is down") {
+				t.Fatalf("while marked: %+v, %v; want rejected upstream_unavailable", a, err)
+			}
+			if b.entered.Load() != 0 || cs.claims.Load() != 0 {
+				t.Fatal("a call of an unavailable tool entered the body or claimed its key")
+			}
+			e.reg.ClearUnavailable("book")
+			a, err = d.Dispatch(context.Background(), call("book", "c2", `{"flight":"BA117"}`))
+			if err != nil || a.Kind != events.KindRejected || a.Code != events.CodeUpstreamUnavailable {
+				t.Fatalf("body found it down: %+v, %v; want rejected upstream_unavailable", a, err)
+			}
+			if n := b.entered.Load(); n != 1 {
+				t.Errorf("body entered %d times, want once (not retried)", n)
+			}
+			// The claim was released: the same call runs once the server is back.
+			b.fn = nil
+			if a, err := d.Dispatch(context.Background(), call("book", "c3", `{"flight":"BA117"}`)); err != nil || a.Kind != events.KindCompleted {
+				t.Fatalf("once back: %+v, %v; want completed", a, err)
+			}
+		})
+	}
+}
+
 // manyMembers returns an arguments object of n members, flight among them.
 func manyMembers(n int) string {
 	var b strings.Builder

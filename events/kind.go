@@ -121,6 +121,10 @@ const (
 	// CodeToolConflict: what declares the tool disagrees (two workers declaring
 	// it differently, say), so it is not run until an operator settles it.
 	CodeToolConflict Code = "tool_conflict"
+	// CodeUpstreamUnavailable: the server the tool's body calls (an MCP
+	// upstream) cannot be reached now. Nothing ran: the same call may be sent
+	// again once it is back.
+	CodeUpstreamUnavailable Code = "upstream_unavailable"
 	// CodeSchemaViolation: the data, or the arguments, do not match their schema.
 	CodeSchemaViolation Code = "schema_violation"
 	// CodeTooLarge: the message exceeds the size the executor accepts.
@@ -171,7 +175,7 @@ func RejectionCodes() []Code {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
-		CodeTooManyValues, CodeCallIDMismatch, CodeToolConflict,
+		CodeTooManyValues, CodeCallIDMismatch, CodeToolConflict, CodeUpstreamUnavailable,
 	}
 }
 
@@ -188,7 +192,7 @@ func (c Code) IsRejection() bool {
 		CodeUnknownTool, CodeSchemaViolation, CodeTooLarge, CodeArgumentsNotObject,
 		CodeDuplicateMember, CodeNFCCollision, CodeNumberOutOfRange, CodeInvalidUnicode,
 		CodeTooDeep, CodeArgumentsMismatch, CodeBadContentType, CodeBadData,
-		CodeTooManyValues, CodeCallIDMismatch, CodeToolConflict:
+		CodeTooManyValues, CodeCallIDMismatch, CodeToolConflict, CodeUpstreamUnavailable:
 		return true
 	}
 	return false

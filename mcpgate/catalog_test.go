@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,66 @@ func TestCatalogFollowsTheFleet(t *testing.T) {
 	case <-changed:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no notifications/tools/list_changed")
+	}
+}
+
+// TestCatalogUnavailable: a tool the catalog marks unavailable stays listed,
+// saying so in its _meta and description, and its calls are rejected
+// upstream_unavailable; when it is available again the client is told the
+// list changed without asking for it, and the tool runs.
+func TestCatalogUnavailable(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	ex, err := toolexec.NewExecutor(ctxT(t), nc, toolexec.ExecutorConfig{Tools: []*tool.Tool{echoTool(t, "far")}, Logger: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ex.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; ex.Close() })
+	ex.Registry().SetUnavailable("far", "mcp server \"x\" cannot be reached")
+
+	gw, err := mcpgate.New(natstest.Connect(t, srv), mcpgate.Config{CatalogTTL: 50 * time.Millisecond, Logger: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	changed := make(chan struct{}, 16)
+	cs := connectStdio(t, gw, "acme", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	listed := func() *mcp.Tool {
+		t.Helper()
+		res, err := cs.ListTools(ctxT(t), nil)
+		if err != nil || len(res.Tools) != 1 {
+			t.Fatalf("ListTools: %v, %v", res, err)
+		}
+		return res.Tools[0]
+	}
+	tl := listed()
+	if tl.Meta[mcpgate.MetaUnavailable] != true || !strings.Contains(tl.Description, "Unavailable now") || !strings.HasPrefix(tl.Description, "Say it back.") {
+		t.Errorf("an unavailable tool is listed as %q, _meta %v", tl.Description, tl.Meta)
+	}
+	r := callTool(t, cs, "far", map[string]any{"x": 1}, nil)
+	if !r.IsError || metaOf(r, "kind") != "rejected" || metaOf(r, "code") != "upstream_unavailable" {
+		t.Errorf("a call of an unavailable tool: %v %q", r.Meta, text(r))
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+
+	ex.Registry().ClearUnavailable("far")
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed once the tool is available again")
+	}
+	if tl := listed(); tl.Meta[mcpgate.MetaUnavailable] != nil || tl.Description != "Say it back." {
+		t.Errorf("once available, listed as %q, _meta %v", tl.Description, tl.Meta)
+	}
+	if r := callTool(t, cs, "far", map[string]any{"x": 1}, nil); r.IsError || metaOf(r, "kind") != "completed" {
+		t.Errorf("a call once available: %v %q", r.Meta, text(r))
 	}
 }
 

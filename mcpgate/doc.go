@@ -25,8 +25,13 @@
 // idempotent ones idempotentHint and not destructiveHint; effectful ones are
 // neither read-only nor idempotent. A tool's _meta carries its kind and key
 // arguments under the io.tesserix.toolexec/ prefix. The list is read again
-// from the executors when it is older than [Config.CatalogTTL], and clients
-// are told when it changed (notifications/tools/list_changed).
+// from the executors when it is older than [Config.CatalogTTL], and every
+// CatalogTTL while a client has a session open, and clients are told when it
+// changed (notifications/tools/list_changed). A tool the catalog marks
+// unavailable (the MCP server behind it cannot be reached) stays listed, with
+// [MetaUnavailable] true in its _meta and a description that says so; its
+// calls are answered rejected upstream_unavailable, and nothing runs. When it
+// is back the list changes again, and clients are told.
 //
 // # Calls
 //

@@ -67,6 +67,11 @@ type Gateway struct {
 	cfg Config
 	log *slog.Logger
 
+	// life ends with Close: it stops the tenant servers' catalog watches.
+	life    context.Context
+	endLife context.CancelFunc
+	watches sync.WaitGroup
+
 	mu      sync.Mutex
 	tenants map[string]*tenantServer // the HTTP servers, one per tenant
 }
@@ -109,7 +114,18 @@ func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: %w", err)
 	}
-	return &Gateway{bc: bc, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{}}, nil
+	g := &Gateway{bc: bc, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{}}
+	g.life, g.endLife = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// Close stops what the gateway does in the background (reading the catalog
+// for the clients of its HTTP sessions) and waits for it. Sessions still open
+// are not closed: close the HTTP server first. It always returns nil.
+func (g *Gateway) Close() error {
+	g.endLife()
+	g.watches.Wait()
+	return nil
 }
 
 // ServeStdio serves one MCP session for tenant over r (requests) and w
@@ -121,6 +137,10 @@ func (g *Gateway) ServeStdio(ctx context.Context, tenant string, r io.ReadCloser
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	ts := g.newTenantServer(ctx, tenant, newID("run_"))
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); ts.watch(wctx) }()
+	defer func() { stop(); <-done }()
 	err := ts.srv.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
 	// The client closing its end is the session's normal end, whether the
 	// gateway sees it reading (EOF) or writing (a notification sent just then).
@@ -151,6 +171,10 @@ func (g *Gateway) serverFor(ctx context.Context, tenant string) *tenantServer {
 		return ts
 	}
 	g.tenants[tenant] = made
+	if g.life.Err() == nil {
+		g.watches.Add(1)
+		go func() { defer g.watches.Done(); made.watch(g.life) }()
+	}
 	return made
 }
 
@@ -210,6 +234,40 @@ func (ts *tenantServer) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// watch reads the catalog again every CatalogTTL while the server has a
+// session, until ctx ends, so that a change — a tool added or gone, a tool
+// unavailable or available again — reaches the clients as
+// notifications/tools/list_changed within a TTL, not only when they list
+// again.
+func (ts *tenantServer) watch(ctx context.Context) {
+	ttl := ts.g.cfg.CatalogTTL
+	t := time.NewTicker(ttl)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !ts.hasSessions() {
+			continue // no one to tell; tools/list reads it when asked
+		}
+		rctx, cancel := context.WithTimeout(ctx, ttl)
+		if err := ts.refresh(rctx, ttl); err != nil && ctx.Err() == nil {
+			ts.g.log.Debug("mcp: reading the tool catalog failed; trying again", "tenant", ts.tenant, "error", err)
+		}
+		cancel()
+	}
+}
+
+// hasSessions reports whether a client has a session open with the server.
+func (ts *tenantServer) hasSessions() bool {
+	for range ts.srv.Sessions() {
+		return true
+	}
+	return false
+}
+
 func (ts *tenantServer) neverFetched() bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -224,8 +282,9 @@ func (ts *tenantServer) lists(name string) bool {
 }
 
 // refresh reads the catalog if the list is older than ttl, and applies what
-// changed: tools added or changed, tools gone. On an error the list stays as
-// it was.
+// changed: tools added or changed, tools gone (the SDK tells the clients
+// with notifications/tools/list_changed). On an error the list stays as it
+// was.
 func (ts *tenantServer) refresh(ctx context.Context, ttl time.Duration) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

@@ -38,6 +38,11 @@ const (
 	// MetaKeyArguments, in a tool's _meta, lists its key arguments; absent
 	// when every argument is one.
 	MetaKeyArguments = MetaPrefix + "key_arguments"
+	// MetaUnavailable is true in the _meta of a listed tool whose server
+	// cannot be reached now: its calls are rejected upstream_unavailable,
+	// without running, until it is back (clients are then sent
+	// notifications/tools/list_changed).
+	MetaUnavailable = MetaPrefix + "unavailable"
 )
 
 // toolOf returns the MCP tool for a declaration, or an error when its schema
@@ -60,8 +65,19 @@ func toolOf(d bus.ToolDecl) (*mcp.Tool, error) {
 			t.Meta[MetaKeyArguments] = d.KeyArguments
 		}
 	}
+	if d.Unavailable {
+		if t.Meta == nil {
+			t.Meta = mcp.Meta{}
+		}
+		t.Meta[MetaUnavailable] = true
+		t.Description = strings.TrimSpace(t.Description + "\n\n" + unavailableNote)
+	}
 	return t, nil
 }
+
+// unavailableNote ends the description of a tool that is unavailable now.
+const unavailableNote = "Unavailable now: the server behind this tool cannot be reached, and calls are " +
+	"refused without running. The tool list changes when it is back."
 
 // annotationsOf returns the hints that say what repeating a call of kind
 // does; nil for a tool without a policy, which promises nothing.

@@ -18,7 +18,26 @@ var (
 	// ErrToolConflict is matched by a [*ConflictError]: the tool's declarations
 	// conflict, and it is not served until they agree.
 	ErrToolConflict = errors.New("tool: declarations conflict")
+	// ErrUnavailable is matched by an [*UnavailableError], and by a body's
+	// error that says the server it calls cannot be reached now (wrapped with
+	// [NoEffect]: nothing ran).
+	ErrUnavailable = errors.New("tool: unavailable")
 )
+
+// UnavailableError says that a tool is listed but not run now, because the
+// server its body calls cannot be reached (an MCP upstream that is down). It
+// matches [ErrUnavailable].
+type UnavailableError struct {
+	Tool string // the tool's name
+	Msg  string // why, for operators and callers
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("tool %q is unavailable: %s", e.Tool, e.Msg)
+}
+
+// Is matches ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // ConflictError says that a tool is not served because what declares it
 // disagrees (two workers declaring one name differently, say). It matches

@@ -9,12 +9,14 @@ import (
 // Registry holds the tools an executor serves, by name. Tools may be added,
 // replaced and removed while it is in use (an executor learns the tools of
 // workers at run time), and a name may be withheld while its declarations
-// conflict ([Registry.SetConflict]). Its zero value is empty and ready to use;
+// conflict ([Registry.SetConflict]), or kept listed but not run while the
+// server its body calls is down ([Registry.SetUnavailable]). Its zero value is empty and ready to use;
 // it is safe for concurrent use.
 type Registry struct {
 	mu        sync.RWMutex // protects the fields below
 	tools     map[string]*Tool
 	conflicts map[string]string // name → what conflicts
+	down      map[string]string // name → why it is unavailable
 	version   uint64
 }
 
@@ -110,6 +112,46 @@ func (r *Registry) ClearConflict(name string) bool {
 	return true
 }
 
+// SetUnavailable marks the name unavailable: until
+// [Registry.ClearUnavailable], the tool called name stays listed (Names,
+// Tools) but Get returns an [*UnavailableError] carrying msg, which says why,
+// and Lookup does not find it. A conflict on the name takes precedence.
+// Setting it again replaces msg; the version changes only when msg does.
+func (r *Registry) SetUnavailable(name, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.down[name]; ok && old == msg {
+		return
+	}
+	if r.down == nil {
+		r.down = map[string]string{}
+	}
+	r.down[name] = msg
+	r.version++
+}
+
+// ClearUnavailable makes the tool called name available again, and reports
+// whether it was unavailable.
+func (r *Registry) ClearUnavailable(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.down[name]; !ok {
+		return false
+	}
+	delete(r.down, name)
+	r.version++
+	return true
+}
+
+// Unavailable returns why the tool called name is unavailable, and whether it
+// is (see [Registry.SetUnavailable]).
+func (r *Registry) Unavailable(name string) (msg string, ok bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	msg, ok = r.down[name]
+	return msg, ok
+}
+
 // Conflicts returns the names in conflict and what conflicts, sorted by name.
 func (r *Registry) Conflicts() []*ConflictError {
 	r.mu.RLock()
@@ -123,7 +165,8 @@ func (r *Registry) Conflicts() []*ConflictError {
 }
 
 // Version changes whenever what the registry serves may have changed: a tool
-// registered, replaced or removed, a conflict set, changed or cleared. A
+// registered, replaced or removed, a conflict or an unavailability set,
+// changed or cleared. A
 // reader that caches what it derives from the tools compares it with the
 // version it cached at.
 func (r *Registry) Version() uint64 {
@@ -133,8 +176,9 @@ func (r *Registry) Version() uint64 {
 }
 
 // Get returns the tool called name for a call. It returns a [*ConflictError]
-// (matching [ErrToolConflict]) while the name is in conflict, and an error
-// matching [ErrUnknownTool] when no tool of that name is registered.
+// (matching [ErrToolConflict]) while the name is in conflict, an error
+// matching [ErrUnknownTool] when no tool of that name is registered, and an
+// [*UnavailableError] (matching [ErrUnavailable]) while it is unavailable.
 func (r *Registry) Get(name string) (*Tool, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -145,18 +189,21 @@ func (r *Registry) Get(name string) (*Tool, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
+	if msg, ok := r.down[name]; ok {
+		return nil, &UnavailableError{Tool: name, Msg: msg}
+	}
 	return t, nil
 }
 
-// Lookup returns the tool called name, unless none is registered or the name
-// is in conflict.
+// Lookup returns the tool called name, unless none is registered, the name is
+// in conflict, or it is unavailable.
 func (r *Registry) Lookup(name string) (*Tool, bool) {
 	t, err := r.Get(name)
 	return t, err == nil
 }
 
 // Names returns the names of the tools served, sorted: those registered and
-// not in conflict.
+// not in conflict (unavailable ones included).
 func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -176,7 +223,7 @@ func (r *Registry) names() []string {
 }
 
 // Tools returns the tools served, sorted by name: those registered and not in
-// conflict.
+// conflict (unavailable ones included).
 func (r *Registry) Tools() []*Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -285,6 +285,54 @@ func TestRegistry(t *testing.T) {
 // TestRegistryChangesAtRunTime: tools put, replaced and removed while the
 // registry serves, and a name withheld while in conflict, are seen by every
 // reader at once, and each change moves the version.
+// TestRegistryUnavailable: an unavailable tool stays listed but is not
+// found for a call, and Get says why; a conflict on the name wins.
+func TestRegistryUnavailable(t *testing.T) {
+	a, _ := tool.New(tool.Spec{Name: "a"}, ok)
+	r, err := tool.NewRegistry(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := r.Version()
+	r.SetUnavailable("a", "mcp server x is down")
+	if r.Version() == version {
+		t.Error("SetUnavailable did not move the version")
+	}
+	version = r.Version()
+	r.SetUnavailable("a", "mcp server x is down")
+	if r.Version() != version {
+		t.Error("setting the same reason again moved the version")
+	}
+	_, err = r.Get("a")
+	var ue *tool.UnavailableError
+	if !errors.As(err, &ue) || !errors.Is(err, tool.ErrUnavailable) || ue.Tool != "a" || !strings.Contains(err.Error(), "x is down") {
+		t.Errorf("Get of an unavailable tool: %v", err)
+	}
+	if msg, ok := r.Unavailable("a"); !ok || msg != "mcp server x is down" {
+		t.Errorf("Unavailable(a) = %q, %v", msg, ok)
+	}
+	if _, found := r.Lookup("a"); found || strings.Join(r.Names(), ",") != "a" || len(r.Tools()) != 1 {
+		t.Errorf("an unavailable tool: Lookup %v (want false), Names %v (want listed)", found, r.Names())
+	}
+	r.SetConflict("a", "two workers differ")
+	if _, err := r.Get("a"); !errors.Is(err, tool.ErrToolConflict) {
+		t.Errorf("Get of an unavailable tool in conflict: %v, want the conflict", err)
+	}
+	r.ClearConflict("a")
+	version = r.Version()
+	if !r.ClearUnavailable("a") || r.ClearUnavailable("a") || r.Version() == version {
+		t.Error("ClearUnavailable does not report the mark it cleared, once, and move the version")
+	}
+	if got, err := r.Get("a"); err != nil || got != a {
+		t.Errorf("Get after ClearUnavailable: %v, %v", got, err)
+	}
+	// Marking an unregistered name leaves it unknown.
+	r.SetUnavailable("b", "down")
+	if _, err := r.Get("b"); !errors.Is(err, tool.ErrUnknownTool) {
+		t.Errorf("Get(b) = %v, want unknown", err)
+	}
+}
+
 func TestRegistryChangesAtRunTime(t *testing.T) {
 	a1, _ := tool.New(tool.Spec{Name: "a", Description: "first"}, ok)
 	a2, _ := tool.New(tool.Spec{Name: "a", Description: "second"}, ok)

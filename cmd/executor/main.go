@@ -84,6 +84,12 @@ tool, or like a tool the executor runs itself) is not run, its calls rejected
 tool_conflict, until they agree: it is logged, counted and listed on /readyz.
 With --workers the executor may start with no tools of its own.
 
+MCP servers: the tools file's mcp_servers are started with the executor. One
+that cannot be reached does not stop it: its tools are listed as unavailable,
+their calls rejected upstream_unavailable (nothing runs), and it is tried again
+in the background (restart_delay); /readyz and toolexec_mcp_server_state name
+each server's state. A command that cannot be run at all stops the executor.
+
 Tenants: on a server with an account per tenant (deploy/accounts.conf), give
 --admin-account ADMIN so that admin requests (forget, inspect, list, resolve)
 are served only when the server says they come from the admin account; workers

@@ -82,5 +82,10 @@ func startMCP(f mcpFlags, nc *nats.Conn, log *slog.Logger) (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, h)
-	return serveHTTP("--mcp-addr", f.addr, mux, log)
+	stop, err := serveHTTP("--mcp-addr", f.addr, mux, log)
+	if err != nil {
+		gw.Close()
+		return nil, err
+	}
+	return func() { stop(); gw.Close() }, nil
 }

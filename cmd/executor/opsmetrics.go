@@ -14,6 +14,8 @@ import (
 	"github.com/tesserix/toolexec/internal/buildinfo"
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/kvstore"
+	"github.com/tesserix/toolexec/tool/mcptool"
+	"github.com/tesserix/toolexec/tool/toolsfile"
 )
 
 // metricsRegistry is what the executor registers its metrics with and
@@ -39,6 +41,25 @@ func registerBuildAndReady(reg prometheus.Registerer, ready *readiness) error {
 		return err
 	}
 	return metrics.Ready(reg, scrapeTimeout, func(ctx context.Context) bool { return len(ready.problems(ctx)) == 0 })
+}
+
+// registerMCPServers registers toolexec_mcp_server_state for the tools
+// file's MCP servers (with no series without a tools file).
+func registerMCPServers(reg prometheus.Registerer, ts *toolsfile.Toolset) error {
+	var states []string
+	for _, s := range mcptool.States() {
+		states = append(states, string(s))
+	}
+	return metrics.MCPServers(reg, states, func() []metrics.MCPServerState {
+		if ts == nil {
+			return nil
+		}
+		var out []metrics.MCPServerState
+		for _, s := range ts.Servers() {
+			out = append(out, metrics.MCPServerState{Server: s.Name, State: string(s.Status.State)})
+		}
+		return out
+	})
 }
 
 // startStoreMetrics registers the shared consumer's backlog and, unless

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/mcptool"
+	"github.com/tesserix/toolexec/tool/toolsfile"
 )
 
 // healthDigest is a key no call can have: reading it proves the store answers.
@@ -30,6 +33,9 @@ type readiness struct {
 	nc    natsStatus    // nil until connected
 	store kvstore.Store // nil until the executor is set up
 	tools conflicted    // nil until the executor is set up
+	// servers returns the states of the tools file's MCP servers; nil
+	// without a tools file. Set before the readiness is shared.
+	servers func() []toolsfile.ServerStatus
 }
 
 // conflicted is what readiness asks of the executor: the tools it withholds.
@@ -59,20 +65,44 @@ func (r *readiness) running(store kvstore.Store, tools conflicted) {
 	r.store, r.tools = store, tools
 }
 
-// notes says what does not keep the executor from being ready but is wrong:
-// the tools it does not run while their declarations conflict, one line each.
+// notes says what does not keep the executor from being ready: the state of
+// each MCP server (and what went wrong building its tools), and the tools it
+// does not run while their declarations conflict, one line each.
 func (r *readiness) notes() []string {
 	r.mu.Lock()
 	tools := r.tools
 	r.mu.Unlock()
-	if tools == nil {
-		return nil
-	}
 	var out []string
+	if r.servers != nil {
+		for _, s := range r.servers() {
+			out = append(out, serverNote(s, time.Now()))
+			for _, p := range s.Problems {
+				out = append(out, fmt.Sprintf("mcp server %s: tool not served: %s", s.Name, p))
+			}
+		}
+	}
+	if tools == nil {
+		return out
+	}
 	for _, c := range tools.Conflicts() {
 		out = append(out, "tool conflict: "+c.Error())
 	}
 	return out
+}
+
+// serverNote is the /readyz line of one MCP server: its state, since when,
+// and while it is down, why and what it costs.
+func serverNote(s toolsfile.ServerStatus, now time.Time) string {
+	st := s.Status
+	line := fmt.Sprintf("mcp server %s: %s since %s", s.Name, st.State, st.Since.UTC().Format(time.RFC3339))
+	if st.State == mcptool.StateDown {
+		line += fmt.Sprintf(" (%d failed attempts in a row, next in %s; its %d tools are rejected upstream_unavailable): %v",
+			st.Failures, max(0, st.RetryAt.Sub(now)).Round(time.Second), len(s.Tools), st.Err)
+	}
+	if s.Waiting {
+		line += "; not reached since start: its imported tools are not listed yet"
+	}
+	return line
 }
 
 // problems names what keeps the executor from being ready, one line each;

@@ -48,7 +48,7 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	}()
 	// The tools' MCP servers are stopped last: after the executor has drained
 	// the calls that use them.
-	tools, natsTools, closeTools, err := loadTools(ctx, cfg, log)
+	tools, natsTools, servers, closeTools, err := loadTools(ctx, cfg, log)
 	if err != nil {
 		return usageError{err}
 	}
@@ -82,7 +82,13 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 	// The ops endpoint comes first, so that /readyz can say what the executor
 	// waits for.
 	ready := &readiness{}
+	if servers != nil {
+		ready.servers = servers.Servers
+	}
 	if err := registerBuildAndReady(reg, ready); err != nil {
+		return err
+	}
+	if err := registerMCPServers(reg, servers); err != nil {
 		return err
 	}
 	if cfg.metricsAddr != "" {
@@ -148,6 +154,9 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 		return err
 	}
 	closers = append(closers, ex.Close)
+	if servers != nil {
+		servers.Attach(ex.Registry())
+	}
 	stopStoreMetrics, err := startStoreMetrics(cfg, reg, m, js, rawStore, log)
 	if err != nil {
 		return err
@@ -183,19 +192,22 @@ func run(ctx context.Context, cfg config, out, logOut io.Writer) error {
 }
 
 // loadTools returns the demo's tools and the tools file's, the file's tools
-// whose bodies workers serve (built once connected), and a function that
-// stops the MCP servers the file's tools call.
-func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registry, []natstool.Pending, func(), error) {
+// whose bodies workers serve (built once connected), the file's toolset (nil
+// without a file: its MCP servers' states, to attach to the executor's
+// registry), and a function that stops the MCP servers the file's tools call.
+func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registry, []natstool.Pending, *toolsfile.Toolset, func(), error) {
 	var all []*tool.Tool
 	var natsTools []natstool.Pending
+	var ts *toolsfile.Toolset
 	if cfg.demo {
 		all = append(all, demo.New().Tools()...)
 	}
 	closeTools := func() {}
 	if cfg.toolsFile != "" {
-		ts, err := toolsfile.Load(ctx, cfg.toolsFile, toolsfile.Options{Logger: log.With("component", "mcp")})
+		var err error
+		ts, err = toolsfile.Load(ctx, cfg.toolsFile, toolsfile.Options{Logger: log.With("component", "mcp")})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		closeTools = func() { ts.Close() }
 		all = append(all, ts.Tools()...)
@@ -209,11 +221,17 @@ func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registr
 			}
 		}
 	}
+	if err == nil && len(reg.Names()) == 0 && len(natsTools) == 0 && !cfg.workers.on {
+		// Only imports of servers not reached yet: NewExecutor would refuse
+		// an executor with no tools, without saying why.
+		err = fmt.Errorf("%s: every tool is imported from an MCP server that cannot be reached yet: "+
+			"start it first, name its tools in the tools list, or give --workers to start with no tools", cfg.toolsFile)
+	}
 	if err != nil {
 		closeTools()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return reg, natsTools, closeTools, nil
+	return reg, natsTools, ts, closeTools, nil
 }
 
 // connectNATS connects to the configured server, waiting for it while it
@@ -257,10 +275,12 @@ func connectNATS(ctx context.Context, cfg config, ready *readiness, log *slog.Lo
 
 // opsHandler serves /metrics (what g gathers), /healthz (the process is up)
 // and /readyz (the executor runs, NATS is connected and the store answers; 503
-// naming what is not, otherwise). After its verdict /readyz lists the tools
-// not run because their declarations conflict, one line each: they do not
-// make the executor unready, since it serves every other tool and each
-// executor of the fleet sees the same workers.
+// naming what is not, otherwise). After its verdict /readyz lists the state
+// of each MCP server of the tools file and the tools not run because their
+// declarations conflict, one line each: neither makes the executor unready,
+// since it serves every other tool, and every executor of the fleet reaches
+// the same servers and sees the same workers (taking one out of a load
+// balancer would not bring a server back).
 func opsHandler(ready *readiness, g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(g))

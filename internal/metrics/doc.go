@@ -43,7 +43,7 @@
 // on an executor that does not learn tools from workers.
 //
 // Beside them, registered on their own ([BuildInfo], [Ready], [Consumer],
-// [Metrics.Awaiting]):
+// [Metrics.Awaiting], [MCPServers]):
 //
 //	build_info{version,revision,goversion}  the build that runs; always 1
 //	ready                                   1 while /readyz says ready
@@ -54,6 +54,7 @@
 //	keys_awaiting_decision{tenant}          indeterminate keys waiting for an operator
 //	keys_awaiting_decision_oldest_timestamp_seconds{tenant}
 //	keys_awaiting_decision_refreshed_timestamp_seconds
+//	mcp_server_state{server,state}          1 for the state each MCP server is in (connecting, connected, down, closed), 0 for the others
 //
 // The consumer's and the awaiting series describe shared state: every
 // executor reports the same numbers, so aggregate them with max, not sum.

@@ -19,8 +19,8 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s%s", err, out, errOut)
 	}
-	if !strings.Contains(out+errOut, "SUCCESS: 7 rules found") {
-		t.Errorf("promtool check rules: want 7 rules:\n%s%s", out, errOut)
+	if !strings.Contains(out+errOut, "SUCCESS: 8 rules found") {
+		t.Errorf("promtool check rules: want 8 rules:\n%s%s", out, errOut)
 	}
 	out, errOut, err = run(t, dir, promtool, "test", "rules", "alerts_test.yml")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -81,6 +82,9 @@ func (u *Upstream) callOn(ctx context.Context, s *session, tc tool.Context, remo
 	})
 	s.conn.forget(p)
 	raw := p.resultBytes()
+	if raw != nil || p.status.Load() != 0 || (err != nil && rpcAnswer(err)) {
+		s.answered.Store(true) // the server is alive enough to answer
+	}
 	if raw == nil && err == nil {
 		// The SDK decoded an answer this probe did not see; take it as decoded.
 		if raw, err = json.Marshal(res); err != nil {
@@ -123,7 +127,11 @@ func (u *Upstream) classify(ctx context.Context, s *session, remote string, p *p
 		// Unless the caller gave up, a closed connection or a stdio server's
 		// broken pipe is what failed. (An HTTP request that could not be sent
 		// says nothing of the session, whose other calls go on.)
-		stale = ctx.Err() == nil && (s.proc != nil || s.isEnded() || errors.Is(err, mcp.ErrConnectionClosed))
+		// A connection refused over HTTP says the same of the server: the
+		// session is ended, so that the supervisor finds whether it can be
+		// reached again (and the call is tried once more, or fails as the
+		// upstream being down).
+		stale = ctx.Err() == nil && (s.proc != nil || s.isEnded() || errors.Is(err, mcp.ErrConnectionClosed) || dialFailed(err))
 		return "", stale, tool.NoEffect(fmt.Errorf("%w: %s: %w", ErrNotSent, what, u.redact(err)))
 	}
 	err = u.redact(err)
@@ -146,6 +154,12 @@ func (u *Upstream) classify(ctx context.Context, s *session, remote string, p *p
 		return "", false, rerr
 	}
 	return "", false, fmt.Errorf("%s: %w", what, err)
+}
+
+// dialFailed reports whether err is a failure to connect to the server.
+func dialFailed(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // wireResult is the part of a tools/call result that decides the outcome,

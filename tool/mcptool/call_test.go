@@ -3,14 +3,20 @@ package mcptool_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tesserix/toolexec/internal/testkit/mcptest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
@@ -310,25 +316,31 @@ func TestCannotStart(t *testing.T) {
 }
 
 // TestNotSent: a call to an HTTP upstream that went away fails without
-// effect, as never sent.
+// effect, as never sent, and as the upstream being unavailable: the session
+// is ended, and the upstream found down.
 func TestNotSent(t *testing.T) {
 	f := open(t, "http", mcptest.Options{}, mcptool.Config{})
 	f.srv.Close()
 	_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e"}`)
-	if !tool.IsNoEffect(err) || !errors.Is(err, mcptool.ErrNotSent) {
-		t.Errorf("call to a closed server: %v; want ErrNotSent without effect", err)
+	if !tool.IsNoEffect(err) || !errors.Is(err, mcptool.ErrNotSent) || !errors.Is(err, tool.ErrUnavailable) {
+		t.Errorf("call to a closed server: %v; want ErrNotSent and unavailable, without effect", err)
+	}
+	if st := f.u.Status(); st.State != mcptool.StateDown {
+		t.Errorf("status after the call: %+v; want down", st)
 	}
 }
 
-// TestRestart: a stdio server that dies is started again for the next call;
-// one that cannot start is not tried again before the restart delay, and
-// calls meanwhile fail at once without effect.
+// TestRestart: a stdio server that dies is started again in the background;
+// while it cannot start, the upstream is down and calls fail at once,
+// without effect and matching tool.ErrUnavailable; once it can, it is
+// started again without a call asking for it.
 func TestRestart(t *testing.T) {
 	failFile := t.TempDir() + "/fail"
 	logs := &testenv.LogBuffer{}
+	states := &stateLog{}
 	f := open(t, "stdio", mcptest.Options{FailFile: failFile}, mcptool.Config{
 		MinRestartDelay: 300 * time.Millisecond, MaxRestartDelay: time.Second,
-		Logger: bufferLogger(logs),
+		Logger: bufferLogger(logs), OnState: states.add,
 	})
 	if _, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e1"}`); err != nil {
 		t.Fatal(err)
@@ -340,35 +352,226 @@ func TestRestart(t *testing.T) {
 	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// Once it is gone (a request written to a process still dying would
-	// be an unknown outcome), the next call finds it cannot start.
-	waitFor(t, 30*time.Second, "the killed server to be reaped", func() bool {
-		return errors.Is(syscall.Kill(first.PID, 0), syscall.ESRCH)
-	})
+	waitFor(t, 30*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
+	st := f.u.Status()
+	if !errors.Is(st.Err, mcptool.ErrUnavailable) || st.Failures < 1 || st.RetryAt.IsZero() {
+		t.Errorf("status while down: %+v", st)
+	}
 	_, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e2"}`)
-	if !errors.Is(err, mcptool.ErrUnavailable) || !errors.Is(err, mcptool.ErrNotSent) || !tool.IsNoEffect(err) {
-		t.Fatalf("call while the server cannot start: %v; want ErrUnavailable, not sent", err)
+	if !errors.Is(err, mcptool.ErrUnavailable) || !errors.Is(err, mcptool.ErrNotSent) || !tool.IsNoEffect(err) ||
+		!errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "next attempt in") {
+		t.Fatalf("call while the server cannot start: %v; want ErrUnavailable, not sent, naming the next attempt", err)
 	}
-	starts := strings.Count(logs.String(), "mcp server failed to start")
-	_, err = f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e3"}`)
-	if !errors.Is(err, mcptool.ErrUnavailable) || !strings.Contains(err.Error(), "next attempt in") {
-		t.Errorf("call within the restart delay: %v; want ErrUnavailable naming the next attempt", err)
-	}
-	if n := strings.Count(logs.String(), "mcp server failed to start"); n != starts {
-		t.Errorf("%d failed starts logged, then %d: a start was tried within the restart delay", starts, n)
-	}
+	waitFor(t, 30*time.Second, "two starts to fail", func() bool { return f.u.Status().Failures >= 3 })
 	if err := os.Remove(failFile); err != nil {
 		t.Fatal(err)
 	}
-	var out string
-	waitFor(t, 30*time.Second, "a call to succeed once the server can start", func() bool {
-		out, err = f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e4"}`)
-		return err == nil
+	waitFor(t, 30*time.Second, "the upstream to be connected again, with no call asking", func() bool {
+		return f.u.Status().State == mcptool.StateConnected
 	})
+	out, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e4"}`)
 	effects := mcptest.Effects(t, f.effects)
-	if out != "done" || len(effects) != 2 || effects[1].PID == first.PID || effects[1].Arguments != `{"entity":"e4"}` {
-		t.Errorf("after the restart: %q, effects %+v", out, effects)
+	if err != nil || out != "done" || len(effects) != 2 || effects[1].PID == first.PID || effects[1].Arguments != `{"entity":"e4"}` {
+		t.Errorf("after the restart: %q, %v, effects %+v", out, err, effects)
 	}
+	if got, want := states.compact(), "connected down connected"; got != want {
+		t.Errorf("states reported: %q, want %q", got, want)
+	}
+	// The failed starts were logged at warn level once, not once per attempt.
+	if n := strings.Count(logs.String(), "level=WARN msg=\"mcp server failed to start"); n != 1 {
+		t.Errorf("%d failed starts logged at warn level, want 1:\n%s", n, logs)
+	}
+}
+
+// TestDownAtStart: an HTTP upstream that cannot be reached when it is made
+// is down, its calls fail at once without effect, and it is connected in the
+// background once its server listens, with a backoff between attempts.
+func TestDownAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logs := &testenv.LogBuffer{}
+	states := &stateLog{}
+	u, err := mcptool.New(mcptool.Config{
+		Name: "later", URL: "http://" + addr + "/mcp", Logger: bufferLogger(logs), OnState: states.add,
+		MinRestartDelay: 50 * time.Millisecond, MaxRestartDelay: 400 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	if _, err := u.ListTools(testenv.Context(t, time.Minute)); !errors.Is(err, mcptool.ErrUnavailable) {
+		t.Fatalf("ListTools while nothing listens: %v; want ErrUnavailable", err)
+	}
+	_, err = callTool(t, u, tool.Effectful, "effect", callCtx, `{"entity":"e"}`)
+	if !tool.IsNoEffect(err) || !errors.Is(err, tool.ErrUnavailable) {
+		t.Fatalf("call while nothing listens: %v; want unavailable, without effect", err)
+	}
+	time.Sleep(time.Second)
+	// 50, 100, 200, 400, 400 ms...: a handful of attempts, not one per
+	// millisecond.
+	if st := u.Status(); st.State != mcptool.StateDown || st.Failures < 2 || st.Failures > 6 {
+		t.Errorf("after a second down: %+v; want down after 2 to 6 attempts", st)
+	}
+
+	effects := filepath.Join(t.TempDir(), "effects")
+	s := mcptest.NewServer(mcptest.Options{EffectsFile: effects})
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	waitFor(t, 10*time.Second, "the upstream to connect", func() bool { return u.Status().State == mcptool.StateConnected })
+	if out, err := callTool(t, u, tool.Effectful, "effect", callCtx, `{"entity":"e"}`); err != nil || out != "done" {
+		t.Fatalf("call once connected: %q, %v", out, err)
+	}
+	if n := len(mcptest.Effects(t, effects)); n != 1 {
+		t.Errorf("%d effects, want 1", n)
+	}
+	if got, want := states.compact(), "down connected"; got != want {
+		t.Errorf("states reported: %q, want %q", got, want)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings logged while down, want 1:\n%s", n, logs)
+	}
+	u.Close()
+	if st := u.Status(); st.State != mcptool.StateClosed {
+		t.Errorf("after Close: %+v", st)
+	}
+}
+
+// TestHTTPServerGoneNoticed: an HTTP server that goes away while no call is
+// made is noticed by the session's ping, and the upstream is down without a
+// call finding out.
+func TestHTTPServerGoneNoticed(t *testing.T) {
+	states := &stateLog{}
+	f := open(t, "http", mcptest.Options{}, mcptool.Config{
+		MinRestartDelay: 50 * time.Millisecond, MaxRestartDelay: 200 * time.Millisecond, OnState: states.add,
+	})
+	time.Sleep(500 * time.Millisecond) // pings answered: it stays connected
+	if st := f.u.Status(); st.State != mcptool.StateConnected {
+		t.Fatalf("with the server up: %+v", st)
+	}
+	f.srv.Close()
+	waitFor(t, 10*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
+	if got, want := states.compact(), "connected down"; got != want {
+		t.Errorf("states reported: %q, want %q", got, want)
+	}
+}
+
+// TestFlapping: a stdio server that exits soon after each start is started
+// once per restart delay, doubling, not once per exit; each start that
+// lasts too little counts as a failure.
+func TestFlapping(t *testing.T) {
+	logs := &testenv.LogBuffer{}
+	f := open(t, "stdio", mcptest.Options{ExitAfter: 20 * time.Millisecond}, mcptool.Config{
+		MinRestartDelay: 50 * time.Millisecond, MaxRestartDelay: 400 * time.Millisecond,
+		Logger: bufferLogger(logs),
+	})
+	time.Sleep(2 * time.Second)
+	// Without a backoff: a start every ~30 ms, some 60. With it: 20 ms up,
+	// then 50, 100, 200, 400, 400, ... ms down, about 8 (fewer under the race
+	// detector, whose processes linger a second at exit).
+	starts := strings.Count(logs.String(), "mcptest: serving on stdio")
+	if starts < 2 || starts > 12 {
+		t.Errorf("%d starts in 2s; want a handful:\n%s", starts, logs)
+	}
+	if st := f.u.Status(); st.State == mcptool.StateConnected && st.Failures != 0 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+// TestCallsRacingRestarts: calls made while a stdio server is killed again
+// and again each run once or not at all: a call that succeeded ran once, a
+// call that failed without effect did not run, and no call ran twice.
+func TestCallsRacingRestarts(t *testing.T) {
+	f := open(t, "stdio", mcptest.Options{}, mcptool.Config{MinRestartDelay: 20 * time.Millisecond, MaxRestartDelay: 200 * time.Millisecond})
+	const n = 60
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	killer := make(chan struct{})
+	go func() { // kill whatever process ran the last effect, every 30 ms
+		defer close(killer)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+			}
+			if e := mcptest.Effects(t, f.effects); len(e) > 0 {
+				_ = syscall.Kill(e[len(e)-1].PID, syscall.SIGKILL)
+			}
+		}
+	}()
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+			_, errs[i] = f.call(t, tool.Effectful, "effect", callCtx, fmt.Sprintf(`{"entity":"e%d"}`, i))
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-killer
+	ran := map[string]int{}
+	for _, e := range mcptest.Effects(t, f.effects) {
+		ran[e.Arguments]++
+	}
+	var ok, none, unknown int
+	for i, err := range errs {
+		times := ran[fmt.Sprintf(`{"entity":"e%d"}`, i)]
+		switch {
+		case times > 1:
+			t.Errorf("call %d ran %d times", i, times)
+		case err == nil:
+			ok++
+			if times != 1 {
+				t.Errorf("call %d succeeded and ran %d times", i, times)
+			}
+		case tool.IsNoEffect(err):
+			none++
+			if times != 0 {
+				t.Errorf("call %d failed without effect (%v) and ran", i, err)
+			}
+		default:
+			unknown++ // killed after it was written: ran once or not at all
+		}
+	}
+	t.Logf("%d calls ran, %d did not (rejected), %d were cut off mid-call", ok, none, unknown)
+	if ok == 0 {
+		t.Error("no call succeeded")
+	}
+}
+
+// stateLog records the states an upstream reports.
+type stateLog struct {
+	mu     sync.Mutex
+	states []mcptool.State
+}
+
+func (l *stateLog) add(st mcptool.Status) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.states = append(l.states, st.State)
+}
+
+// compact returns the states reported, space-separated, connecting and
+// closed left out (a session lost after it lasted goes through connecting).
+func (l *stateLog) compact() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.states {
+		if s != mcptool.StateClosed && s != mcptool.StateConnecting {
+			out = append(out, string(s))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // TestStderrIsLogged: what a stdio server writes on its standard error is

@@ -7,11 +7,12 @@
 // An [Upstream] is one MCP server, reached either by running a command as a
 // stdio server or at the URL of a Streamable HTTP endpoint ([Config]). All the
 // tools of an upstream share one connection: one process, or one MCP session,
-// at a time, safe for concurrent calls. [Open] connects at once — it starts the
-// process (or opens the session) and completes the initialize handshake — so
-// that a misconfigured upstream stops the executor at start, and so that its
-// tools can be listed and imported. The client speaks the newest protocol the
-// upstream accepts, falling back to the initialize handshake of 2025-11-25.
+// at a time, safe for concurrent calls. [New] returns at once and connects in
+// the background — it starts the process (or opens the session) and
+// completes the initialize handshake; [Open] also waits for that first start,
+// and fails if it does, for programs that want a misconfigured upstream to
+// stop them. The client speaks the newest protocol the upstream accepts,
+// falling back to the initialize handshake of 2025-11-25.
 //
 // A stdio server runs with its standard streams on pipes. Its environment holds
 // only the variables [InheritedEnv] names (PATH, HOME and the like) plus
@@ -20,17 +21,44 @@
 // (each line cut at 4 KiB, at most 20 lines a second in bursts of 100, the rest
 // counted as dropped), and never blocks it.
 //
-// The connection is supervised. When it ends — the process exited or was
-// killed, the HTTP session broke — the next call starts a new one; calls that
-// arrive while a start is in progress wait for it. A start that fails (the
-// command cannot be run, the process exits before answering, the connection is
-// refused, initialize is refused or times out after [Config.StartTimeout]) is
-// not tried again before a delay that doubles from [Config.MinRestartDelay] to
-// [Config.MaxRestartDelay]; calls in that window fail at once, without effect.
-// So a server that crashes on start costs one start per delay, not one per
-// call, and nothing is started while no call asks for it. [Upstream.Close]
+// The connection is supervised, in the background, whether or not calls are
+// made. An upstream is in one of the states [Upstream.Status] reports (and
+// [Config.OnState] is told of as they change):
+//
+//   - connecting: the first start, or the start after a session that had
+//     lasted ended (the process exited or was killed, the HTTP session broke),
+//     is in progress. Calls wait for it.
+//   - connected: calls are sent on the session.
+//   - down: the last start failed (the command cannot be run, the process
+//     exits before answering, the connection is refused, initialize is
+//     refused or times out after [Config.StartTimeout]), or the session ended
+//     again soon after it was made. Calls fail at once, without effect
+//     ([ErrUnavailable], which matches tool.ErrUnavailable: the dispatcher
+//     answers them rejected upstream_unavailable). The next start is tried
+//     after a delay that doubles from [Config.MinRestartDelay] to
+//     [Config.MaxRestartDelay], and the upstream is connected again as soon
+//     as one succeeds.
+//   - closed: [Upstream.Close] was called.
+//
+// A server that crashes on start, or soon after each start, thus costs one
+// start per delay, not one per call or a busy loop: a session that ends
+// within MaxRestartDelay of its start having answered no call counts as a
+// failed start (the first of a streak excepted, which is replaced at once).
+// A failed start is logged at warn level when it is the first in a row or
+// fails differently from the last one logged, at debug level otherwise; the
+// start that ends a streak is logged at info level. [Upstream.Close]
 // closes a stdio server's standard input and gives it [Config.StopTimeout] to
 // exit before SIGTERM, then SIGKILL.
+//
+// A Streamable HTTP session holds no stream open between calls, so it is
+// pinged every MaxRestartDelay: a server gone away while no call is made is
+// noticed, and the upstream found down, without a call finding out. A call
+// whose connection is refused ends the session too.
+//
+// A call races a reconnection safely: it is sent once on the session it got,
+// or not at all. When it finds its session broken before anything of it was
+// written, it waits for the next session (while the upstream is connecting)
+// and is sent there once, or fails without effect (while it is down).
 //
 // Over HTTP, [Config.Headers] go with every request; the default client follows
 // no redirects, and sends the tools/call of an Effectful tool on a connection of

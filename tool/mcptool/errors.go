@@ -3,6 +3,8 @@ package mcptool
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tesserix/toolexec/tool"
 )
 
 // Errors returned by [Open] and by the bodies of MCP tools.
@@ -15,9 +17,10 @@ var (
 	ErrNotSent = errors.New("mcptool: request not sent")
 	// ErrUnavailable is matched when the upstream could not be started or
 	// connected (its process did not start, the connection was refused, the
-	// initialize handshake failed), and while a restart after such a failure is
-	// held back (see [Config.MinRestartDelay]).
-	ErrUnavailable = errors.New("mcptool: upstream unavailable")
+	// initialize handshake failed), and while it is down (see [StateDown]).
+	// It also matches tool.ErrUnavailable, so that the dispatcher answers
+	// such a call rejected upstream_unavailable.
+	ErrUnavailable error = unavailableError{}
 	// ErrClosed is matched once the [Upstream] has been closed.
 	ErrClosed = errors.New("mcptool: upstream closed")
 	// ErrInputRequired is matched when the upstream answered a call with an
@@ -32,6 +35,14 @@ var (
 	// not a toolexec tool name, [A-Za-z0-9_-]{1,128}.
 	ErrBadName = errors.New("mcptool: not a toolexec tool name")
 )
+
+// unavailableError is the type of ErrUnavailable.
+type unavailableError struct{}
+
+func (unavailableError) Error() string { return "mcptool: upstream unavailable" }
+
+// Is matches tool.ErrUnavailable.
+func (unavailableError) Is(target error) bool { return target == tool.ErrUnavailable }
 
 // ConfigError refuses an upstream's configuration. It matches
 // [ErrInvalidConfig].

@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/http/httpguts"
 
@@ -71,10 +73,54 @@ type Config struct {
 	StopTimeout time.Duration
 	// MinRestartDelay and MaxRestartDelay bound the wait between failed
 	// starts: after n failures in a row no start is tried for
-	// MinRestartDelay·2^(n-1), at most MaxRestartDelay. Zero means
+	// MinRestartDelay·2^(n-1), at most MaxRestartDelay. A session that ends
+	// less than MaxRestartDelay after it was made, having answered no call,
+	// counts as a failure, except the first in a row, which is replaced at
+	// once. Zero means
 	// DefaultMinRestartDelay and DefaultMaxRestartDelay.
 	MinRestartDelay time.Duration
 	MaxRestartDelay time.Duration
+
+	// OnState, if set, is called with the upstream's status each time its
+	// state changes, in the order the states are reached, from a goroutine
+	// of the upstream's: it must not block for long, nor call Close.
+	OnState func(Status)
+}
+
+// State is where an [Upstream] stands with its server.
+type State string
+
+// The states of an [Upstream].
+const (
+	// StateConnecting: no session yet, or the last one ended after it had
+	// lasted, and a start is in progress. Calls wait for it.
+	StateConnecting State = "connecting"
+	// StateConnected: a session is up; calls are sent on it.
+	StateConnected State = "connected"
+	// StateDown: the last start failed (or the last session ended soon
+	// after it was made); the next is tried after the restart delay. Calls
+	// fail at once, without effect ([ErrUnavailable]).
+	StateDown State = "down"
+	// StateClosed: [Upstream.Close] was called.
+	StateClosed State = "closed"
+)
+
+// States returns every state, in a fixed order.
+func States() []State { return []State{StateConnecting, StateConnected, StateDown, StateClosed} }
+
+// Status is an [Upstream]'s state and, while it is down, why.
+type Status struct {
+	State State
+	// Since is when the upstream reached State.
+	Since time.Time
+	// Err says why the upstream is down (it matches [ErrUnavailable]);
+	// Failures counts the failed starts, and the sessions that ended less
+	// than MaxRestartDelay after they were made having answered no call, in
+	// a row; RetryAt is when
+	// the next start is tried. They are zero unless State is StateDown.
+	Err      error
+	Failures int
+	RetryAt  time.Time
 }
 
 // reservedHeaders are the header names (canonicalised) an upstream's Headers
@@ -186,8 +232,10 @@ func cmpOr(d, def time.Duration) time.Duration {
 
 // Upstream is one MCP server, shared by all the tools that call it: one
 // process (stdio) or one MCP session (Streamable HTTP) at a time, safe for
-// concurrent calls. It is connected by [Open] and restarted on demand when
-// the connection ends; [Upstream.Close] ends it for good.
+// concurrent calls. It is connected by [New] or [Open] and kept connected in
+// the background: a connection that ends or cannot be made is tried again
+// with a backoff ([Config.MinRestartDelay]); [Upstream.Close] ends it for
+// good.
 type Upstream struct {
 	cfg    Config
 	log    *slog.Logger
@@ -202,14 +250,19 @@ type Upstream struct {
 	stderr     *stderrLimiter // for a command
 	life       context.Context
 	endLife    context.CancelFunc // aborts a start in progress, on Close
-	wg         sync.WaitGroup     // starts and session watchers
+	wg         sync.WaitGroup     // the supervisor and session watchers
+	notify     sync.Mutex         // held while OnState runs, so that it sees the states in order
 
 	mu       sync.Mutex    // protects the fields below
 	cur      *session      // the live session; nil when there is none
 	starting chan struct{} // closed when the start in progress ends; nil when none is
-	failures int           // failed starts in a row
-	lastErr  error         // why the last start failed; nil after a success
-	retryAt  time.Time     // no start before this, after a failed one
+	changed  chan struct{} // closed (and replaced) when cur, starting or state change
+	state    State
+	since    time.Time // when state began
+	failures int       // failed starts and sessions lost soon after they were made, in a row
+	lastErr  error     // why the upstream is down; nil when it is not
+	retryAt  time.Time // no start before this, while down
+	logged   string    // the last start failure logged at warn level
 	closed   bool
 }
 
@@ -220,6 +273,7 @@ type session struct {
 	proc     *process      // nil over HTTP
 	ended    chan struct{} // closed once the connection is gone
 	stopping atomic.Bool   // we are ending it: its process's exit is expected
+	answered atomic.Bool   // the server answered a call on it
 }
 
 func (s *session) isEnded() bool {
@@ -231,16 +285,16 @@ func (s *session) isEnded() bool {
 	}
 }
 
-// Open checks cfg and connects to the upstream: it starts a stdio server's
-// process, or opens an MCP session with a Streamable HTTP server, and
-// completes the initialize handshake, within ctx and [Config.StartTimeout].
-// Connecting at once means a misconfigured upstream stops the executor at
-// start instead of failing its first call, and that its tools can be listed.
+// New checks cfg and returns the upstream at once, connecting it in the
+// background: its process is started (or its HTTP session opened) and the
+// initialize handshake completed within [Config.StartTimeout], and tried
+// again after a delay when that fails (see [Config.MinRestartDelay]). Calls
+// made while the first start is in progress wait for it; calls made while the
+// upstream is down fail at once, without effect ([ErrUnavailable]).
 //
-// It returns an error matching [ErrInvalidConfig] (a [*ConfigError]) for a bad
-// configuration, and one matching [ErrUnavailable] when the upstream cannot be
-// started or connected.
-func Open(ctx context.Context, cfg Config) (*Upstream, error) {
+// It returns an error matching [ErrInvalidConfig] (a [*ConfigError]) for a
+// bad configuration, and nothing else.
+func New(cfg Config) (*Upstream, error) {
 	headers, err := cfg.check()
 	if err != nil {
 		return nil, err
@@ -249,7 +303,7 @@ func Open(ctx context.Context, cfg Config) (*Upstream, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	u := &Upstream{cfg: cfg, log: log.With("mcp_server", cfg.Name)}
+	u := &Upstream{cfg: cfg, log: log.With("mcp_server", cfg.Name), state: StateConnecting, since: time.Now(), changed: make(chan struct{})}
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "toolexec", Version: buildinfo.Get().Version}, &mcp.ClientOptions{
 		Logger:       u.log,
 		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation to offer
@@ -271,6 +325,23 @@ func Open(ctx context.Context, cfg Config) (*Upstream, error) {
 		}
 	}
 	u.life, u.endLife = context.WithCancel(context.Background())
+	u.wg.Add(1)
+	go u.supervise()
+	return u, nil
+}
+
+// Open is [New], then waits, within ctx, for the first start to end.
+// Connecting at once means a misconfigured upstream can stop a program at
+// start instead of failing its first call, and that its tools can be listed.
+//
+// It returns an error matching [ErrInvalidConfig] (a [*ConfigError]) for a bad
+// configuration, and one matching [ErrUnavailable] when the upstream cannot be
+// started or connected; the upstream is then closed.
+func Open(ctx context.Context, cfg Config) (*Upstream, error) {
+	u, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := u.session(ctx); err != nil {
 		u.Close()
 		return nil, err
@@ -302,13 +373,58 @@ func (u *Upstream) httpClient(headers http.Header) *http.Client {
 // Name returns the upstream's name.
 func (u *Upstream) Name() string { return u.cfg.Name }
 
-// session returns the live session, starting one when there is none. Starts
-// are shared: callers that arrive while one is in progress wait for it. After
-// a failed start no other is tried until the restart delay has passed; calls
-// in the meantime fail at once with an error matching ErrUnavailable.
+// Status returns the upstream's state now.
+func (u *Upstream) Status() Status {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.status()
+}
+
+// status is Status with u.mu held.
+func (u *Upstream) status() Status {
+	st := Status{State: u.state, Since: u.since}
+	if u.state == StateDown {
+		st.Err, st.Failures, st.RetryAt = u.lastErr, u.failures, u.retryAt
+	}
+	return st
+}
+
+// setState moves to state, with u.mu held, and reports whether it changed.
+func (u *Upstream) setState(state State) bool {
+	if u.state == state {
+		return false
+	}
+	u.state, u.since = state, time.Now()
+	return true
+}
+
+// broadcast wakes whoever waits for a change. u.mu is held.
+func (u *Upstream) broadcast() {
+	close(u.changed)
+	u.changed = make(chan struct{})
+}
+
+// report hands st to Config.OnState, in the order the states were reached.
+func (u *Upstream) report() {
+	if u.cfg.OnState == nil {
+		return
+	}
+	u.notify.Lock()
+	defer u.notify.Unlock()
+	// Read under notify: a later state reported first would be overwritten
+	// by an earlier one.
+	st := u.Status()
+	u.cfg.OnState(st)
+}
+
+// session returns the live session. Callers that arrive while a first start,
+// or a start after a connection was lost, is in progress wait for it. While
+// the upstream is down they fail at once with an error matching
+// ErrUnavailable.
 func (u *Upstream) session(ctx context.Context) (*session, error) {
 	for {
 		u.mu.Lock()
+		var wait chan struct{}
 		switch {
 		case u.closed:
 			u.mu.Unlock()
@@ -317,65 +433,212 @@ func (u *Upstream) session(ctx context.Context) (*session, error) {
 			s := u.cur
 			u.mu.Unlock()
 			return s, nil
-		case u.starting != nil:
-			ch := u.starting
-			u.mu.Unlock()
-			select {
-			case <-ch:
-				u.mu.Lock()
-				err := u.lastErr
-				u.mu.Unlock()
-				if err != nil {
-					return nil, err
-				}
-				continue
-			case <-ctx.Done():
-				return nil, fmt.Errorf("waiting for mcp server %q to start: %w", u.cfg.Name, ctx.Err())
-			}
-		}
-		if wait := time.Until(u.retryAt); u.lastErr != nil && wait > 0 {
-			err := fmt.Errorf("%w: mcp server %q failed to start %d times in a row, next attempt in %s: %w",
-				ErrUnavailable, u.cfg.Name, u.failures, wait.Round(time.Millisecond), u.lastErr)
+		case u.state == StateDown:
+			// lastErr matches ErrUnavailable.
+			err := fmt.Errorf("mcp server %q is down (%d failed attempts in a row), next attempt in %s: %w",
+				u.cfg.Name, u.failures, max(0, time.Until(u.retryAt)).Round(time.Millisecond), u.lastErr)
 			u.mu.Unlock()
 			return nil, err
+		case u.starting != nil:
+			wait = u.starting
+		default:
+			// The session ended and the supervisor has not started the next
+			// one yet.
+			wait = u.changed
 		}
-		ch := make(chan struct{})
-		u.starting = ch
-		u.wg.Add(1)
 		u.mu.Unlock()
-		go u.start(ch)
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for mcp server %q to start: %w", u.cfg.Name, ctx.Err())
+		}
 	}
 }
 
-// start connects a new session, outside any caller's context (a caller that
-// gives up does not abort a start others wait for), and makes it the live one.
-func (u *Upstream) start(done chan struct{}) {
+// supervise keeps the upstream connected until Close: it starts a session,
+// waits for it to end, and starts the next, holding back after failures.
+func (u *Upstream) supervise() {
 	defer u.wg.Done()
+	for {
+		s := u.start()
+		if s != nil {
+			if !u.watchSession(s) {
+				return
+			}
+			u.lost(s)
+		}
+		u.mu.Lock()
+		closed, wait := u.closed, time.Until(u.retryAt)
+		u.mu.Unlock()
+		if closed {
+			return
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-u.life.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+// watchSession waits for session s to end, and reports false if the
+// upstream was closed first. An HTTP session is pinged every
+// MaxRestartDelay meanwhile: with no stream open between calls, a server
+// gone away would otherwise be noticed only by the next call. A ping that
+// gets no answer ends the session; one answered with an error (a server
+// that does not know ping) does not.
+func (u *Upstream) watchSession(s *session) bool {
+	var tick <-chan time.Time
+	if s.proc == nil {
+		t := time.NewTicker(u.cfg.MaxRestartDelay)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-s.ended:
+			return true
+		case <-u.life.Done():
+			return false
+		case <-tick:
+			ctx, cancel := context.WithTimeout(u.life, u.cfg.StartTimeout)
+			err := s.cs.Ping(ctx, nil)
+			cancel()
+			switch {
+			case err == nil || rpcAnswer(err):
+				s.answered.Store(true)
+			case u.life.Err() == nil && !s.isEnded():
+				u.log.Warn("mcp server does not answer ping; ending the session", "error", u.redact(err))
+				u.end(s)
+			}
+		}
+	}
+}
+
+// rpcAnswer reports whether err is a JSON-RPC error the server sent. The SDK
+// reports a request the transport could not deliver as a JSON-RPC error too:
+// an error of the HTTP client, a timeout or a closed connection in the chain
+// says the server did not answer.
+func rpcAnswer(err error) bool {
+	var (
+		we *jsonrpc.Error
+		ue *url.Error
+	)
+	return errors.As(err, &we) && !errors.As(err, &ue) && !dialFailed(err) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, mcp.ErrConnectionClosed)
+}
+
+// start connects a new session, outside any caller's context (a caller that
+// gives up does not abort a start others wait for), and makes it the live
+// one. It returns nil when the start failed or the upstream was closed.
+func (u *Upstream) start() *session {
+	ch := make(chan struct{})
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil
+	}
+	u.starting = ch
+	u.broadcast()
+	u.mu.Unlock()
+
 	ctx, cancel := context.WithTimeout(u.life, u.cfg.StartTimeout)
 	s, err := u.connect(ctx)
 	cancel()
 
 	u.mu.Lock()
-	if err == nil && u.closed {
-		s.stopping.Store(true)
-		s.conn.Connection.Close()
-		err = ErrClosed
-	}
-	if err != nil {
-		u.failures++
-		u.lastErr = err
-		delay := u.cfg.MinRestartDelay << min(u.failures-1, 30)
-		if delay <= 0 || delay > u.cfg.MaxRestartDelay {
-			delay = u.cfg.MaxRestartDelay
+	if u.closed {
+		// Closed meanwhile: whatever the start came to, it is over.
+		if err == nil {
+			s.stopping.Store(true)
+			s.conn.Connection.Close()
 		}
-		u.retryAt = time.Now().Add(delay)
-		u.log.Warn("mcp server failed to start", "failures", u.failures, "retry_in", delay, "error", err)
-	} else {
-		u.cur, u.failures, u.lastErr = s, 0, nil
+		s, err = nil, ErrClosed
+	}
+	changed := false
+	switch {
+	case errors.Is(err, ErrClosed):
+	case err != nil:
+		delay := u.fail(err)
+		changed = u.setState(StateDown)
+		if msg := err.Error(); u.failures == 1 || msg != u.logged {
+			u.logged = msg
+			u.log.Warn("mcp server failed to start; its tools are unavailable until it does",
+				"failures", u.failures, "retry_in", delay, "error", err)
+		} else {
+			u.log.Debug("mcp server failed to start again", "failures", u.failures, "retry_in", delay, "error", err)
+		}
+	default:
+		if u.state == StateDown {
+			u.log.Info("mcp server reachable again", "after_failures", u.failures, "down_for", time.Since(u.since).Round(time.Millisecond))
+		}
+		u.cur, u.lastErr, u.logged = s, nil, ""
+		changed = u.setState(StateConnected)
 	}
 	u.starting = nil
-	close(done)
+	close(ch)
+	u.broadcast()
 	u.mu.Unlock()
+	if changed {
+		u.report()
+	}
+	return s
+}
+
+// fail counts a failure and holds the next start back: after n failures in a
+// row, by MinRestartDelay·2^(n-1), at most MaxRestartDelay. u.mu is held.
+func (u *Upstream) fail(err error) time.Duration {
+	u.failures++
+	u.lastErr = err
+	delay := u.cfg.MinRestartDelay << min(u.failures-1, 30)
+	if delay <= 0 || delay > u.cfg.MaxRestartDelay {
+		delay = u.cfg.MaxRestartDelay
+	}
+	u.retryAt = time.Now().Add(delay)
+	return delay
+}
+
+// lost takes note that session s ended. The first session lost in a row is
+// replaced at once (calls meanwhile wait for the new one). A session that
+// ends less than MaxRestartDelay after it was made without having answered a
+// call counts as a failure: after the first, the upstream is down for the
+// restart delay, so that a server that crashes soon after each start is
+// started once per delay. A session that lasted longer, or answered a call,
+// ends the streak.
+func (u *Upstream) lost(s *session) {
+	u.mu.Lock()
+	if u.cur == s {
+		u.cur = nil
+	}
+	if u.closed {
+		u.mu.Unlock()
+		return
+	}
+	lived := time.Since(u.since)
+	if lived >= u.cfg.MaxRestartDelay || s.answered.Load() {
+		u.failures = 0
+	}
+	changed := false
+	if u.failures == 0 {
+		u.failures++
+		u.retryAt = time.Time{}
+		changed = u.setState(StateConnecting)
+	} else {
+		delay := u.fail(fmt.Errorf("%w: mcp server %q: the connection ended %s after it was made",
+			ErrUnavailable, u.cfg.Name, lived.Round(time.Millisecond)))
+		changed = u.setState(StateDown)
+		u.log.Warn("mcp server connection ended soon after it was made, again; its tools are unavailable until the next start",
+			"lived", lived.Round(time.Millisecond), "failures", u.failures, "retry_in", delay)
+	}
+	u.broadcast()
+	u.mu.Unlock()
+	if changed {
+		u.report()
+	}
 }
 
 // connect starts the process or opens the HTTP session, and initializes it.
@@ -439,7 +702,7 @@ func (u *Upstream) watch(s *session) {
 	if s.stopping.Load() {
 		u.log.Debug("mcp server connection closed")
 	} else {
-		u.log.Warn("mcp server connection lost; the next call starts a new one", "error", err)
+		u.log.Warn("mcp server connection lost; starting a new one", "error", err)
 	}
 	if s.proc != nil {
 		s.proc.stop(u.cfg.StopTimeout)
@@ -497,7 +760,12 @@ func (u *Upstream) Close() error {
 	u.closed = true
 	s := u.cur
 	u.cur = nil
+	changed := u.setState(StateClosed)
+	u.broadcast()
 	u.mu.Unlock()
+	if changed {
+		u.report()
+	}
 	u.endLife()
 	if s != nil {
 		s.stopping.Store(true)

@@ -17,6 +17,7 @@
 //	  - name: search
 //	    url: https://search.example/mcp  # a Streamable HTTP server
 //	    headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+//	    restart_delay: {min: 1s, max: 30s}  # optional: the backoff between attempts to reach it
 //	tools:
 //	  - name: book
 //	    description: Take a seat.
@@ -87,4 +88,33 @@
 // server can tell (a tool it does not list, a key argument its schema lacks, an
 // imported name that collides) is reported like a parse error, at the line that
 // caused it. The [Toolset] it returns must be closed, which stops the servers.
+//
+// # Servers that come and go
+//
+// A server that cannot be reached when the file is opened (the connection is
+// refused, the process exits before answering, initialize fails) does not
+// stop the file from opening, nor the other servers' tools from being
+// served: it is tried again in the background, after a delay that doubles
+// from restart_delay's min to its max (mcptool.Config.MinRestartDelay; by
+// default 1s to 30s). Until it is first reached:
+//
+//   - the tools of the tools list that name it are listed, with the
+//     parameters the file gives — or, when it gives none, a stand-in schema
+//     (an object naming the key and check arguments, accepting any member) —
+//     and are unavailable;
+//   - the tools it imports are not listed: nothing can tell their names
+//     before the server does. Name a tool in the tools list to have it listed
+//     from the start.
+//
+// Once reached, its tools are built as they would have been at start (with
+// the server's schema, and its description where the file gives none) and
+// replace those listed meanwhile, and its imports are added. What only the server can refuse (a tool it does not list, a key
+// argument its schema lacks, an imported name already taken) is logged at
+// error level and listed by [Toolset.Servers], and that tool is not served;
+// the rest are. Whenever a server is down — at start, or later, when a
+// stdio server exits or an HTTP session breaks and it cannot be started
+// again — its tools stay listed but are unavailable: [Toolset.Attach] marks
+// them in the executor's registry, so that their calls are rejected
+// upstream_unavailable, without running, and clears the mark once the server
+// is connected again.
 package toolsfile

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -119,7 +120,7 @@ func (p *parser) server(i int, raw *yaml.Node, first map[string]int, names map[s
 	}
 	w.name = nameOf(n)
 	st := p.site(w, n.Line)
-	f := p.fields(n, w, "", "name", "command", "url", "env", "dir", "headers", "import")
+	f := p.fields(n, w, "", "name", "command", "url", "env", "dir", "headers", "import", "restart_delay")
 	for k, e := range f {
 		st.lines[k] = e.key.Line
 	}
@@ -163,6 +164,9 @@ func (p *parser) server(i int, raw *yaml.Node, first map[string]int, names map[s
 	if e, ok := f["import"]; ok {
 		s.Import = p.importOptions(e, w, st.lines)
 	}
+	if e, ok := f["restart_delay"]; ok {
+		cfg.MinRestartDelay, cfg.MaxRestartDelay = p.restartDelay(e, w)
+	}
 	if len(p.errs) > before {
 		return Server{}, false
 	}
@@ -176,6 +180,34 @@ func (p *parser) server(i int, raw *yaml.Node, first map[string]int, names map[s
 		return Server{}, false
 	}
 	return s, true
+}
+
+// restartDelay reads a server's restart_delay: {min, max}, each a positive
+// duration, min at most max (with the other's default when one is left out).
+func (p *parser) restartDelay(e entry, w *where) (lo, hi time.Duration) {
+	f, ok := p.mapping(e, w, "restart_delay", "min", "max")
+	if !ok {
+		return 0, 0
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"min", &lo}, {"max", &hi}} {
+		x, ok := f[b.name]
+		if !ok {
+			continue
+		}
+		if d, ok := p.duration(x, w, "restart_delay."+b.name); ok {
+			if d <= 0 {
+				p.fail(resolve(x.val).Line, w, "restart_delay."+b.name, "must be positive")
+			}
+			*b.dst = d
+		}
+	}
+	if lo > 0 && hi > 0 && lo > hi || hi > 0 && lo == 0 && hi < mcptool.DefaultMinRestartDelay || lo > 0 && hi == 0 && lo > mcptool.DefaultMaxRestartDelay {
+		p.fail(resolve(e.val).Line, w, "restart_delay", "min exceeds max (defaults: min %s, max %s)", mcptool.DefaultMinRestartDelay, mcptool.DefaultMaxRestartDelay)
+	}
+	return lo, hi
 }
 
 // command reads a command: a non-empty list of strings, each with ${VAR}

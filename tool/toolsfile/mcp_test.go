@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,6 +142,12 @@ func TestParseMCPErrors(t *testing.T) {
 		{"reserved header", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    headers: {Mcp-Session-Id: x}\n    import: {}\n", wantError{4, "", "headers", []string{"Mcp-Session-Id"}}, mcptool.ErrInvalidConfig},
 		{"url not http", "mcp_servers:\n  - name: s\n    url: ws://x.example/mcp\n    import: {}\n", wantError{3, "", "url", []string{"http"}}, mcptool.ErrInvalidConfig},
 		{"dir with a url", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    dir: /tmp\n    import: {}\n", wantError{4, "", "dir", []string{"command"}}, mcptool.ErrInvalidConfig},
+		{"restart_delay not a mapping", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: 1s\n    import: {}\n", wantError{4, "", "restart_delay", []string{"mapping"}}, nil},
+		{"restart_delay unknown field", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {minimum: 1s}\n    import: {}\n", wantError{4, "", "restart_delay.minimum", []string{"unknown field"}}, nil},
+		{"restart_delay not a duration", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {min: soon}\n    import: {}\n", wantError{4, "", "restart_delay.min", []string{`"soon"`, "duration"}}, nil},
+		{"restart_delay zero", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {max: 0s}\n    import: {}\n", wantError{4, "", "restart_delay.max", []string{"positive"}}, nil},
+		{"restart_delay min above max", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {min: 10s, max: 1s}\n    import: {}\n", wantError{4, "", "restart_delay", []string{"min exceeds max"}}, nil},
+		{"restart_delay max below the default min", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {max: 500ms}\n    import: {}\n", wantError{4, "", "restart_delay", []string{"min exceeds max", "min 1s"}}, nil},
 		{"import null", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    import:\n", wantError{4, "", "import", []string{"import: {}"}}, nil},
 		{"unknown import field", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    import: {prefx: a_}\n", wantError{4, "", "import.prefx", []string{"unknown field", "prefix"}}, nil},
 		{"bad prefix", "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    import: {prefix: a.}\n", wantError{4, "", "import.prefix", []string{"A-Z"}}, nil},
@@ -183,6 +190,23 @@ func TestParseMCPErrors(t *testing.T) {
 			}
 			checkError(t, err, tt.want)
 		})
+	}
+}
+
+// TestParseRestartDelay: a server's restart_delay sets its backoff; left
+// out, the defaults apply.
+func TestParseRestartDelay(t *testing.T) {
+	src := "mcp_servers:\n  - name: s\n    url: http://x.example/mcp\n    restart_delay: {min: 200ms, max: 5s}\n    import: {}\n" +
+		"  - name: d\n    url: http://y.example/mcp\n    import: {}\n"
+	f, err := toolsfile.Parse([]byte(src), "tools.yaml", testEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Servers[0].Config; c.MinRestartDelay != 200*time.Millisecond || c.MaxRestartDelay != 5*time.Second {
+		t.Errorf("restart delay %s..%s, want 200ms..5s", c.MinRestartDelay, c.MaxRestartDelay)
+	}
+	if c := f.Servers[1].Config; c.MinRestartDelay != 0 || c.MaxRestartDelay != 0 {
+		t.Errorf("restart delay %s..%s without restart_delay, want zero (the defaults)", c.MinRestartDelay, c.MaxRestartDelay)
 	}
 }
 
@@ -275,6 +299,123 @@ tools:
 	if e := mcptest.Effects(t, effects); len(e) != 1 || e[0].Tool != "effect" || e[0].Arguments != `{"entity":"alice"}` {
 		t.Errorf("effects %+v", e)
 	}
+}
+
+// TestLoadServerDown: a server that cannot be reached at start does not stop
+// the file from opening. Its tools are listed but unavailable in the
+// registry they are attached to (the file's, with a stand-in schema when it
+// gives none); once the server is reached they are built with its schema
+// (one it does not list is refused, and stays unavailable), its imports are
+// added, and they are available; while it is down again they are
+// unavailable again.
+func TestLoadServerDown(t *testing.T) {
+	failFile := filepath.Join(t.TempDir(), "fail")
+	if err := os.WriteFile(failFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	effects := filepath.Join(t.TempDir(), "effects")
+	src := "mcp_servers:\n" + stdioServer("later", mcptest.Options{FailFile: failFile, EffectsFile: effects}, `    import:
+      prefix: later_
+      exclude: [hang, needs_input]
+`) + `  - name: never
+    url: http://127.0.0.1:1/mcp
+tools:
+  - name: remember
+    idempotency: {kind: effectful, key_arguments: [entity]}
+    mcp: {server: later, tool: effect}
+  - name: noted
+    description: Writes a note.
+    parameters: {type: object, properties: {entity: {type: string}}}
+    mcp: {server: later, tool: effect}
+  - name: ghost
+    parameters: {type: object}
+    mcp: {server: later, tool: no_such_tool}
+  - name: far
+    mcp: {server: never, tool: text}
+`
+	ctx := testenv.Context(t, time.Minute)
+	logs := &testenv.LogBuffer{}
+	ts, err := toolsfile.Load(ctx, writeFile(t, src), toolsfile.Options{Logger: bufferLogger(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	var names []string
+	for _, tl := range ts.Tools() {
+		names = append(names, tl.Name())
+	}
+	if got := strings.Join(names, ","); got != "remember,noted,ghost,far" {
+		t.Fatalf("tools at start %s; want the file's only (the imports wait)", got)
+	}
+	if !strings.Contains(logs.String(), "cannot be reached at start") {
+		t.Errorf("the server down at start is not logged:\n%s", logs)
+	}
+	reg, err := tool.NewRegistry(ts.Tools()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Attach(reg)
+	for _, n := range names {
+		if _, err := reg.Get(n); !errors.Is(err, tool.ErrUnavailable) {
+			t.Errorf("Get(%s) while its server is down: %v; want unavailable", n, err)
+		}
+	}
+	if p, _ := reg.Lookup("remember"); p != nil {
+		t.Error("Lookup finds an unavailable tool")
+	}
+	sv := ts.Servers()
+	if len(sv) != 2 || sv[0].Name != "later" || sv[0].Status.State != mcptool.StateDown || !sv[0].Waiting ||
+		strings.Join(sv[0].Tools, ",") != "ghost,noted,remember" || sv[1].Name != "never" || sv[1].Status.State != mcptool.StateDown {
+		t.Fatalf("Servers() = %+v", sv)
+	}
+
+	if err := os.Remove(failFile); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the imported tools to be served", func() bool {
+		_, err := reg.Get("later_effect")
+		return err == nil
+	})
+	remember, err := reg.Get("remember")
+	if err != nil {
+		t.Fatalf("remember once its server is reached: %v", err)
+	}
+	if p := remember.Parameters(); !reflect.DeepEqual(p, []string{"entity", "note"}) || remember.Spec().Description != "Writes a line." {
+		t.Errorf("remember once its server is reached: parameters %v, description %q; want the server's", p, remember.Spec().Description)
+	}
+	if noted, err := reg.Get("noted"); err != nil || noted.Spec().Description != "Writes a note." {
+		t.Errorf("noted once its server is reached: %v, %v", noted, err)
+	}
+	if _, err := reg.Get("far"); !errors.Is(err, tool.ErrUnavailable) {
+		t.Errorf("far, its server still down: %v", err)
+	}
+	out, err := remember.Call(ctx, tool.Context{IdempotencyKey: "k1", Tenant: "acme", RunID: "r", CallID: "c"}, json.RawMessage(`{"entity":"alice"}`))
+	if err != nil || out != "done" {
+		t.Fatalf("remember: %q, %v", out, err)
+	}
+	// A tool the server does not list is refused once it is reached, as it
+	// would have been at start, and stays unavailable.
+	if _, err := reg.Get("ghost"); !errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "no_such_tool") {
+		t.Errorf("ghost once its server is reached: %v; want unavailable, naming the missing tool", err)
+	}
+	sv = ts.Servers()
+	if sv[0].Status.State != mcptool.StateConnected || sv[0].Waiting || len(sv[0].Problems) != 1 ||
+		!strings.Contains(sv[0].Problems[0], "no_such_tool") || len(sv[0].Tools) != 3+len(mcptest.Tools())-2 {
+		t.Errorf("Servers()[0] once reached = %+v", sv[0])
+	}
+
+	// Down again: the server's tools are unavailable again.
+	e := mcptest.Effects(t, effects)
+	if err := os.WriteFile(failFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(e[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the tools to be unavailable again", func() bool {
+		_, err := reg.Get("later_text")
+		return errors.Is(err, tool.ErrUnavailable)
+	})
 }
 
 // TestLoadMCPOverHTTP: a server reached by URL gets the file's headers, with

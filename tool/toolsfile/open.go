@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
+	"sync"
 
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/mcptool"
@@ -51,12 +54,21 @@ func Load(ctx context.Context, path string, opts Options) (*Toolset, error) {
 type Toolset struct {
 	tools     []*tool.Tool
 	nats      []natstool.Pending
-	upstreams []*mcptool.Upstream
+	upstreams []*upstream
+	log       *slog.Logger
+	life      context.Context
+	endLife   context.CancelFunc
+	wg        sync.WaitGroup // the goroutines that build a server's tools once it is reached
+
+	mu  sync.Mutex     // protects reg and the upstreams' tool lists
+	reg *tool.Registry // nil until Attach
 }
 
 // Tools returns the tools built: those of the tools list in file order, then
 // those imported, server by server. The tools whose bodies workers serve are
-// not among them: see NATSTools.
+// not among them: see NATSTools. Nor are the imports of a server that could
+// not be reached when the file was opened: [Toolset.Attach] adds them to the
+// registry once it is.
 func (s *Toolset) Tools() []*tool.Tool { return slices.Clone(s.tools) }
 
 // NATSTools returns the tools of the tools list whose bodies workers serve
@@ -68,30 +80,43 @@ func (s *Toolset) NATSTools() []natstool.Pending { return slices.Clone(s.nats) }
 // flight ends with an unknown outcome, so close them once the executor has
 // drained. It always returns nil, and is safe to call more than once.
 func (s *Toolset) Close() error {
-	for _, up := range s.upstreams {
-		up.Close()
+	s.endLife()
+	for _, u := range s.upstreams {
+		u.up.Close()
 	}
+	s.wg.Wait()
 	return nil
 }
 
-// Open builds the file's tools. It connects to each MCP server (starting a
-// stdio server's process; see mcptool.Open), one after the other, lists its
-// tools, builds the tools that name it — with the server's input schema when
-// the file gives no parameters — and imports its tools. HTTP tools are built
-// as [Declaration.Build] builds them. Tools served over NATS are not built:
+// Open builds the file's tools. It starts each MCP server (starting a stdio
+// server's process; see mcptool.New), all at once, and waits for each to be
+// reached; it lists the tools of each server reached, builds the tools that
+// name it — with the server's input schema when the file gives no
+// parameters — and imports its tools. HTTP tools are built as
+// [Declaration.Build] builds them. Tools served over NATS are not built:
 // [Toolset.NATSTools] hands them over, checked.
 //
-// It reports every problem it finds, as [Parse] does: an errors.Join of
-// [*Error] values in file order, each placed at its entry's line and
-// unwrapping to the cause — a server that cannot be started
-// (mcptool.ErrUnavailable), a tool the server does not list
-// (mcptool.ErrUnknownTool), a name an import cannot use (mcptool.ErrBadName), a
-// key argument that is not a parameter of the server's schema
-// (tool.ErrUnknownArgument), a tool name given twice across the file and its
-// imports. On error the servers already started are closed and no Toolset is
-// returned.
+// A server that cannot be reached (mcptool.ErrUnavailable: the connection is
+// refused, the process exits before answering, initialize fails or times
+// out) does not stop the others: it is logged, and tried again in the background. The tools of the
+// file that name it are built all the same — with the parameters the file
+// gives, or a stand-in schema until the server gives its own — and the tools
+// it imports are not known until it is reached. [Toolset.Attach] keeps a
+// registry in step with it.
+//
+// It reports every other problem it finds, as [Parse] does: an errors.Join
+// of [*Error] values in file order, each placed at its entry's line and
+// unwrapping to the cause — a stdio server whose command cannot be run at all
+// (no such program or directory, not executable), a server whose tools cannot
+// be listed, a tool
+// the server does not list (mcptool.ErrUnknownTool), a name an import cannot
+// use (mcptool.ErrBadName), a key argument that is not a parameter of the
+// server's schema (tool.ErrUnknownArgument), a tool name given twice across
+// the file and its imports. On error the servers already started are closed
+// and no Toolset is returned.
 func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
-	ts := &Toolset{}
+	ts := &Toolset{log: logger(opts.Logger)}
+	ts.life, ts.endLife = context.WithCancel(context.Background())
 	type built struct {
 		t    *tool.Tool
 		line int
@@ -112,26 +137,55 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 		}
 		all = append(all, built{t, d.Line, d.site})
 	}
-	var imported []built
+	// Every server is started before any is waited for.
 	for _, s := range f.Servers {
 		cfg := s.Config
 		cfg.Logger = opts.Logger
 		if cfg.URL != "" {
 			cfg.HTTPClient = opts.Client
 		}
-		up, err := mcptool.Open(ctx, cfg)
+		u := &upstream{set: ts, server: s, refused: map[string]string{}}
+		cfg.OnState = u.onState
+		up, err := mcptool.New(cfg)
 		if err != nil {
 			errs = append(errs, s.site.errorf(configField(err), err, "%v", err))
 			continue
 		}
-		ts.upstreams = append(ts.upstreams, up)
+		u.up = up
+		ts.upstreams = append(ts.upstreams, u)
+	}
+	var imported []built
+	for _, u := range ts.upstreams {
+		s, up, name := u.server, u.up, u.server.Config.Name
 		listed, err := up.ListTools(ctx)
+		if errors.Is(err, mcptool.ErrUnavailable) && !cannotRun(err) {
+			ts.log.Warn("mcp server cannot be reached at start: its tools are listed as unavailable until it is, and it is tried again in the background",
+				"mcp_server", name, "imports_waiting", s.Import != nil, "error", err)
+			for _, m := range f.MCPTools {
+				if m.Server != name {
+					continue
+				}
+				t, err := m.standIn(up)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				all = append(all, built{t, m.Line, m.site})
+				u.names = append(u.names, t.Name())
+				// Built again once the server is reached, as at start: with
+				// its schema or description where the file gives none, and
+				// refused if the server lists no such tool.
+				u.pending = append(u.pending, m)
+			}
+			u.imports = s.Import != nil
+			continue
+		}
 		if err != nil {
 			errs = append(errs, s.site.errorf("", err, "%v", err))
 			continue
 		}
 		for _, m := range f.MCPTools {
-			if m.Server != cfg.Name {
+			if m.Server != name {
 				continue
 			}
 			t, err := m.build(up, listed)
@@ -140,6 +194,7 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 				continue
 			}
 			all = append(all, built{t, m.Line, m.site})
+			u.names = append(u.names, t.Name())
 		}
 		if s.Import == nil {
 			continue
@@ -153,7 +208,11 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 		}
 		for _, t := range tools {
 			imported = append(imported, built{t, s.Line, s.site})
+			u.names = append(u.names, t.Name())
 		}
+	}
+	for _, u := range ts.upstreams {
+		slices.Sort(u.names)
 	}
 	first := map[string]built{}
 	for _, d := range f.NATSTools {
@@ -185,6 +244,13 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 		return nil, errors.Join(errs...)
 	}
 	return ts, nil
+}
+
+// cannotRun reports whether a stdio server's command could not be run at all
+// (no such program or directory, not executable): waiting for it would not
+// help, so it stops Open like a configuration error.
+func cannotRun(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
 }
 
 // configField is the field an error from mcptool.Open is about: that of a

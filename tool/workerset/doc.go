@@ -31,7 +31,9 @@
 // dispatcher and the catalog read the registry at each call and request, so
 // the tool is served and listed from then on.
 //
-// Tools the registry held when the Set was made are the executor's own. Those
+// Tools the registry held when the Set was made, or that were put in it since
+// by someone else (the tools of an MCP server imported once it is reached),
+// are the executor's own. Those
 // named in [Config.Served] (a tools file's nats: tools) have their bodies
 // served by workers too: a worker's declaration of one must be the
 // executor's. The others have bodies the executor runs itself (Go, HTTP,

@@ -333,6 +333,14 @@ func (s *Set) problem(key, msg string, attrs ...any) {
 
 // apply brings the registry in step with the workers remembered.
 func (s *Set) apply() Round {
+	// A tool put in the registry since, by someone else (the tools of an MCP
+	// server imported once it is reached), is the executor's own too.
+	for _, t := range s.reg.Tools() {
+		n := t.Name()
+		if _, learned := s.learned[n]; !learned && s.served[n] == nil {
+			s.own[n] = true
+		}
+	}
 	claims := map[string][]claim{}
 	for _, id := range slices.Sorted(maps.Keys(s.workers)) {
 		for _, c := range s.workers[id].claims {

@@ -292,6 +292,21 @@ func TestServedTools(t *testing.T) {
 	if got, err := h.reg.Get("cancel"); err != nil || got != cancel {
 		t.Errorf("after the worker left, Get(cancel) = %v, %v; want the executor's own tool again", got, err)
 	}
+
+	// A tool the executor registers later (an MCP server's import, once it
+	// is reached) is its own too: a worker declaring it is a conflict, not
+	// a replacement.
+	late := build(t, spec("late", ""), "late")
+	if err := h.reg.Register(late); err != nil {
+		t.Fatal(err)
+	}
+	h.refresh(t)
+	lateWorker := h.goWorker(t, build(t, spec("late", ""), "from a worker"))
+	h.refresh(t)
+	if _, err := h.reg.Get("late"); !errors.As(err, &ce) || !strings.Contains(ce.Msg, "runs its body itself") ||
+		!strings.Contains(ce.Msg, lateWorker.ID()) {
+		t.Errorf("Get(late) = %v; want a conflict: the executor runs late itself", err)
+	}
 }
 
 // TestAbsentRounds: a worker that misses fewer than Absent rounds in a row is

@@ -33,6 +33,10 @@ type Options struct {
 	// started by Command exit with status 3 before it answers anything, like a
 	// server that cannot start.
 	FailFile string
+	// ExitAfter, when not zero, makes a child started by Command exit with
+	// status 0 this long after it starts serving, like a server that
+	// crashes soon after each start.
+	ExitAfter time.Duration
 	// Release, when closed, ends the runs of "hang" in process, as the end of
 	// its process does for a child (a Streamable HTTP server does not cancel
 	// a handler whose client went away, and closing the server waits for
@@ -52,6 +56,7 @@ const (
 	envBadName = "TOOLEXEC_MCPTEST_BADNAME"
 	envLegacy  = "TOOLEXEC_MCPTEST_LEGACY"
 	envFail    = "TOOLEXEC_MCPTEST_FAILFILE"
+	envExit    = "TOOLEXEC_MCPTEST_EXITAFTER"
 )
 
 // Main runs the stdio server when the process was started by [Command], and
@@ -69,6 +74,12 @@ func Main(m *testing.M) {
 	page, _ := strconv.Atoi(os.Getenv(envPage))
 	o := Options{EffectsFile: os.Getenv(envEffects), PageSize: page, BadName: os.Getenv(envBadName) != "", Legacy: os.Getenv(envLegacy) != ""}
 	fmt.Fprintf(os.Stderr, "mcptest: serving on stdio, pid %d\n", os.Getpid())
+	if d, err := time.ParseDuration(os.Getenv(envExit)); err == nil && d > 0 {
+		time.AfterFunc(d, func() {
+			fmt.Fprintln(os.Stderr, "mcptest: exiting after", d, "as asked")
+			os.Exit(0)
+		})
+	}
 	err := NewServer(o).Run(context.Background(), &mcp.StdioTransport{})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
@@ -92,6 +103,9 @@ func Command(o Options) ([]string, map[string]string) {
 	}
 	if o.FailFile != "" {
 		env[envFail] = o.FailFile
+	}
+	if o.ExitAfter > 0 {
+		env[envExit] = o.ExitAfter.String()
 	}
 	return []string{os.Args[0]}, env
 }

@@ -117,7 +117,8 @@ class IndeterminateReason(enum.StrEnum):
 
 class RejectionCode(enum.StrEnum):
     """Why a call was ``rejected`` (docs/PROTOCOL.md §5). All but
-    ARGUMENTS_MISMATCH mean the call itself is at fault."""
+    ARGUMENTS_MISMATCH, TOOL_CONFLICT and UPSTREAM_UNAVAILABLE mean the call
+    itself is at fault."""
 
     INVALID_JSON = "invalid_json"
     NOT_CLOUDEVENT = "not_cloudevent"
@@ -132,6 +133,9 @@ class RejectionCode(enum.StrEnum):
     #: Two workers declare the tool differently (or a worker and the
     #: executors' own declaration disagree); nothing ran.
     TOOL_CONFLICT = "tool_conflict"
+    #: The MCP server the tool's body calls cannot be reached now; nothing
+    #: ran, and the same call may be sent again once it is back.
+    UPSTREAM_UNAVAILABLE = "upstream_unavailable"
     SCHEMA_VIOLATION = "schema_violation"
     TOO_LARGE = "too_large"
     ARGUMENTS_NOT_OBJECT = "arguments_not_object"
