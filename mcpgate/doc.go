@@ -19,6 +19,13 @@
 // constant time); a session stays with the tenant that opened it. There is no
 // anonymous mode in which a client names its own tenant.
 //
+// Both transports offer the same protocol versions, every one the MCP SDK
+// speaks, newest first (2026-07-28, then the versions of the initialize
+// handshake), in server/discover and initialize alike. Version 2026-07-28 has
+// no sessions: over HTTP, a request whose MCP-Protocol-Version header names it
+// (or a later version) is served on its own, and a client of an earlier
+// version opens a session with initialize.
+//
 // # Tools
 //
 // Annotations follow the declared kind: read-only tools are readOnlyHint;
@@ -35,9 +42,10 @@
 //
 //   - run_id: the run the call belongs to, part of its idempotency key.
 //     Default: the MCP session (over stdio, the gateway process's session;
-//     over HTTP without a session, a fresh run for each call, so that calls
-//     of unrelated clients are never taken for one effect). A client that
-//     reconnects sets it to keep its run, and so its keys.
+//     over HTTP without a session, as every request of version 2026-07-28
+//     is, a fresh run for each call, so that calls of unrelated clients are
+//     never taken for one effect). A client that reconnects, or speaks
+//     2026-07-28 over HTTP, sets it to keep its run, and so its keys.
 //   - call_id: the call's id. A request naming the id of an earlier call of
 //     the same tool is answered with that call's answer if it is stored, and
 //     otherwise waits for it, whatever run the retry names: the calls stream
