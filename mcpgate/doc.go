@@ -56,7 +56,9 @@
 //
 // The answer becomes the result: completed and deduplicated ones a normal
 // result (the outcome as text, and as structuredContent when it is a JSON
-// object); failed, rejected and indeterminate ones isError, with a text meant
+// object; an outcome that carries MCP content — an upstream tool's images,
+// audio or resources, see package tool/mcptool — as that content, so that a
+// deduplicated answer gives the same content as the first); failed, rejected and indeterminate ones isError, with a text meant
 // for a model (an indeterminate one says that the outcome is unknown, that
 // retrying will not run the tool again, and that an operator must settle the
 // key). A call of a tool the executors do not know is a JSON-RPC "invalid
