@@ -166,11 +166,19 @@ func contentOf(outcome string) (_ *mcp.CallToolResult, ok bool) {
 		return nil, false
 	}
 	var r mcp.CallToolResult
-	if err := json.Unmarshal(raw, &r); err != nil {
+	var sc struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(raw, &r) != nil || json.Unmarshal(raw, &sc) != nil {
 		return nil, false
 	}
 	if r.Content == nil {
 		r.Content = []mcp.Content{}
+	}
+	// Decoded again, so that its numbers stay as the upstream wrote them.
+	r.StructuredContent = nil
+	if obj := jsonObject(string(sc.StructuredContent)); obj != nil {
+		r.StructuredContent = obj
 	}
 	return &r, true
 }

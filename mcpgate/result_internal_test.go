@@ -92,7 +92,7 @@ func TestResultOfContent(t *testing.T) {
 		{"audio", wrap(`{"content":[{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}]}`), []string{"audio"}, false, false},
 		{"embedded resource", wrap(`{"content":[{"type":"resource","resource":{"uri":"test://r","mimeType":"text/plain","text":"hi"}}]}`),
 			[]string{"resource"}, false, false},
-		{"structured content beside", wrap(`{"content":[{"type":"resource_link","uri":"test://r","name":"r"}],"structuredContent":{"n":1}}`),
+		{"structured content beside", wrap(`{"content":[{"type":"resource_link","uri":"test://r","name":"r"}],"structuredContent":{"n":9007199254740993}}`),
 			[]string{"resource_link"}, true, false},
 		{"no content", wrap(`{"content":[]}`), []string{}, false, false},
 		{"a type the SDK does not know", wrap(`{"content":[{"type":"hologram"}]}`), []string{"text"}, true, true},
@@ -119,6 +119,9 @@ func TestResultOfContent(t *testing.T) {
 				}
 				if (r.StructuredContent != nil) != tc.wantStruct {
 					t.Errorf("StructuredContent = %v, want set=%v", r.StructuredContent, tc.wantStruct)
+				}
+				if b, _ := json.Marshal(r.StructuredContent); tc.wantStruct && !tc.wantVerbatim && string(b) != `{"n":9007199254740993}` {
+					t.Errorf("StructuredContent %s, want its number as sent", b)
 				}
 				if tc.wantVerbatim && r.Content[0].(*mcp.TextContent).Text != tc.outcome {
 					t.Errorf("text %q, want the outcome as is", r.Content[0].(*mcp.TextContent).Text)

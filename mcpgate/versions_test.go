@@ -130,12 +130,16 @@ func discoverStdio(t *testing.T, gw *mcpgate.Gateway) discoverResult {
 }
 
 // TestSessionlessHTTP: the Go SDK's client at its newest version
-// (2026-07-28, which has no sessions) is served over HTTP. Calls naming one
+// (2026-07-28, which has no sessions) is served over HTTP, behind the same
+// bearer tokens as the rest. Calls naming one
 // run share its keys, and a repeat is deduplicated; a call naming no run has
 // a run of its own, since no session ties it to the calls before it.
 func TestSessionlessHTTP(t *testing.T) {
 	f := startFleet(t)
 	url := serveHTTP(t, f.gw, mcpgate.HTTPConfig{Tokens: tokens(t)}).URL
+	if status, _ := post(t, url, discover, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}); status != http.StatusUnauthorized {
+		t.Fatalf("a 2026-07-28 request without a token: %d, want 401", status)
+	}
 	cs := connectHTTPAt(t, url, acmeToken, "", nil)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("negotiated %s over HTTP, want 2026-07-28", v)
