@@ -58,10 +58,10 @@
 // result (the outcome as text, and as structuredContent when it is a JSON
 // object; an outcome that carries MCP content — an upstream tool's images,
 // audio or resources, see package tool/mcptool — as that content, so that a
-// deduplicated answer gives the same content as the first); failed, rejected and indeterminate ones isError, with a text meant
-// for a model (an indeterminate one says that the outcome is unknown, that
-// retrying will not run the tool again, and that an operator must settle the
-// key). A call of a tool the executors do not know is a JSON-RPC "invalid
+// deduplicated answer gives the same content as the first); failed, rejected
+// and indeterminate ones isError, with a text meant for a model (an
+// indeterminate one says that the outcome is unknown, that retrying will not
+// run the tool again, and that an operator must settle the key). A call of a tool the executors do not know is a JSON-RPC "invalid
 // params" error, as the MCP specification asks. Every result's _meta carries
 // the answer's kind, idempotency_key, call_id and run_id, and where they apply
 // code, reason and body_entered.
