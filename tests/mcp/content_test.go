@@ -23,8 +23,9 @@ import (
 // The content the content upstream's tools answer with.
 var (
 	redPixel  = pngPixel(color.RGBA{R: 255, A: 255})
-	shortWAV  = wav(8000, 80) // 10 ms of silence
-	bigImage  = bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 80<<10)
+	shortWAV  = wav(8000, 80)                                     // 10 ms of silence
+	midImage  = bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 10<<10) // 40 KiB: under mcptool's bound, kept whole
+	bigImage  = bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 20<<10) // 80 KiB: under the executor's bound, over mcptool's
 	embedded  = &sdk.ResourceContents{URI: "test://embedded-resource", MIMEType: "text/plain", Text: "This is an embedded resource content."}
 	mixedText = "This is text content alongside other kinds."
 )
@@ -65,8 +66,10 @@ func wav(rate, n uint32) []byte {
 
 // contentUpstream is an MCP server written with the Go SDK, over Streamable
 // HTTP, whose tools answer with content that is not text: those the
-// conformance suite's content scenarios call, and test_large_image, whose
-// image is over what toolexec keeps of an outcome (mcptool.MaxContentBytes).
+// conformance suite's content scenarios call, test_medium_image, whose image
+// is kept whole, and test_large_image, whose image is over what toolexec
+// keeps of an outcome
+// (mcptool.DefaultMaxContentBytes).
 // An executor imports its tools (package mcptool, each effectful with no
 // arguments: one run per run id), so their content crosses the executor, its
 // record and the gateway. It counts the runs of each tool by run id.
@@ -127,6 +130,8 @@ func addContentTools(s *sdk.Server, ran func(tool string, req *sdk.CallToolReque
 		&sdk.TextContent{Text: mixedText},
 		&sdk.ImageContent{Data: redPixel, MIMEType: "image/png"},
 		&sdk.EmbeddedResource{Resource: embedded})
+	add("test_medium_image", "Answers with an image of 40 KiB, which toolexec keeps.",
+		&sdk.ImageContent{Data: midImage, MIMEType: "image/png"})
 	add("test_large_image", "Answers with an image larger than toolexec keeps, and a text.",
 		&sdk.ImageContent{Data: bigImage, MIMEType: "image/png"},
 		&sdk.TextContent{Text: "a large picture"})

@@ -142,7 +142,8 @@ var matrixCases = []matrixCase{
 		calls: func(c cell) []nodetest.Call {
 			var calls []nodetest.Call
 			for _, name := range []string{"test_image_content", "test_audio_content", "test_embedded_resource",
-				"test_multiple_content_types", "test_multiple_content_types", "test_large_image", "test_large_image"} {
+				"test_multiple_content_types", "test_multiple_content_types", "test_large_image", "test_large_image",
+				"test_medium_image", "test_medium_image"} {
 				calls = append(calls, nodetest.Call{Tool: name, Meta: c.runMeta()})
 			}
 			return calls
@@ -161,7 +162,10 @@ var matrixCases = []matrixCase{
 					t.Errorf("%s: %s; want the content as the upstream sent it", r[i].Tool, describe(r[i]))
 				}
 			}
-			for _, pair := range [][2]int{{3, 4}, {5, 6}} {
+			if !sameContent(r[7].Content, []map[string]any{{"type": "image", "mimeType": "image/png", "data": b64(midImage)}}) {
+				t.Errorf("an image of 40 KiB: %s; want it whole", describe(r[7]))
+			}
+			for _, pair := range [][2]int{{3, 4}, {5, 6}, {7, 8}} {
 				a, b := r[pair[0]], r[pair[1]]
 				if kind(a) != "completed" || kind(b) != "deduplicated" || !sameRaw(a.Content, b.Content) {
 					t.Errorf("%s and its repeat: %s / %s; want the same content", a.Tool, describe(a), describe(b))

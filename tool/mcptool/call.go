@@ -179,7 +179,7 @@ func (u *Upstream) outcome(remote string, raw json.RawMessage) (string, error) {
 		return "", tool.NoEffect(&ToolError{Upstream: u.cfg.Name, Tool: remote, Message: text})
 	}
 	if !allText {
-		out, err := ContentOutcome(r.Content, r.StructuredContent)
+		out, err := ContentOutcome(r.Content, r.StructuredContent, u.cfg.MaxContentBytes)
 		if err != nil {
 			return "", fmt.Errorf("mcp server %q: tools/call %q: %w", u.cfg.Name, remote, err)
 		}

@@ -477,6 +477,7 @@ func TestConfigErrors(t *testing.T) {
 		{"header value with a newline", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"A": "b\nC: d"}}, "headers"},
 		{"negative timeout", mcptool.Config{Name: "s", Command: cmd, StartTimeout: -time.Second}, "timeouts"},
 		{"restart delays crossed", mcptool.Config{Name: "s", Command: cmd, MinRestartDelay: time.Minute, MaxRestartDelay: time.Second}, "timeouts"},
+		{"negative content bound", mcptool.Config{Name: "s", Command: cmd, MaxContentBytes: -1}, "max_content_bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := mcptool.Open(testenv.Context(t, time.Minute), tt.cfg)

@@ -21,16 +21,17 @@ const OutcomeResult = MetaPrefix + "mcp_result"
 // (compacted); or, for several items, their count and size.
 const MetaOmitted = MetaPrefix + "omitted"
 
-// MaxContentBytes bounds an outcome that carries MCP content. Items are kept
-// in their order while the outcome stays within it; an item that does not
-// fit is replaced by a text item saying what it was, with a [MetaOmitted]
-// digest. The outcome is recorded and answered as is, so the first answer
-// and every deduplicated one carry the same content. At 256 KiB it is half
-// the executor's default bound on an outcome (a larger outcome is not
-// recorded: an effectful call that returned one would be indeterminate), and
-// a record holding it stays within the 1 MiB a store or a NATS message takes
-// even when it is escaped into JSON twice.
-const MaxContentBytes = 256 << 10
+// DefaultMaxContentBytes is the default of [Config.MaxContentBytes], the
+// bound on an outcome that carries MCP content. Items are kept in their order
+// while the outcome stays within it; an item that does not fit is replaced by
+// a text item saying what it was, with a [MetaOmitted] digest. The outcome is
+// recorded and answered as is, so the first answer and every deduplicated
+// one carry the same content. 64 KiB is half the executor's default bound on
+// an outcome (an eighth of the NATS server's max_payload: 128 KiB at the
+// default 1 MiB), over which an outcome is not recorded and an effectful call
+// that took effect ends indeterminate; the other half is room for a
+// structuredContent kept whole beside the content.
+const DefaultMaxContentBytes = 64 << 10
 
 // omittedReserve is the room kept for the item that stands for all the items
 // after the last one kept.
@@ -47,10 +48,15 @@ type contentItem struct {
 }
 
 // ContentOutcome returns the outcome that carries content and structured
-// (JSON; empty or null for none) as MCP content, within [MaxContentBytes]
-// (structured is kept whole whatever its size). It returns an error when an
-// item is not a JSON object with a string "type", or structured is not JSON.
-func ContentOutcome(content []json.RawMessage, structured json.RawMessage) (string, error) {
+// (JSON; empty or null for none) as MCP content, within max bytes
+// ([DefaultMaxContentBytes] when max is not positive); structured is kept
+// whole, so an outcome whose structured content alone is over max is larger.
+// It returns an error when an item is not a JSON object with a string
+// "type", or structured is not JSON.
+func ContentOutcome(content []json.RawMessage, structured json.RawMessage, max int) (string, error) {
+	if max <= 0 {
+		max = DefaultMaxContentBytes
+	}
 	items := make([]json.RawMessage, 0, len(content))
 	for i, c := range content {
 		var b bytes.Buffer
@@ -75,7 +81,7 @@ func ContentOutcome(content []json.RawMessage, structured json.RawMessage) (stri
 	if sc != nil {
 		fixed += len(`,"structuredContent":`)
 	}
-	budget := MaxContentBytes - fixed - omittedReserve
+	budget := max - fixed - omittedReserve
 	kept := make([]json.RawMessage, 0, len(items))
 	used := 0
 	fits := func(item []byte) bool {
@@ -91,10 +97,10 @@ func ContentOutcome(content []json.RawMessage, structured json.RawMessage) (stri
 		return true
 	}
 	for i, it := range items {
-		if fits(it) || fits(omitted(it)) {
+		if fits(it) || fits(omitted(it, max)) {
 			continue
 		}
-		kept = append(kept, omittedRest(items[i:]))
+		kept = append(kept, omittedRest(items[i:], max))
 		break
 	}
 	inner := struct {
@@ -109,7 +115,7 @@ func ContentOutcome(content []json.RawMessage, structured json.RawMessage) (stri
 }
 
 // omitted returns the text item that stands for item, left out.
-func omitted(item json.RawMessage) json.RawMessage {
+func omitted(item json.RawMessage, max int) json.RawMessage {
 	var it contentItem
 	_ = json.Unmarshal(item, &it) // ContentOutcome read it before
 	mime := it.MIMEType
@@ -125,7 +131,7 @@ func omitted(item json.RawMessage) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{
 		"type": "text",
 		"text": fmt.Sprintf("[%s content of %d bytes left out: over the %d bytes toolexec keeps of a result; sha256 %s]",
-			desc, len(item), MaxContentBytes, digest),
+			desc, len(item), max, digest),
 		"_meta": map[string]any{MetaOmitted: map[string]any{
 			"type": it.Type, "mimeType": mime, "bytes": len(item), "sha256": digest,
 		}},
@@ -134,14 +140,14 @@ func omitted(item json.RawMessage) json.RawMessage {
 }
 
 // omittedRest returns the text item that stands for items, all left out.
-func omittedRest(items []json.RawMessage) json.RawMessage {
+func omittedRest(items []json.RawMessage, max int) json.RawMessage {
 	n := 0
 	for _, it := range items {
 		n += len(it)
 	}
 	b, _ := json.Marshal(map[string]any{
 		"type":  "text",
-		"text":  fmt.Sprintf("[%d more content items of %d bytes left out: over the %d bytes toolexec keeps of a result]", len(items), n, MaxContentBytes),
+		"text":  fmt.Sprintf("[%d more content items of %d bytes left out: over the %d bytes toolexec keeps of a result]", len(items), n, max),
 		"_meta": map[string]any{MetaOmitted: map[string]any{"items": len(items), "bytes": n}},
 	})
 	return b

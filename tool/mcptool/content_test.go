@@ -23,15 +23,17 @@ type carried struct {
 
 // TestContentOutcome: content that is not all text is kept as MCP content,
 // item by item as sent (compacted), with structured content beside it; items
-// that do not fit within MaxContentBytes are replaced by a text item with
-// their digest, and the outcome stays within the bound.
+// that do not fit within the bound (DefaultMaxContentBytes, or the one given)
+// are replaced by a text item with their digest, and the outcome stays within
+// it.
 func TestContentOutcome(t *testing.T) {
 	image := `{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}`
 	audio := `{"type":"audio","data":"UklGRg==","mimeType":"audio/wav","annotations":{"audience":["user"]}}`
 	resource := `{"type":"resource","resource":{"uri":"test://doc","mimeType":"text/plain","text":"the text"}}`
 	text := `{"type":"text","text":"and words"}`
-	huge := `{"type":"image","mimeType":"image/png","data":"` + strings.Repeat("A", mcptool.MaxContentBytes) + `"}`
+	huge := `{"type":"image","mimeType":"image/png","data":"` + strings.Repeat("A", mcptool.DefaultMaxContentBytes) + `"}`
 	hugeSum := sha256.Sum256([]byte(huge))
+	medium := `{"type":"image","mimeType":"image/png","data":"` + strings.Repeat("A", 1500) + `"}`
 	many := make([]string, 2000)
 	for i := range many {
 		many[i] = fmt.Sprintf(`{"type":"audio","mimeType":"audio/wav","data":"%0300d"}`, i)
@@ -40,6 +42,7 @@ func TestContentOutcome(t *testing.T) {
 		name       string
 		give       []string
 		structured string
+		max        int
 		check      func(t *testing.T, out string, r carried)
 		wantErr    string
 	}{
@@ -69,7 +72,7 @@ func TestContentOutcome(t *testing.T) {
 				if r.Content[1].Text != "and words" {
 					t.Errorf("the item after it: %+v", r.Content[1])
 				}
-				if len(out) > mcptool.MaxContentBytes {
+				if len(out) > mcptool.DefaultMaxContentBytes {
 					t.Errorf("outcome of %d bytes", len(out))
 				}
 			}},
@@ -77,11 +80,18 @@ func TestContentOutcome(t *testing.T) {
 			check: func(t *testing.T, out string, r carried) {
 				last := r.Content[len(r.Content)-1]
 				om, _ := last.Meta[mcptool.MetaOmitted].(map[string]any)
-				if len(out) > mcptool.MaxContentBytes || om["items"] == nil || len(r.Content) < 500 {
+				if len(out) > mcptool.DefaultMaxContentBytes || om["items"] == nil || len(r.Content) < 150 {
 					t.Errorf("outcome of %d bytes, %d items, last %+v", len(out), len(r.Content), last)
 				}
 				if r.Content[0].Type != "audio" {
 					t.Errorf("the first item, which fits, is %s", r.Content[0].Type)
+				}
+			}},
+		{name: "a bound of one's own", give: []string{audio, medium, text}, max: 2000,
+			check: func(t *testing.T, out string, r carried) {
+				if len(out) > 2000 || len(r.Content) != 3 || r.Content[0].Type != "audio" || r.Content[1].Type != "text" ||
+					!strings.Contains(r.Content[1].Text, "over the 2000 bytes") || r.Content[2].Text != "and words" {
+					t.Errorf("outcome of %d bytes: %+v", len(out), r.Content)
 				}
 			}},
 		{name: "an item that is not an object", give: []string{`"image"`}, wantErr: "content item 0"},
@@ -93,7 +103,7 @@ func TestContentOutcome(t *testing.T) {
 			for i, s := range tt.give {
 				raw[i] = json.RawMessage(s)
 			}
-			out, err := mcptool.ContentOutcome(raw, json.RawMessage(tt.structured))
+			out, err := mcptool.ContentOutcome(raw, json.RawMessage(tt.structured), tt.max)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ContentOutcome = %q, %v; want an error naming %q", out, err, tt.wantErr)

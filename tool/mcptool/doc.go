@@ -114,15 +114,15 @@
 // as structured content when it is a JSON object.
 //
 // A record holds an outcome, not a payload: content items are kept while the
-// outcome stays within [MaxContentBytes] (256 KiB, half the executor's
-// default bound on an outcome, so that a large image never turns a call
-// that took effect into one whose outcome cannot be recorded). Each item
-// that does not fit is replaced by a text item saying what it was, with its
-// type, MIME type, size and SHA-256 in its _meta under
-// io.tesserix.toolexec/omitted ([MetaOmitted]). The first answer and every
-// deduplicated one carry the same outcome, so the same content: a duplicate
-// of a call whose image was over the bound gets that text item, as the first
-// caller did.
+// outcome stays within [Config.MaxContentBytes] (default
+// [DefaultMaxContentBytes], 64 KiB: half the executor's default bound on an
+// outcome, so that a large image never turns a call that took effect into one
+// whose outcome cannot be recorded). Each item that does not fit is replaced
+// by a text item saying what it was, with its type, MIME type, size and
+// SHA-256 in its _meta under io.tesserix.toolexec/omitted ([MetaOmitted]).
+// The first answer and every deduplicated one carry the same outcome, so the
+// same content: a duplicate of a call whose image was over the bound gets
+// that text item, as the first caller did.
 //
 // # Import
 //

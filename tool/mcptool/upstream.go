@@ -75,6 +75,12 @@ type Config struct {
 	// DefaultMinRestartDelay and DefaultMaxRestartDelay.
 	MinRestartDelay time.Duration
 	MaxRestartDelay time.Duration
+
+	// MaxContentBytes bounds an outcome that carries MCP content (see "The
+	// outcome" in the package documentation); zero means
+	// DefaultMaxContentBytes. Keep it within the executor's bound on an
+	// outcome (toolexec.ExecutorConfig.MaxOutcomeBytes).
+	MaxContentBytes int
 }
 
 // reservedHeaders are the header names (canonicalised) an upstream's Headers
@@ -91,7 +97,8 @@ var reservedHeaders = map[string]bool{
 // Headers with a Command, or Env or Dir with a URL; a URL that is not an
 // absolute http or https URL; a header name that is not a token, is given
 // twice or is reserved (see [Config.Headers]), or a value with a control
-// character; a negative duration, or MinRestartDelay above MaxRestartDelay.
+// character; a negative duration, or MinRestartDelay above MaxRestartDelay;
+// a negative MaxContentBytes.
 func (c Config) Validate() error {
 	_, err := c.check()
 	return err
@@ -173,6 +180,12 @@ func (c *Config) check() (http.Header, error) {
 	c.MaxRestartDelay = cmpOr(c.MaxRestartDelay, DefaultMaxRestartDelay)
 	if c.MinRestartDelay > c.MaxRestartDelay {
 		return nil, bad("timeouts", "the minimum restart delay exceeds the maximum")
+	}
+	if c.MaxContentBytes < 0 {
+		return nil, bad("max_content_bytes", "is negative")
+	}
+	if c.MaxContentBytes == 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
 	}
 	return headers, nil
 }
