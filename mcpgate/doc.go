@@ -19,6 +19,13 @@
 // constant time); a session stays with the tenant that opened it. There is no
 // anonymous mode in which a client names its own tenant.
 //
+// Both transports offer the same protocol versions, every one the MCP SDK
+// speaks, newest first (2026-07-28, then the versions of the initialize
+// handshake), in server/discover and initialize alike. Version 2026-07-28 has
+// no sessions: over HTTP, a request whose MCP-Protocol-Version header names it
+// (or a later version) is served on its own, and a client of an earlier
+// version opens a session with initialize.
+//
 // # Tools
 //
 // Annotations follow the declared kind: read-only tools are readOnlyHint;
@@ -40,9 +47,10 @@
 //
 //   - run_id: the run the call belongs to, part of its idempotency key.
 //     Default: the MCP session (over stdio, the gateway process's session;
-//     over HTTP without a session, a fresh run for each call, so that calls
-//     of unrelated clients are never taken for one effect). A client that
-//     reconnects sets it to keep its run, and so its keys.
+//     over HTTP without a session, as every request of version 2026-07-28
+//     is, a fresh run for each call, so that calls of unrelated clients are
+//     never taken for one effect). A client that reconnects, or speaks
+//     2026-07-28 over HTTP, sets it to keep its run, and so its keys.
 //   - call_id: the call's id. A request naming the id of an earlier call of
 //     the same tool is answered with that call's answer if it is stored, and
 //     otherwise waits for it, whatever run the retry names: the calls stream
@@ -53,10 +61,12 @@
 //
 // The answer becomes the result: completed and deduplicated ones a normal
 // result (the outcome as text, and as structuredContent when it is a JSON
-// object); failed, rejected and indeterminate ones isError, with a text meant
-// for a model (an indeterminate one says that the outcome is unknown, that
-// retrying will not run the tool again, and that an operator must settle the
-// key). A call of a tool the executors do not know is a JSON-RPC "invalid
+// object; an outcome that carries MCP content — an upstream tool's images,
+// audio or resources, see package tool/mcptool — as that content, so that a
+// deduplicated answer gives the same content as the first); failed, rejected
+// and indeterminate ones isError, with a text meant for a model (an
+// indeterminate one says that the outcome is unknown, that retrying will not
+// run the tool again, and that an operator must settle the key). A call of a tool the executors do not know is a JSON-RPC "invalid
 // params" error, as the MCP specification asks. Every result's _meta carries
 // the answer's kind, idempotency_key, call_id and run_id, and where they apply
 // code, reason and body_entered.

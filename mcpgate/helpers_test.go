@@ -165,15 +165,26 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// connectHTTP opens a Go SDK client session to url with token ("" for none).
+// legacyVersion is the newest protocol version with sessions: the tests of
+// what a session does speak it.
+const legacyVersion = "2025-11-25"
+
+// connectHTTP opens a Go SDK client session to url with token ("" for none),
+// at protocol version legacyVersion.
 func connectHTTP(t testing.TB, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectHTTPAt(t, url, token, legacyVersion, opts)
+}
+
+// connectHTTPAt is connectHTTP at protocol version (the SDK's newest for "").
+func connectHTTPAt(t testing.TB, url, token, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: http.DefaultTransport}
 	if token != "" {
 		hc.Transport = bearer{token, http.DefaultTransport}
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "toolexec-test", Version: "1"}, opts)
-	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", url, err)
 	}

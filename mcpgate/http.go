@@ -92,16 +92,25 @@ func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
 		}
 		return info.UserID, true
 	}
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	serverOf := func(r *http.Request) *mcp.Server {
 		tenant, ok := tenantOf(r)
 		if !ok {
 			return nil
 		}
 		return g.serverFor(r.Context(), tenant).srv
-	}, &mcp.StreamableHTTPOptions{
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(serverOf, &mcp.StreamableHTTPOptions{
 		Logger: g.log, SessionTimeout: cfg.SessionTimeout, MaxRequestBodyBytes: cfg.MaxRequestBytes,
 	})
 	h = g.capSessions(cfg.MaxSessions, cfg.MaxRequestBytes, cfg.SessionTimeout, tenantOf, h)
+	// The protocol of 2026-07-28 has no sessions, and the SDK serves it over
+	// HTTP only from a stateless handler; the earlier protocols keep theirs.
+	h = byProtocol(mcp.NewStreamableHTTPHandler(serverOf, &mcp.StreamableHTTPOptions{
+		Logger: g.log, MaxRequestBodyBytes: cfg.MaxRequestBytes, Stateless: true,
+		// The request is the whole exchange: a client gone stops the wait
+		// (the call goes on), as a cancelled request does.
+		PropagateRequestCancellation: true,
+	}), h)
 	if cfg.Tokens != nil {
 		h = auth.RequireBearerToken(cfg.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
@@ -153,15 +162,36 @@ func (g *Gateway) capSessions(max int, maxBytes int64, idle time.Duration, tenan
 }
 
 // initialized counts the tenant's sessions that completed their initialize
-// request (others are closed by the SDK when their request ends).
+// request (others are closed by the SDK when their request ends). The
+// passing sessions of sessionless requests, which have no id, do not count.
 func (ts *tenantServer) initialized() int {
 	n := 0
 	for s := range ts.srv.Sessions() {
-		if s.InitializeParams() != nil {
+		if s.ID() != "" && s.InitializeParams() != nil {
 			n++
 		}
 	}
 	return n
+}
+
+// sessionlessVersion is the first protocol version without sessions or an
+// initialize handshake (clients learn the server's versions with
+// server/discover). Versions are dates, so they compare as strings.
+const sessionlessVersion = "2026-07-28"
+
+// byProtocol sends a request of a sessionless protocol version (its
+// MCP-Protocol-Version header says which, as that protocol requires of every
+// request) that names no session to sessionless, and the rest to next. So
+// server/discover over HTTP lists the versions stdio lists, newest first,
+// and a client of either era is served in its own.
+func byProtocol(sessionless, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= sessionlessVersion {
+			sessionless.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // checkOrigin refuses, 403, a request whose Origin header is present and

@@ -11,6 +11,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/tool/mcptool"
 )
 
 // MetaPrefix starts every _meta name toolexec reads or writes.
@@ -99,6 +100,10 @@ func resultOf(a events.Answer) *mcp.CallToolResult {
 	r := &mcp.CallToolResult{Meta: metaOf(a)}
 	switch a.Kind {
 	case events.KindCompleted, events.KindDeduplicated:
+		if c, ok := contentOf(a.Outcome); ok {
+			r.Content, r.StructuredContent = c.Content, c.StructuredContent
+			break
+		}
 		r.Content = []mcp.Content{&mcp.TextContent{Text: a.Outcome}}
 		if obj := jsonObject(a.Outcome); obj != nil {
 			r.StructuredContent = obj
@@ -165,6 +170,33 @@ func metaOf(a events.Answer) mcp.Meta {
 		m[MetaBodyEntered] = a.BodyEntered
 	}
 	return m
+}
+
+// contentOf returns the content and structured content an outcome carries as
+// MCP content (see mcptool.ContentOutcome). ok is false for any other
+// outcome, and for content the SDK cannot give a client (a type it does not
+// know): such an outcome is shown as text.
+func contentOf(outcome string) (_ *mcp.CallToolResult, ok bool) {
+	raw, ok := mcptool.ParseContentOutcome(outcome)
+	if !ok {
+		return nil, false
+	}
+	var r mcp.CallToolResult
+	var sc struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(raw, &r) != nil || json.Unmarshal(raw, &sc) != nil {
+		return nil, false
+	}
+	if r.Content == nil {
+		r.Content = []mcp.Content{}
+	}
+	// Decoded again, so that its numbers stay as the upstream wrote them.
+	r.StructuredContent = nil
+	if obj := jsonObject(string(sc.StructuredContent)); obj != nil {
+		r.StructuredContent = obj
+	}
+	return &r, true
 }
 
 // jsonObject returns outcome decoded when it is one JSON object, else nil.

@@ -1,12 +1,15 @@
 package mcpgate
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/tool/mcptool"
 )
 
 // TestResultOf: each kind of answer becomes the result docs/PROTOCOL.md §10 names, with
@@ -67,6 +70,63 @@ func TestJSONObject(t *testing.T) {
 	} {
 		if got := jsonObject(in) != nil; got != want {
 			t.Errorf("jsonObject(%q) set = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestResultOfContent: an outcome that carries MCP content (an upstream's
+// image, audio or embedded resource) is given back as that content, for a
+// completed answer and a deduplicated one alike; what the SDK cannot give a
+// client is shown as text, as any other outcome.
+func TestResultOfContent(t *testing.T) {
+	wrap := func(inner string) string { return `{"` + mcptool.OutcomeResult + `":` + inner + `}` }
+	for _, tc := range []struct {
+		name         string
+		outcome      string
+		wantTypes    []string
+		wantStruct   bool
+		wantVerbatim bool // shown as the outcome's text
+	}{
+		{"image and text", wrap(`{"content":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},{"type":"text","text":"a pixel"}]}`),
+			[]string{"image", "text"}, false, false},
+		{"audio", wrap(`{"content":[{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}]}`), []string{"audio"}, false, false},
+		{"embedded resource", wrap(`{"content":[{"type":"resource","resource":{"uri":"test://r","mimeType":"text/plain","text":"hi"}}]}`),
+			[]string{"resource"}, false, false},
+		{"structured content beside", wrap(`{"content":[{"type":"resource_link","uri":"test://r","name":"r"}],"structuredContent":{"n":9007199254740993}}`),
+			[]string{"resource_link"}, true, false},
+		{"no content", wrap(`{"content":[]}`), []string{}, false, false},
+		{"a type the SDK does not know", wrap(`{"content":[{"type":"hologram"}]}`), []string{"text"}, true, true},
+		{"a JSON object of the tool's own", `{"content":[{"type":"image"}]}`, []string{"text"}, true, true},
+	} {
+		for _, kind := range []events.Kind{events.KindCompleted, events.KindDeduplicated} {
+			t.Run(tc.name+"/"+string(kind), func(t *testing.T) {
+				r := resultOf(events.Answer{Kind: kind, Tool: "snap", Outcome: tc.outcome, CallID: "c"})
+				if r.IsError || r.Meta[MetaKind] != string(kind) {
+					t.Fatalf("IsError %v, _meta %v", r.IsError, r.Meta)
+				}
+				types := []string{}
+				for _, c := range r.Content {
+					b, err := c.MarshalJSON()
+					if err != nil {
+						t.Fatal(err)
+					}
+					var v struct{ Type string }
+					_ = json.Unmarshal(b, &v)
+					types = append(types, v.Type)
+				}
+				if !slices.Equal(types, tc.wantTypes) {
+					t.Errorf("content types %v, want %v", types, tc.wantTypes)
+				}
+				if (r.StructuredContent != nil) != tc.wantStruct {
+					t.Errorf("StructuredContent = %v, want set=%v", r.StructuredContent, tc.wantStruct)
+				}
+				if b, _ := json.Marshal(r.StructuredContent); tc.wantStruct && !tc.wantVerbatim && string(b) != `{"n":9007199254740993}` {
+					t.Errorf("StructuredContent %s, want its number as sent", b)
+				}
+				if tc.wantVerbatim && r.Content[0].(*mcp.TextContent).Text != tc.outcome {
+					t.Errorf("text %q, want the outcome as is", r.Content[0].(*mcp.TextContent).Text)
+				}
+			})
 		}
 	}
 }

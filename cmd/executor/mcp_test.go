@@ -87,9 +87,12 @@ func TestMCPServer(t *testing.T) {
 		t.Fatalf("tools/list = %v, want the demo tools", names)
 	}
 	args := map[string]any{"flight": "BA117", "seats": 1, "request_id": "r1"}
+	// The client speaks 2026-07-28, which has no sessions: the calls share a
+	// run because they name it.
+	run := mcp.Meta{mcpgate.MetaRunID: "trip-1"}
 	var kinds []any
 	for range 2 {
-		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "book", Arguments: args})
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "book", Arguments: args, Meta: run})
 		if err != nil || r.IsError {
 			t.Fatalf("book: %+v, %v", r, err)
 		}

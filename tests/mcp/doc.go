@@ -20,6 +20,16 @@
 // takes a storm of 200 identical calls as one effect, and a crash after a
 // request was sent as an unknown outcome that is never run again.
 //
+// TestClientMatrix runs one table of cases (matrixCases: a repeat
+// deduplicated, a storm of identical calls as one effect, a lost answer
+// indeterminate, the gateway's progress while a call waits, an upstream's
+// image, audio and resources as MCP content, the same when deduplicated) with
+// each third-party client — the Go SDK's, mark3labs/mcp-go's with its
+// defaults, and the TypeScript SDK's — over Streamable HTTP and over stdio;
+// the Go clients speak protocol 2026-07-28 over both. The content comes from
+// an MCP server behind the executor (contentUpstream), so that it crosses the
+// executor, its record and the gateway. A new behaviour is one more case.
+//
 // The package has no code of its own; run it with go test ./tests/mcp. Its
 // tests need node and the harness's packages (`npm ci` in tests/mcp/node):
 // without them they skip, and under CI=true they fail.

@@ -49,7 +49,9 @@ var emptyObject = json.RawMessage(`{"type":"object"}`)
 //   - book (effectful and destructive): echoes the request's _meta in the
 //     result's _meta under "echo";
 //   - test_simple_text, test_error_handling, test_tool_with_progress and
-//     json_schema_2020_12_tool, as the conformance suite describes them.
+//     json_schema_2020_12_tool, as the conformance suite describes them;
+//   - the tools of addContentTools, which answer with images, audio and
+//     embedded resources (the conformance suite's content scenarios).
 func newRefServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: refServerName, Version: "1.0.0"}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
@@ -128,6 +130,7 @@ func newRefServer() *sdk.Server {
 	}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
 	})
+	addContentTools(s, nil)
 	return s
 }
 

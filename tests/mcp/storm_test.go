@@ -110,7 +110,9 @@ tools:
 	entity := map[string]any{"entities": []any{map[string]any{
 		"name": "toolexec", "entityType": "project", "observations": []any{"runs each effect once"},
 	}}}
-	run := sdk.Meta{mcpgate.MetaRunID: "storm"}
+	// A _meta of its own for each call: the SDK adds to it (at protocol
+	// 2026-07-28, the version, client and capabilities of every request).
+	run := func() sdk.Meta { return sdk.Meta{mcpgate.MetaRunID: "storm"} }
 	var mu sync.Mutex
 	kinds := map[string]int{}
 	var wg sync.WaitGroup
@@ -127,7 +129,7 @@ tools:
 			go func() {
 				defer wg.Done()
 				<-start
-				r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "remember", Arguments: entity, Meta: run})
+				r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "remember", Arguments: entity, Meta: run()})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -170,7 +172,7 @@ tools:
 	defer cs.Close()
 	crash := map[string]any{"entities": []any{map[string]any{"name": "crash-here", "entityType": "test", "observations": []any{}}}}
 	for i := range 2 {
-		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "remember", Arguments: crash, Meta: run})
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "remember", Arguments: crash, Meta: run()})
 		if err != nil {
 			t.Fatalf("crash call %d: %v", i+1, err)
 		}

@@ -182,7 +182,7 @@ func (u *Upstream) outcome(remote string, raw json.RawMessage) (string, error) {
 	if r.ResultType == "input_required" {
 		return "", tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q", ErrInputRequired, u.cfg.Name, remote))
 	}
-	text, err := contentText(r.Content)
+	text, allText, err := contentText(r.Content)
 	if err != nil {
 		return "", fmt.Errorf("mcp server %q: tools/call %q: %w", u.cfg.Name, remote, err)
 	}
@@ -191,6 +191,13 @@ func (u *Upstream) outcome(remote string, raw json.RawMessage) (string, error) {
 			text = strings.ToValidUTF8(text[:maxErrorText], "") + "…"
 		}
 		return "", tool.NoEffect(&ToolError{Upstream: u.cfg.Name, Tool: remote, Message: text})
+	}
+	if !allText {
+		out, err := ContentOutcome(r.Content, r.StructuredContent, u.cfg.MaxContentBytes)
+		if err != nil {
+			return "", fmt.Errorf("mcp server %q: tools/call %q: %w", u.cfg.Name, remote, err)
+		}
+		return out, nil
 	}
 	if sc := bytes.TrimSpace(r.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
 		var b bytes.Buffer
@@ -203,8 +210,9 @@ func (u *Upstream) outcome(remote string, raw json.RawMessage) (string, error) {
 }
 
 // contentText renders a result's content: the texts joined with newlines when
-// every item is text (so "" for none), else the JSON of the whole list.
-func contentText(content []json.RawMessage) (string, error) {
+// every item is text (so "" for none, and allText true), else the JSON of the
+// whole list.
+func contentText(content []json.RawMessage) (text string, allText bool, _ error) {
 	texts := make([]string, 0, len(content))
 	for _, c := range content {
 		var item struct {
@@ -212,20 +220,20 @@ func contentText(content []json.RawMessage) (string, error) {
 			Text *string `json:"text"`
 		}
 		if err := json.Unmarshal(c, &item); err != nil {
-			return "", fmt.Errorf("content: %w", err)
+			return "", false, fmt.Errorf("content: %w", err)
 		}
 		if item.Type != "text" || item.Text == nil {
 			list, err := json.Marshal(content)
 			if err != nil {
-				return "", fmt.Errorf("content: %w", err)
+				return "", false, fmt.Errorf("content: %w", err)
 			}
 			var b bytes.Buffer
 			if err := json.Compact(&b, list); err != nil {
-				return "", fmt.Errorf("content: %w", err)
+				return "", false, fmt.Errorf("content: %w", err)
 			}
-			return b.String(), nil
+			return b.String(), false, nil
 		}
 		texts = append(texts, *item.Text)
 	}
-	return strings.Join(texts, "\n"), nil
+	return strings.Join(texts, "\n"), true, nil
 }

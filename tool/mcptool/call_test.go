@@ -26,8 +26,9 @@ import (
 )
 
 // TestOutcome: what the upstream answers becomes the outcome by one rule:
-// structured content as its JSON (numbers and member order as sent), else the
-// texts joined with newlines, else the JSON of the content list.
+// content that is not all text as MCP content (see TestContentOutcome), else
+// structured content as its JSON (numbers and member order as sent), else
+// the texts joined with newlines.
 func TestOutcome(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -49,11 +50,16 @@ func TestOutcome(t *testing.T) {
 				}
 			}
 			out, err := f.call(t, tool.Effectful, "image", callCtx, `{}`)
-			var list []struct {
-				Type string `json:"type"`
+			result, ok := mcptool.ParseContentOutcome(out)
+			var r struct {
+				Content []struct {
+					Type, Data, MIMEType, Text string
+				}
 			}
-			if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 || list[0].Type != "image" || list[1].Type != "text" {
-				t.Errorf("image: %q, %v; want the JSON of an image and a text item", out, err)
+			if err != nil || !ok || json.Unmarshal(result, &r) != nil || len(r.Content) != 2 ||
+				r.Content[0].Type != "image" || r.Content[0].Data != "UE5H" || r.Content[0].MIMEType != "image/png" ||
+				r.Content[1].Type != "text" || r.Content[1].Text != "a picture" {
+				t.Errorf("image: %q, %v; want MCP content: the image and the text item as sent", out, err)
 			}
 		})
 	}
@@ -674,6 +680,7 @@ func TestConfigErrors(t *testing.T) {
 		{"header value with a newline", mcptool.Config{Name: "s", URL: "http://x.example/mcp", Headers: map[string]string{"A": "b\nC: d"}}, "headers"},
 		{"negative timeout", mcptool.Config{Name: "s", Command: cmd, StartTimeout: -time.Second}, "timeouts"},
 		{"restart delays crossed", mcptool.Config{Name: "s", Command: cmd, MinRestartDelay: time.Minute, MaxRestartDelay: time.Second}, "timeouts"},
+		{"negative content bound", mcptool.Config{Name: "s", Command: cmd, MaxContentBytes: -1}, "max_content_bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := mcptool.Open(testenv.Context(t, time.Minute), tt.cfg)

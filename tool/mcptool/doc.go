@@ -128,14 +128,29 @@
 //
 // The outcome is a string, recorded and answered as is:
 //
-//   - structuredContent present (not null): its JSON, compacted, with numbers
-//     and member order as the upstream sent them;
-//   - else, content that is all text: the texts joined with newlines ("" for
-//     no content at all);
-//   - else (images, audio, resources): the JSON of the content list, compacted.
+//   - content that is not all text (images, audio, embedded resources,
+//     resource links, mixed with text or not): MCP content, the JSON object
+//     {"io.tesserix.toolexec/mcp_result": {"content": [...], "structuredContent": ...}}
+//     ([ContentOutcome], [OutcomeResult]) holding the items as the upstream
+//     sent them (compacted), and its structuredContent when it sent some;
+//   - else, structuredContent present (not null): its JSON, compacted, with
+//     numbers and member order as the upstream sent them;
+//   - else, the texts joined with newlines ("" for no content at all).
 //
-// So a gateway in front can show the outcome as text, and give it back as
-// structured content when it is a JSON object.
+// So a gateway in front gives MCP content back as that content
+// ([ParseContentOutcome]), shows any other outcome as text, and gives it back
+// as structured content when it is a JSON object.
+//
+// A record holds an outcome, not a payload: content items are kept while the
+// outcome stays within [Config.MaxContentBytes] (default
+// [DefaultMaxContentBytes], 64 KiB: half the executor's default bound on an
+// outcome, so that a large image never turns a call that took effect into one
+// whose outcome cannot be recorded). Each item that does not fit is replaced
+// by a text item saying what it was, with its type, MIME type, size and
+// SHA-256 in its _meta under io.tesserix.toolexec/omitted ([MetaOmitted]).
+// The first answer and every deduplicated one carry the same outcome, so the
+// same content: a duplicate of a call whose image was over the bound gets
+// that text item, as the first caller did.
 //
 // # Import
 //

@@ -85,6 +85,12 @@ type Config struct {
 	// state changes, in the order the states are reached, from a goroutine
 	// of the upstream's: it must not block for long, nor call Close.
 	OnState func(Status)
+
+	// MaxContentBytes bounds an outcome that carries MCP content (see "The
+	// outcome" in the package documentation); zero means
+	// DefaultMaxContentBytes. Keep it within the executor's bound on an
+	// outcome (toolexec.ExecutorConfig.MaxOutcomeBytes).
+	MaxContentBytes int
 }
 
 // State is where an [Upstream] stands with its server.
@@ -137,7 +143,8 @@ var reservedHeaders = map[string]bool{
 // Headers with a Command, or Env or Dir with a URL; a URL that is not an
 // absolute http or https URL; a header name that is not a token, is given
 // twice or is reserved (see [Config.Headers]), or a value with a control
-// character; a negative duration, or MinRestartDelay above MaxRestartDelay.
+// character; a negative duration, or MinRestartDelay above MaxRestartDelay;
+// a negative MaxContentBytes.
 func (c Config) Validate() error {
 	_, err := c.check()
 	return err
@@ -219,6 +226,12 @@ func (c *Config) check() (http.Header, error) {
 	c.MaxRestartDelay = cmpOr(c.MaxRestartDelay, DefaultMaxRestartDelay)
 	if c.MinRestartDelay > c.MaxRestartDelay {
 		return nil, bad("timeouts", "the minimum restart delay exceeds the maximum")
+	}
+	if c.MaxContentBytes < 0 {
+		return nil, bad("max_content_bytes", "is negative")
+	}
+	if c.MaxContentBytes == 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
 	}
 	return headers, nil
 }

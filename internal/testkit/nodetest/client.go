@@ -154,13 +154,24 @@ type RPCError struct {
 // result) ends the run: Run returns a [*RunError] carrying the client's
 // standard error.
 func (c *TSClient) Run(ctx context.Context, target Target, calls ...Call) (*Report, error) {
+	return c.run(ctx, target, false, calls)
+}
+
+// RunConcurrent is Run with the calls made all at once instead of one after
+// another; the results are still in the order of the calls.
+func (c *TSClient) RunConcurrent(ctx context.Context, target Target, calls ...Call) (*Report, error) {
+	return c.run(ctx, target, true, calls)
+}
+
+func (c *TSClient) run(ctx context.Context, target Target, concurrent bool, calls []Call) (*Report, error) {
 	req := struct {
-		URL     string            `json:"url,omitempty"`
-		Token   string            `json:"token,omitempty"`
-		Command []string          `json:"command,omitempty"`
-		Env     map[string]string `json:"env,omitempty"`
-		Calls   []Call            `json:"calls"`
-	}{target.URL, target.Token, target.Command, target.Env, calls}
+		URL        string            `json:"url,omitempty"`
+		Token      string            `json:"token,omitempty"`
+		Command    []string          `json:"command,omitempty"`
+		Env        map[string]string `json:"env,omitempty"`
+		Calls      []Call            `json:"calls"`
+		Concurrent bool              `json:"concurrent,omitempty"`
+	}{target.URL, target.Token, target.Command, target.Env, calls, concurrent}
 	if req.Calls == nil {
 		req.Calls = []Call{}
 	}

@@ -6,11 +6,12 @@
 //     "command": ["/path/server", "arg"],  // stdio: spawn this server
 //     "env": {"NAME": "value"},            // stdio: added to the SDK's default environment
 //     "token": "secret",                   // HTTP: sent as Authorization: Bearer
-//     "calls": [{"tool": "add", "arguments": {"a": 1}, "_meta": {}, "progress": true}]
+//     "calls": [{"tool": "add", "arguments": {"a": 1}, "_meta": {}, "progress": true}],
+//     "concurrent": true                   // make the calls all at once
 //   }
 //
-// connects, lists every tool, makes the calls one after another and prints one
-// JSON document on standard output:
+// connects, lists every tool, makes the calls one after another (or all at
+// once) and prints one JSON document on standard output:
 //
 //   {"server": {...}, "tools": [{"name", "annotations"}],
 //    "results": [{"tool", "isError", "content", "structuredContent", "_meta", "progress"}
@@ -109,8 +110,10 @@ async function main() {
   await client.connect(transportFor(req));
   try {
     const tools = await listAllTools(client);
+    const calls = [...(req.calls ?? []).entries()];
     const results = [];
-    for (const [n, c] of (req.calls ?? []).entries()) results.push(await call(client, c, n, progressByToken));
+    if (req.concurrent) results.push(...(await Promise.all(calls.map(([n, c]) => call(client, c, n, progressByToken)))));
+    else for (const [n, c] of calls) results.push(await call(client, c, n, progressByToken));
     process.stdout.write(JSON.stringify({ server: client.getServerVersion() ?? null, tools, results, errors }) + "\n");
   } finally {
     await client.close();
