@@ -151,6 +151,9 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Repeat {
 		markRepeat(msg)
 	}
+	if len(call.Interactions) > 0 {
+		msg.Header[wire.InteractionsHeader] = []string{strings.Join(call.Interactions, ",")}
+	}
 	return msg, nil
 }
 
