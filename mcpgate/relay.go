@@ -1,0 +1,191 @@
+package mcpgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/tool"
+)
+
+// multiRoundTrip is the first protocol version in which a server may not
+// send its client requests while it serves one: it must answer
+// input-required instead (SEP-2322).
+const multiRoundTrip = "2026-07-28"
+
+// clientInteractions returns what the client of s declared it can answer
+// and the gateway can ask it: elicitation, sampling. A client of a protocol
+// version that forbids a server's requests mid-call gets none.
+func clientInteractions(s *mcp.ServerSession) []string {
+	if s == nil {
+		return nil
+	}
+	ip := s.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.ProtocolVersion >= multiRoundTrip {
+		return nil
+	}
+	var out []string
+	if ip.Capabilities.Elicitation != nil {
+		out = append(out, wire.CanElicit)
+	}
+	if ip.Capabilities.Sampling != nil {
+		out = append(out, wire.CanSample)
+	}
+	return out
+}
+
+// follow relays to the client, while a call waits, what the executor running
+// it sends: its requests, asked of the client (when it declared it can
+// answer them) or refused at once, and its notes, as progress and log
+// notifications. A client that sent a progressToken also gets a progress
+// notification every ProgressEvery until the call's own progress comes;
+// from then on the call's progress is relayed, counted on from the last
+// value the client was sent, so that it never goes back. The returned func
+// stops it.
+func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, callID string, ix *bus.Interactions, can []string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	token := req.Params.GetProgressToken()
+	ss := req.Session
+	go func() {
+		defer close(done)
+		start := time.Now()
+		var tick <-chan time.Time
+		if token != nil && ss != nil {
+			t := time.NewTicker(ts.g.cfg.ProgressEvery)
+			defer t.Stop()
+			tick = t.C
+		}
+		var asks <-chan bus.Interaction
+		var notes <-chan wire.Note
+		if ix != nil {
+			asks, notes = ix.Asks(), ix.Notes()
+		}
+		var (
+			sent     float64 // the last progress sent
+			base     float64 // where the call's own progress starts
+			upstream bool    // the call's own progress has come
+		)
+		notify := func(p *mcp.ProgressNotificationParams) {
+			if p.Progress <= sent {
+				return
+			}
+			sent = p.Progress
+			if err := ss.NotifyProgress(ctx, p); err != nil && ctx.Err() == nil {
+				ts.g.log.Debug("mcp: progress notification failed", "call_id", callID, "error", err)
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick:
+				if !upstream {
+					notify(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: sent + 1,
+						Message: fmt.Sprintf("call %s: waiting for its answer (%s)", callID, time.Since(start).Round(time.Second))})
+				}
+			case in := <-asks:
+				go ts.ask(ctx, ss, ix, in, can)
+			case n := <-notes:
+				switch {
+				case n.Kind == wire.NoteProgress && token != nil && ss != nil:
+					if !upstream {
+						upstream, base = true, sent
+					}
+					p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: base + n.Progress, Message: n.Message}
+					if n.Total > 0 {
+						p.Total = base + n.Total
+					}
+					notify(p)
+				case n.Kind == wire.NoteLog && ss != nil:
+					var data any = n.Data
+					if len(n.Data) == 0 {
+						data = nil
+					}
+					if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: n.Logger, Data: data}); err != nil && ctx.Err() == nil {
+						ts.g.log.Debug("mcp: log notification failed", "call_id", callID, "error", err)
+					}
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// ask relays one request of the call's body to the client and sends its
+// answer back: refused at once when the client did not declare it can
+// answer it, left alone when another caller of the call took it.
+func (ts *tenantServer) ask(ctx context.Context, ss *mcp.ServerSession, ix *bus.Interactions, in bus.Interaction, can []string) {
+	refuse := func(code int, msg string) {
+		if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: code, Message: msg}); err != nil && ctx.Err() == nil {
+			ts.g.log.Debug("mcp: refusing an interaction failed", "id", in.ID, "error", err)
+		}
+	}
+	capability := wire.Capability(in.Method)
+	if ss == nil || capability == "" || !slices.Contains(can, capability) {
+		refuse(tool.CallerCodeMethodNotFound, "the MCP client did not declare that it can answer "+in.Method)
+		return
+	}
+	if err := ix.Take(ctx, in.ID); err != nil {
+		if !errors.Is(err, bus.ErrTaken) && ctx.Err() == nil {
+			ts.g.log.Debug("mcp: taking an interaction failed", "id", in.ID, "error", err)
+		}
+		return
+	}
+	actx := ctx
+	if !in.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, in.Deadline)
+		defer cancel()
+	}
+	var (
+		res any
+		err error
+	)
+	switch in.Method {
+	case wire.MethodElicit:
+		var p mcp.ElicitParams
+		var raw struct {
+			RequestedSchema json.RawMessage `json:"requestedSchema"`
+		}
+		if err = json.Unmarshal(in.Params, &p); err == nil {
+			// The schema goes to the client as the upstream wrote it.
+			if json.Unmarshal(in.Params, &raw) == nil && len(raw.RequestedSchema) > 0 {
+				p.RequestedSchema = raw.RequestedSchema
+			}
+			res, err = ss.Elicit(actx, &p)
+		}
+	case wire.MethodSample:
+		var p mcp.CreateMessageWithToolsParams
+		if err = json.Unmarshal(in.Params, &p); err == nil {
+			res, err = ss.CreateMessageWithTools(actx, &p)
+		}
+	}
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: int(we.Code), Message: we.Message, Data: we.Data}); err != nil && ctx.Err() == nil {
+				ts.g.log.Debug("mcp: answering an interaction failed", "id", in.ID, "error", err)
+			}
+			return
+		}
+		refuse(tool.CallerCodeInternal, "the MCP client did not answer "+in.Method+": "+err.Error())
+		return
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		refuse(tool.CallerCodeInternal, "the MCP client's answer cannot be sent: "+err.Error())
+		return
+	}
+	if err := ix.Answer(ctx, in.ID, b, nil); err != nil && ctx.Err() == nil {
+		ts.g.log.Debug("mcp: answering an interaction failed", "id", in.ID, "error", err)
+	}
+}
