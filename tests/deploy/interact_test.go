@@ -39,7 +39,9 @@ func askTool(t *testing.T) *tool.Tool {
 	return tl
 }
 
-func withTools(tools ...*tool.Tool) envOption { return func(e *env) { e.extra = append(e.extra, tools...) } }
+func withTools(tools ...*tool.Tool) envOption {
+	return func(e *env) { e.extra = append(e.extra, tools...) }
+}
 
 // TestInteractionsStayWithTheirTenant: the request the body of acme's call
 // makes of its caller reaches acme alone, and only acme can take or answer
