@@ -74,8 +74,11 @@
 // (ServerSession.Elicit, CreateMessageWithTools), the schema of an
 // elicitation as the upstream wrote it, and the answer back; a request the
 // client cannot answer is refused at once. A client on protocol 2026-07-28 or
-// later, where a server may not send requests while it serves one, declares
-// nothing for now: its calls' requests are refused at once.
+// later, where a server may not send requests while it serves one, is asked
+// in an input-required result instead (multi round-trip requests): its
+// request state names the call, and the call sent again with the answers
+// passes them to the executor and waits for the call by its id, as a retry
+// with call_id does.
 //
 // # HTTP security
 //

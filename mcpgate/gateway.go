@@ -306,6 +306,12 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	if err != nil {
 		return nil, err
 	}
+	// A call sent again with the answers to what it asked (multi round-trip
+	// requests) is the call it was: it is waited for by its id.
+	cont, isCont := parseState(req.Params.RequestState)
+	if isCont {
+		callID, runID = cont.callID, cont.runID
+	}
 	if runID == "" {
 		runID = ts.defaultRun(req.Session)
 	}
@@ -317,7 +323,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	}
 	// What the executor running the call asks or reports while it runs is
 	// heard from before the call is published (or looked for).
-	can := clientInteractions(req.Session)
+	can, mrtr := clientInteractions(req.Session)
 	ix, err := g.bc.Interactions(ts.tenant, name, callID)
 	if err != nil {
 		g.log.Warn("mcp: cannot follow a call's interactions; its requests will be refused", "tenant", ts.tenant, "call_id", callID, "error", err)
@@ -325,8 +331,17 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	} else {
 		defer ix.Close()
 	}
-	stop := ts.follow(wait, req, callID, ix, can)
+	callCtx, interrupt := context.WithCancel(wait)
+	defer interrupt()
+	var inputs chan bus.Interaction
+	if mrtr {
+		inputs = make(chan bus.Interaction, 1)
+	}
+	stop := ts.follow(wait, req, callID, ix, can, inputs, interrupt)
 	defer stop()
+	if isCont && ix != nil {
+		ts.answerInputs(wait, ix, req.Params.InputResponses)
+	}
 
 	if given {
 		a, found, err := g.bc.Find(wait, ts.tenant, callID)
@@ -355,7 +370,16 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 		call.TraceParent = tp
 		call.TraceState, _ = meta["tracestate"].(string)
 	}
-	a, err := g.bc.Call(wait, call)
+	a, err := g.bc.Call(callCtx, call)
+	if err != nil {
+		select {
+		case in := <-inputs:
+			// The call waits for what its body asked: the client is asked
+			// in the result, and calls again with the answers.
+			return inputRequired(in, callID, runID)
+		default:
+		}
+	}
 	var re *events.RejectError
 	switch {
 	case err == nil:

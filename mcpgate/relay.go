@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -21,16 +23,17 @@ import (
 // input-required instead (SEP-2322).
 const multiRoundTrip = "2026-07-28"
 
-// clientInteractions returns what the client of s declared it can answer
-// and the gateway can ask it: elicitation, sampling. A client of a protocol
-// version that forbids a server's requests mid-call gets none.
-func clientInteractions(s *mcp.ServerSession) []string {
+// clientInteractions returns what the client of s declared it can answer:
+// elicitation, sampling; and whether its protocol version forbids a server's
+// requests while it serves one (mrtr: the client is asked in an
+// input-required result instead).
+func clientInteractions(s *mcp.ServerSession) (can []string, mrtr bool) {
 	if s == nil {
-		return nil
+		return nil, false
 	}
 	ip := s.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.ProtocolVersion >= multiRoundTrip {
-		return nil
+	if ip == nil || ip.Capabilities == nil {
+		return nil, false
 	}
 	var out []string
 	if ip.Capabilities.Elicitation != nil {
@@ -39,7 +42,80 @@ func clientInteractions(s *mcp.ServerSession) []string {
 	if ip.Capabilities.Sampling != nil {
 		out = append(out, wire.CanSample)
 	}
-	return out
+	return out, ip.ProtocolVersion >= multiRoundTrip
+}
+
+// statePrefix starts the request state of the gateway's input-required
+// results: "toolexec/1 <call_id> <run_id>".
+const statePrefix = "toolexec/1 "
+
+// callState is what an input-required result's request state names: the
+// call that waits.
+type callState struct{ callID, runID string }
+
+// parseState reads a request state the gateway made; ok is false for any
+// other (none, or the upstream's own, which never reaches the gateway).
+func parseState(s string) (callState, bool) {
+	rest, ok := strings.CutPrefix(s, statePrefix)
+	if !ok {
+		return callState{}, false
+	}
+	callID, runID, ok := strings.Cut(rest, " ")
+	if !ok || events.CheckToken("callid", callID) != nil || events.CheckToken("runid", runID) != nil {
+		return callState{}, false
+	}
+	return callState{callID: callID, runID: runID}, true
+}
+
+// inputRequired is the result that asks the client in, the request of the
+// call's body, to answer it and call again.
+func inputRequired(in bus.Interaction, callID, runID string) (*mcp.CallToolResult, error) {
+	var r mcp.InputRequest
+	switch in.Method {
+	case wire.MethodElicit:
+		p, err := elicitParams(in.Params)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call's elicitation request cannot be read: " + err.Error()}
+		}
+		r = p
+	default:
+		var p mcp.CreateMessageWithToolsParams
+		if err := json.Unmarshal(in.Params, &p); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call's sampling request cannot be read: " + err.Error()}
+		}
+		r = &p
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{in.ID: r}, RequestState: statePrefix + callID + " " + runID}, nil
+}
+
+// elicitParams reads an elicitation request, keeping its schema as the
+// upstream wrote it.
+func elicitParams(raw json.RawMessage) (*mcp.ElicitParams, error) {
+	var p mcp.ElicitParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	var s struct {
+		RequestedSchema json.RawMessage `json:"requestedSchema"`
+	}
+	if json.Unmarshal(raw, &s) == nil && len(s.RequestedSchema) > 0 {
+		p.RequestedSchema = s.RequestedSchema
+	}
+	return &p, nil
+}
+
+// answerInputs sends the executor the client's answers to the requests of an
+// input-required result.
+func (ts *tenantServer) answerInputs(ctx context.Context, ix *bus.Interactions, responses mcp.InputResponseMap) {
+	for id, r := range responses {
+		b, err := json.Marshal(r)
+		if err == nil {
+			err = ix.Answer(ctx, id, b, nil)
+		}
+		if err != nil {
+			ts.g.log.Debug("mcp: answering an interaction failed", "id", id, "error", err)
+		}
+	}
 }
 
 // follow relays to the client, while a call waits, what the executor running
@@ -50,7 +126,12 @@ func clientInteractions(s *mcp.ServerSession) []string {
 // from then on the call's progress is relayed, counted on from the last
 // value the client was sent, so that it never goes back. The returned func
 // stops it.
-func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, callID string, ix *bus.Interactions, can []string) (stop func()) {
+//
+// With inputs set (a client on a protocol with multi round-trip requests), a
+// request the client can answer is taken, sent on inputs, and the call's wait
+// interrupted: the handler answers input-required.
+func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, callID string, ix *bus.Interactions, can []string,
+	inputs chan<- bus.Interaction, interrupt func()) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	token := req.Params.GetProgressToken()
@@ -93,6 +174,10 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 						Message: fmt.Sprintf("call %s: waiting for its answer (%s)", callID, time.Since(start).Round(time.Second))})
 				}
 			case in := <-asks:
+				if inputs != nil {
+					go ts.askInResult(ctx, ix, in, can, inputs, interrupt)
+					continue
+				}
 				go ts.ask(ctx, ss, ix, in, can)
 			case n := <-notes:
 				switch {
@@ -118,6 +203,30 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// askInResult takes a request of the call's body for the handler to ask in
+// an input-required result, or refuses it at once when the client did not
+// declare it can answer it, or when the handler asks another already.
+func (ts *tenantServer) askInResult(ctx context.Context, ix *bus.Interactions, in bus.Interaction, can []string,
+	inputs chan<- bus.Interaction, interrupt func()) {
+	capability := wire.Capability(in.Method)
+	if capability == "" || !slices.Contains(can, capability) {
+		if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: tool.CallerCodeMethodNotFound,
+			Message: "the MCP client did not declare that it can answer " + in.Method}); err != nil && ctx.Err() == nil {
+			ts.g.log.Debug("mcp: refusing an interaction failed", "id", in.ID, "error", err)
+		}
+		return
+	}
+	if err := ix.Take(ctx, in.ID); err != nil {
+		return
+	}
+	select {
+	case inputs <- in:
+		interrupt()
+	default:
+		_ = ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: tool.CallerCodeInternal, Message: "the client is being asked something else"})
+	}
 }
 
 // ask relays one request of the call's body to the client and sends its
@@ -152,16 +261,9 @@ func (ts *tenantServer) ask(ctx context.Context, ss *mcp.ServerSession, ix *bus.
 	)
 	switch in.Method {
 	case wire.MethodElicit:
-		var p mcp.ElicitParams
-		var raw struct {
-			RequestedSchema json.RawMessage `json:"requestedSchema"`
-		}
-		if err = json.Unmarshal(in.Params, &p); err == nil {
-			// The schema goes to the client as the upstream wrote it.
-			if json.Unmarshal(in.Params, &raw) == nil && len(raw.RequestedSchema) > 0 {
-				p.RequestedSchema = raw.RequestedSchema
-			}
-			res, err = ss.Elicit(actx, &p)
+		var p *mcp.ElicitParams
+		if p, err = elicitParams(in.Params); err == nil {
+			res, err = ss.Elicit(actx, p)
 		}
 	case wire.MethodSample:
 		var p mcp.CreateMessageWithToolsParams

@@ -226,8 +226,15 @@ func (h *humanClient) options(elicit, sample bool) *mcp.ClientOptions {
 // gateway may send requests to the client while it serves a call.
 func connectOld(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectVersion(t, url, opts, oldProtocol)
+}
+
+// connectVersion opens a Go SDK session to url on protocol version ("" for
+// the newest, where the gateway asks the client in input-required results).
+func connectVersion(t *testing.T, url string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "toolexec-test", Version: "1"}, opts)
-	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: oldProtocol})
+	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", url, err)
 	}
@@ -238,16 +245,26 @@ func connectOld(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSe
 // TestRelayElicitationAndSampling: an upstream's elicitation and sampling
 // requests, made mid-call, reach the Go SDK client behind the HTTP gateway
 // and its answers come back, with an upstream on the old protocol (requests
-// on the call's stream) and on the newest (input-required results). The
+// on the call's stream) and on the newest (input-required results), and a
+// client on either (asked with requests, or in input-required results). The
 // schema reaches the client as the upstream wrote it, and the defaults the
 // client left out are applied. A repeat of the effectful call is answered
 // from the record without asking again.
 func TestRelayElicitationAndSampling(t *testing.T) {
-	for _, mrtr := range []bool{false, true} {
-		t.Run(map[bool]string{false: "classic", true: "input-required"}[mrtr], func(t *testing.T) {
-			f := startRelayFleet(t, mrtr)
+	for _, c := range []struct {
+		name   string
+		mrtr   bool   // the upstream asks in input-required results
+		client string // the client's protocol version
+	}{
+		{"classic upstream, client " + oldProtocol, false, oldProtocol},
+		{"input-required upstream, client " + oldProtocol, true, oldProtocol},
+		{"classic upstream, newest client", false, ""},
+		{"input-required upstream, newest client", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := startRelayFleet(t, c.mrtr)
 			h := &humanClient{}
-			cs := connectOld(t, f.url, h.options(true, true))
+			cs := connectVersion(t, f.url, h.options(true, true), c.client)
 
 			r := callTool(t, cs, "confirm", map[string]any{"flight": "BA117"}, nil)
 			if r.IsError || !strings.HasPrefix(text(r), "accept ") {
@@ -303,7 +320,11 @@ func TestRelayRefusedAtOnce(t *testing.T) {
 		t.Run(map[bool]string{false: "classic", true: "input-required"}[mrtr], func(t *testing.T) {
 			f := startRelayFleet(t, mrtr)
 			h := &humanClient{}
-			cs := connectOld(t, f.url, h.options(false, false))
+			version := oldProtocol
+			if mrtr {
+				version = ""
+			}
+			cs := connectVersion(t, f.url, h.options(false, false), version)
 			start := time.Now()
 			r := callTool(t, cs, "confirm", map[string]any{"flight": "LH400"}, nil)
 			if !r.IsError || metaOf(r, "kind") != "failed" {
