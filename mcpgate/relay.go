@@ -132,8 +132,9 @@ func (ts *tenantServer) answerInputs(ctx context.Context, ix *bus.Interactions, 
 // interrupted: the handler answers input-required.
 func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, callID string, ix *bus.Interactions, can []string,
 	inputs chan<- bus.Interaction, interrupt func()) (stop func()) {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+	done, finish := make(chan struct{}), make(chan struct{})
 	token := req.Params.GetProgressToken()
 	ss := req.Session
 	go func() {
@@ -155,7 +156,7 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 			base     float64 // where the call's own progress starts
 			upstream bool    // the call's own progress has come
 		)
-		notify := func(p *mcp.ProgressNotificationParams) {
+		notify := func(ctx context.Context, p *mcp.ProgressNotificationParams) {
 			if p.Progress <= sent {
 				return
 			}
@@ -164,13 +165,45 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 				ts.g.log.Debug("mcp: progress notification failed", "call_id", callID, "error", err)
 			}
 		}
+		relay := func(ctx context.Context, n wire.Note) {
+			switch {
+			case n.Kind == wire.NoteProgress && token != nil && ss != nil:
+				if !upstream {
+					upstream, base = true, sent
+				}
+				p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: base + n.Progress, Message: n.Message}
+				if n.Total > 0 {
+					p.Total = base + n.Total
+				}
+				notify(ctx, p)
+			case n.Kind == wire.NoteLog && ss != nil:
+				var data any = n.Data
+				if len(n.Data) == 0 {
+					data = nil
+				}
+				if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: n.Logger, Data: data}); err != nil && ctx.Err() == nil {
+					ts.g.log.Debug("mcp: log notification failed", "call_id", callID, "error", err)
+				}
+			}
+		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-finish:
+				// The answer came: the notes the executor published before
+				// it, already heard, go to the client first.
+				for {
+					select {
+					case n := <-notes:
+						relay(parent, n)
+					default:
+						return
+					}
+				}
 			case <-tick:
 				if !upstream {
-					notify(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: sent + 1,
+					notify(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: sent + 1,
 						Message: fmt.Sprintf("call %s: waiting for its answer (%s)", callID, time.Since(start).Round(time.Second))})
 				}
 			case in := <-asks:
@@ -180,29 +213,11 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 				}
 				go ts.ask(ctx, ss, ix, in, can)
 			case n := <-notes:
-				switch {
-				case n.Kind == wire.NoteProgress && token != nil && ss != nil:
-					if !upstream {
-						upstream, base = true, sent
-					}
-					p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: base + n.Progress, Message: n.Message}
-					if n.Total > 0 {
-						p.Total = base + n.Total
-					}
-					notify(p)
-				case n.Kind == wire.NoteLog && ss != nil:
-					var data any = n.Data
-					if len(n.Data) == 0 {
-						data = nil
-					}
-					if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: n.Logger, Data: data}); err != nil && ctx.Err() == nil {
-						ts.g.log.Debug("mcp: log notification failed", "call_id", callID, "error", err)
-					}
-				}
+				relay(ctx, n)
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() { close(finish); <-done; cancel() }
 }
 
 // askInResult takes a request of the call's body for the handler to ask in
