@@ -20,6 +20,12 @@
 // takes a storm of 200 identical calls as one effect, and a crash after a
 // request was sent as an unknown outcome that is never run again.
 //
+// An upstream written with the Go SDK that asks its client mid-call
+// (elicitation, sampling) and logs, behind an executor, meets the Go SDK's
+// client through `emitter mcp`, on the old protocol and the newest, and the
+// conformance scenarios of those requests and of logging through the HTTP
+// gateway: the gateway relays them to the calling client.
+//
 // The package has no code of its own; run it with go test ./tests/mcp. Its
 // tests need node and the harness's packages (`npm ci` in tests/mcp/node):
 // without them they skip, and under CI=true they fail.
