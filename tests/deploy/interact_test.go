@@ -50,7 +50,8 @@ func withTools(tools ...*tool.Tool) envOption {
 // (leaked to it), it can take or answer nothing: acme's respond subject is
 // not in its account, and its own respond subject with acme's call id
 // reaches no executor. globex's own call with the same tool and call id is
-// asked of globex, not of acme.
+// asked of globex, not of acme. acme and the operators (ADMIN) hear the
+// call's notes; globex does not.
 func TestInteractionsStayWithTheirTenant(t *testing.T) {
 	e := newEnv(t, accountsLayout, withTools(askTool(t)))
 	acme, globex := e.as(t, "acme"), e.as(t, "globex")
@@ -68,6 +69,16 @@ func TestInteractionsStayWithTheirTenant(t *testing.T) {
 	}
 	defer spy.Unsubscribe()
 	if err := globex.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The operators see every tenant's notes.
+	adm := e.as(t, "admin")
+	admNotes, err := adm.nc.SubscribeSync(wire.EventPrefix + "*.*.*.*.*.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -101,6 +112,19 @@ func TestInteractionsStayWithTheirTenant(t *testing.T) {
 	}
 	if in.Method != wire.MethodElicit || !strings.Contains(string(in.Params), "secret of acme") {
 		t.Fatalf("acme was asked %+v", in)
+	}
+
+	// acme, and the operators, hear the call's progress note.
+	select {
+	case n := <-ix.Notes():
+		if n.Kind != wire.NoteProgress || n.Tenant != "acme" || n.Message != "asking" {
+			t.Errorf("acme's note: %+v", n)
+		}
+	case <-ctx.Done():
+		t.Fatal("acme heard no note")
+	}
+	if m, err := admNotes.NextMsg(waitLong); err != nil || !strings.HasPrefix(m.Subject, wire.EventPrefix+"acme.progress.confirm.") {
+		t.Errorf("the operators' note: %v, %v", m, err)
 	}
 
 	// globex, with the ids in hand, tries to take and answer acme's request.
