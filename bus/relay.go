@@ -96,9 +96,11 @@ type relay struct {
 	source string
 	call   events.Call
 
+	subMu sync.Mutex         // held while the respond subscription is made
+	sub   *nats.Subscription // on the respond subject, from the first ask; set under subMu and mu
+
 	mu       sync.Mutex // protects the fields below
 	closed   bool
-	sub      *nats.Subscription // on the respond subject, from the first ask
 	asks     int
 	pending  map[string]*pendingAsk
 	seq      int             // notes published
@@ -185,6 +187,9 @@ func (r *relay) Ask(ctx context.Context, method string, params json.RawMessage) 
 // open registers a new request, subscribing to the respond subject first if
 // this is the call's first. It refuses once MaxAsks were made.
 func (r *relay) open() (string, *pendingAsk, error) {
+	if err := r.listen(); err != nil {
+		return "", nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -193,24 +198,42 @@ func (r *relay) open() (string, *pendingAsk, error) {
 	case r.asks >= r.lim.MaxAsks:
 		return "", nil, refuse(tool.CallerCodeInvalidParams, "the call made as many requests of its caller as it may")
 	}
-	if r.sub == nil {
-		sub, err := r.nc.Subscribe(wire.RespondSubject(r.call.Tenant, r.call.Tool, r.call.CallID), r.onRespond)
-		if err != nil {
-			return "", nil, refuse(tool.CallerCodeInternal, "cannot hear the caller: "+err.Error())
-		}
-		// The subscription must reach the server before the request does,
-		// or a fast take would find no one.
-		if err := r.nc.Flush(); err != nil {
-			_ = sub.Unsubscribe()
-			return "", nil, refuse(tool.CallerCodeInternal, "cannot hear the caller: "+err.Error())
-		}
-		r.sub = sub
-	}
 	r.asks++
 	id := newInteractionID()
 	p := &pendingAsk{taken: make(chan struct{}), answer: make(chan wire.Respond, 1)}
 	r.pending[id] = p
 	return id, p, nil
+}
+
+// listen subscribes to the respond subject once, without holding r.mu
+// (notifications go on meanwhile). The subscription reaches the server
+// before any request does, or a fast take would find no one.
+func (r *relay) listen() error {
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	r.mu.Lock()
+	done, closed := r.sub != nil, r.closed
+	r.mu.Unlock()
+	if done || closed {
+		return nil // closed: open refuses
+	}
+	sub, err := r.nc.Subscribe(wire.RespondSubject(r.call.Tenant, r.call.Tool, r.call.CallID), r.onRespond)
+	if err == nil {
+		if err = r.nc.Flush(); err != nil {
+			_ = sub.Unsubscribe()
+		}
+	}
+	if err != nil {
+		return refuse(tool.CallerCodeInternal, "cannot hear the caller: "+err.Error())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		_ = sub.Unsubscribe()
+		return nil
+	}
+	r.sub = sub
+	return nil
 }
 
 func (r *relay) forget(id string) {
