@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,10 +11,6 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
-
-// ErrTaken is returned by [Interactions.Take] and [Interactions.Answer] when
-// another caller of the same call took the request first.
-var ErrTaken = errors.New("bus: another caller took the request")
 
 // Interaction is a request the body of a call made of its caller (an
 // upstream MCP server's elicitation/create or sampling/createMessage).
