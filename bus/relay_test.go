@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,57 @@ func TestCallerAnswersThroughInteractions(t *testing.T) {
 	}
 	if err := ix.Answer(ctx, in.ID, json.RawMessage(`{}`), nil); err == nil {
 		t.Error("an answer after the call: accepted")
+	}
+}
+
+// TestAsksAreBounded: a call makes at most MaxAsks requests, each at most
+// MaxAskBytes; beyond either, the request is refused at once, and a request
+// no one takes is refused after TakeWait.
+func TestAsksAreBounded(t *testing.T) {
+	h := newHarness(t)
+	asker, err := tool.New(tool.Spec{Name: "asker", Parameters: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ tool.Context, _ json.RawMessage) (string, error) {
+			c := tool.CallerFrom(ctx)
+			var out []string
+			for _, params := range []string{`{"n":1}`, `{"big":"` + strings.Repeat("x", 200) + `"}`, `{"n":2}`, `{"n":3}`} {
+				res, err := c.Ask(ctx, wire.MethodElicit, json.RawMessage(params))
+				var ce *tool.CallerError
+				switch {
+				case errors.As(err, &ce):
+					out = append(out, fmt.Sprint(ce.Code))
+				case err != nil:
+					return "", err
+				default:
+					out = append(out, string(res))
+				}
+			}
+			return strings.Join(out, " "), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.startWorker(t, registry(t, asker), bus.WorkerConfig{Relay: bus.RelayLimits{MaxAsks: 2, MaxAskBytes: 100, TakeWait: 300 * time.Millisecond}}, 0)
+	ctx := ctxT(t)
+	ix, err := h.client.Interactions("acme", "asker", "call_b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	go func() {
+		// The first is answered; the second, left alone, is not taken.
+		select {
+		case in := <-ix.Asks():
+			_ = ix.Take(ctx, in.ID)
+			_ = ix.Answer(ctx, in.ID, json.RawMessage(`{"action":"accept"}`), nil)
+		case <-ctx.Done():
+		}
+	}()
+	c := call("asker", "run_1", "call_b", `{}`)
+	c.Interactions = []string{wire.CanElicit}
+	a, err := h.client.Call(ctx, c)
+	// accepted; too large (-32602, at once); not taken (-32603); over the
+	// count (-32602, at once).
+	if err != nil || a.Outcome != `{"action":"accept"} -32602 -32603 -32602` {
+		t.Fatalf("Call: %+v, %v", a, err)
 	}
 }
