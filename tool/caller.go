@@ -53,6 +53,7 @@ type CallerError struct {
 	Data    json.RawMessage // as the caller sent it; nil when none
 }
 
+// Error says that the caller did not answer, with the code and the message.
 func (e *CallerError) Error() string {
 	return fmt.Sprintf("the caller did not answer (%d): %s", e.Code, e.Message)
 }

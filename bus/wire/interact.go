@@ -136,6 +136,7 @@ const (
 	RespondBadRequest = "bad_request"
 )
 
+// Error returns the code and the message.
 func (e *RespondError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
 // CheckRespond checks a decoded [Respond]: an id, and exactly one of take,
