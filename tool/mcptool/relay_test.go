@@ -96,3 +96,51 @@ func TestUpstreamRequestsGoToTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioRequestOfTwoCallsIsRefused: over stdio, whose messages name no
+// call, a request the upstream sends while two calls are in flight cannot be
+// told to belong to either, so no caller is asked (it might be another
+// tenant's): it is refused at once.
+func TestStdioRequestOfTwoCallsIsRefused(t *testing.T) {
+	ctx := testenv.Context(t, time.Minute)
+	effects := t.TempDir() + "/effects"
+	argv, env := mcptest.Command(mcptest.Options{Legacy: true, EffectsFile: effects})
+	u, err := mcptool.Open(ctx, mcptool.Config{Name: "up", Command: argv, Env: env, Logger: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	hang, err := u.Tool(tool.Spec{Name: "hang"}, "hang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirm, err := u.Tool(tool.Spec{Name: "confirm"}, "confirm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hctx, stop := context.WithCancel(ctx)
+	defer stop()
+	other := &stubCaller{answer: json.RawMessage(`{"action":"accept"}`)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = hang.Call(tool.WithCaller(hctx, other), tool.Context{CallID: "call_other"}, json.RawMessage(`{"entity":"x"}`))
+	}()
+	mcptest.WaitEffects(t, effects, 1, time.Minute) // hang is in flight
+
+	c := &stubCaller{answer: json.RawMessage(`{"action":"accept"}`)}
+	start := time.Now()
+	out, err := confirm.Call(tool.WithCaller(ctx, c), tool.Context{CallID: "call_1"}, json.RawMessage(`{}`))
+	var te *mcptool.ToolError
+	if !errors.As(err, &te) || !tool.IsNoEffect(err) {
+		t.Errorf("confirm beside another call: %q, %v; want the upstream's failure, without effect", out, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the refusal took %s", d)
+	}
+	if len(c.asked) != 0 || len(other.asked) != 0 {
+		t.Errorf("asked %q and %q; want no one", c.asked, other.asked)
+	}
+	stop()
+	<-done
+}
