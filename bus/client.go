@@ -682,7 +682,7 @@ type Event struct {
 // event's id.
 func decodeEvent(subject string, h nats.Header, data []byte) (Event, string, error) {
 	if n, err := wire.DecodeNote(subject, data); err == nil {
-		return Event{Note: &n}, wire.NoteID(n.Tenant, n.Tool, n.CallID, n.Seq), nil
+		return Event{Note: &n}, n.ID, nil
 	}
 	e, err := wire.Decode(h, data)
 	var a events.Answer

@@ -95,6 +95,7 @@ type relay struct {
 	lim    RelayLimits
 	source string
 	call   events.Call
+	nonce  string // tells this run's notes from those of another delivery of the call
 
 	subMu sync.Mutex         // held while the respond subscription is made
 	sub   *nats.Subscription // on the respond subject, from the first ask; set under subMu and mu
@@ -124,7 +125,7 @@ var _ tool.Caller = (*relay)(nil)
 func newRelay(nc *nats.Conn, log *slog.Logger, lim RelayLimits, source string, c events.Call) *relay {
 	lim = lim.withDefaults()
 	return &relay{
-		nc: nc, log: log, lim: lim, source: source, call: c, pending: map[string]*pendingAsk{},
+		nc: nc, log: log, lim: lim, source: source, call: c, nonce: newInteractionID(), pending: map[string]*pendingAsk{},
 		logs: rate.NewLimiter(rate.Every(lim.NoteEvery), logBurst),
 	}
 }
@@ -365,10 +366,11 @@ func (r *relay) publish(n wire.Note) {
 	c := r.call
 	r.seq++
 	n.Tenant, n.Tool, n.RunID, n.CallID, n.Seq, n.Time, n.Source = c.Tenant, c.Tool, c.RunID, c.CallID, r.seq, time.Now(), r.source
+	n.ID = wire.NoteID(c.Tenant, c.Tool, c.CallID, r.nonce, n.Seq)
 	b, err := wire.NoteJSON(n)
 	if err == nil {
 		msg := nats.NewMsg(wire.NoteSubject(n.Kind, c.Tenant, c.Tool, c.RunID, c.CallID, n.Seq))
-		msg.Header.Set(nats.MsgIdHdr, wire.NoteID(c.Tenant, c.Tool, c.CallID, n.Seq))
+		msg.Header.Set(nats.MsgIdHdr, n.ID)
 		msg.Header.Set("Content-Type", "application/cloudevents+json")
 		msg.Data = b
 		err = r.nc.PublishMsg(msg)

@@ -45,6 +45,8 @@ func NoteFilter(tenant, tool, callID string) string {
 
 // Note is one note: a progress or log notification of a call's body.
 type Note struct {
+	// ID is the event's id and Nats-Msg-Id: see [NoteID].
+	ID     string
 	Kind   string // NoteProgress or NoteLog
 	Tenant string
 	Tool   string
@@ -91,15 +93,22 @@ type noteEvent struct {
 	Tenant          string   `json:"tenant"`
 }
 
-// NoteID returns the id of a call's seq-th note: 32 hex digits of a SHA-256
-// over the tenant, tool, call id and seq, its Nats-Msg-Id as well.
-func NoteID(tenant, tool, callID string, seq int) string {
-	h := sha256.Sum256([]byte("note\x00" + tenant + "\x00" + tool + "\x00" + callID + "\x00" + strconv.Itoa(seq)))
+// NoteID returns the id of the seq-th note of one run of a call's body:
+// 32 hex digits of a SHA-256 over the tenant, tool, call id, run (a nonce of
+// the executor's, so that a call delivered again records its notes anew)
+// and seq. It is the note's Nats-Msg-Id as well.
+func NoteID(tenant, tool, callID, run string, seq int) string {
+	h := sha256.Sum256([]byte("note\x00" + tenant + "\x00" + tool + "\x00" + callID + "\x00" + run + "\x00" + strconv.Itoa(seq)))
 	return hex.EncodeToString(h[:16])
 }
 
-// NoteJSON returns n as a structured CloudEvent.
+// NoteJSON returns n as a structured CloudEvent. It returns an error
+// matching ErrUnsupported for a note without an id or of a kind it does not
+// know.
 func NoteJSON(n Note) ([]byte, error) {
+	if n.ID == "" {
+		return nil, fmt.Errorf("%w: a note without an id", ErrUnsupported)
+	}
 	d := noteData{Tool: n.Tool, Seq: n.Seq}
 	switch n.Kind {
 	case NoteProgress:
@@ -116,7 +125,7 @@ func NoteJSON(n Note) ([]byte, error) {
 		return nil, fmt.Errorf("%w: note kind %q", ErrUnsupported, n.Kind)
 	}
 	e := noteEvent{
-		SpecVersion: "1.0", ID: NoteID(n.Tenant, n.Tool, n.CallID, n.Seq), Source: n.Source,
+		SpecVersion: "1.0", ID: n.ID, Source: n.Source,
 		Type: NoteTypePrefix + n.Kind, Subject: n.Tool, DataContentType: "application/json",
 		Data: d, CallID: n.CallID, RunID: n.RunID, Tenant: n.Tenant,
 	}
@@ -148,6 +157,7 @@ func DecodeNote(subject string, data []byte) (Note, error) {
 		return Note{}, fmt.Errorf("%w: %s is not a note's kind", ErrBadSubject, quote(kind))
 	}
 	var e struct {
+		ID   string   `json:"id"`
 		Type string   `json:"type"`
 		Time string   `json:"time"`
 		Src  string   `json:"source"`
@@ -157,10 +167,13 @@ func DecodeNote(subject string, data []byte) (Note, error) {
 	if err := dec.Decode(&e); err != nil {
 		return Note{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
+	if e.ID == "" {
+		return Note{}, fmt.Errorf("%w: a note without an id", ErrBadMessage)
+	}
 	if e.Type != NoteTypePrefix+kind {
 		return Note{}, fmt.Errorf("%w: type %s on a %s subject", ErrBadMessage, quote(e.Type), kind)
 	}
-	n := Note{Kind: kind, Tenant: parts[0], Tool: parts[2], RunID: parts[3], CallID: parts[4], Seq: e.Data.Seq,
+	n := Note{ID: e.ID, Kind: kind, Tenant: parts[0], Tool: parts[2], RunID: parts[3], CallID: parts[4], Seq: e.Data.Seq,
 		Source: e.Src, Message: e.Data.Message, Level: e.Data.Level, Logger: e.Data.Logger, Data: e.Data.Data}
 	if e.Data.Progress != nil {
 		n.Progress = *e.Data.Progress

@@ -169,6 +169,7 @@ func TestWatchNotes(t *testing.T) {
 		{Kind: wire.NoteLog, Level: "info", Logger: "up", Data: json.RawMessage(`"hello"`)},
 	} {
 		n.Tenant, n.Tool, n.RunID, n.CallID, n.Seq, n.Source = tenant, "book", "run_n", "c1", i+1, "/test"
+		n.ID = wire.NoteID(tenant, "book", "c1", "r", n.Seq)
 		b, err := wire.NoteJSON(n)
 		if err != nil {
 			t.Fatal(err)
