@@ -89,6 +89,10 @@ type ExecutorConfig struct {
 	// each weighed by its size (bus.CallMemory); default 128 MiB
 	// (bus.DefaultMaxInFlightMemory).
 	MaxInFlightMemory int64
+	// Relay bounds what a call's body may ask of its caller and report while
+	// it runs (an upstream MCP server's elicitation, sampling, progress and
+	// log messages; docs/PROTOCOL.md §13). Zero fields take bus's defaults.
+	Relay bus.RelayLimits
 	// BinaryAnswers publishes answers in CloudEvents binary mode instead of
 	// structured mode.
 	BinaryAnswers bool
@@ -226,7 +230,7 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 	wcfg := bus.WorkerConfig{
 		Concurrency: cfg.Concurrency, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
 		MaxInFlightMemory: cfg.MaxInFlightMemory, MaxValues: cfg.Limits.Values,
-		BinaryAnswers: cfg.BinaryAnswers, Logger: log,
+		BinaryAnswers: cfg.BinaryAnswers, Relay: cfg.Relay, Logger: log,
 	}
 	if cfg.Observer != nil {
 		dcfg.Observer, wcfg.Observer = cfg.Observer, cfg.Observer

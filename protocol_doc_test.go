@@ -545,3 +545,46 @@ func TestProtocolDocBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolDocInteractions holds docs/PROTOCOL.md §13 to package wire: its
+// subject table names exactly the subjects wire builds, its object table the
+// json names of the messages (the take and the answer being the two forms of
+// wire.Respond, the reply's error wire.RespondError), and it names the
+// header, the capabilities, the methods, the reply codes and the notes'
+// kinds and event types as wire spells them.
+func TestProtocolDocInteractions(t *testing.T) {
+	sec := protodoc.Read(t, protocolDoc).Section(t, 13)
+	subjects := protodoc.FindTable(t, sec, "what", "subject", "who")
+	var named []string
+	for _, row := range subjects.Rows {
+		named = append(named, oneName(t, "§13: the subject cell", row[subjects.Column(t, "subject")]))
+	}
+	sameSet(t, "§13: the subjects", named, "package wire's", []string{
+		wire.InteractSubject("<tenant>", "<tool>", "<call_id>"),
+		wire.RespondSubject("<tenant>", "<tool>", "<call_id>"),
+		strings.Replace(wire.NoteSubject("<kind>", "<tenant>", "<tool>", "<run_id>", "<call_id>", 0), ".0", ".<seq>", 1),
+	})
+	msgs := protodoc.FindTable(t, sec, "object", "members")
+	cells := map[string][]string{}
+	for _, row := range msgs.Rows {
+		cells[row[0]] = protodoc.Names(row[1])
+	}
+	respond := jsonNames(reflect.TypeFor[wire.Respond](), false)
+	want := map[string][]string{
+		"request": jsonNames(reflect.TypeFor[wire.Ask](), false),
+		"take":    {"id", "take"},
+		"answer":  slices.DeleteFunc(slices.Clone(respond), func(s string) bool { return s == "take" }),
+		"reply":   append(jsonNames(reflect.TypeFor[wire.RespondReply](), false), jsonNames(reflect.TypeFor[wire.RespondError](), false)...),
+	}
+	for object, names := range want {
+		sameSet(t, "§13: the members of the "+object, cells[object], "package wire's", names)
+	}
+	for _, name := range []string{wire.InteractionsHeader, wire.DeadlineHeader, wire.CanElicit, wire.CanSample,
+		wire.MethodElicit, wire.MethodSample, wire.RespondTaken, wire.RespondBadRequest, wire.NoteProgress, wire.NoteLog,
+		wire.NoteTypePrefix + wire.NoteProgress, wire.NoteTypePrefix + wire.NoteLog,
+		wire.NoteFilter("<tenant>", "<tool>", "<call_id>")} {
+		if !slices.Contains(protodoc.CodeSpans(sec), name) {
+			t.Errorf("§13 does not name %q", name)
+		}
+	}
+}

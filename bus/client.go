@@ -151,6 +151,9 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Repeat {
 		markRepeat(msg)
 	}
+	if len(call.Interactions) > 0 {
+		msg.Header[wire.InteractionsHeader] = []string{strings.Join(call.Interactions, ",")}
+	}
 	return msg, nil
 }
 
@@ -646,6 +649,55 @@ func (w watchStart) history() bool { return w.all || !w.since.IsZero() }
 // request on toolexec.admin.history from an account other than the admin
 // account is HistoryForbidden.
 func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) (<-chan events.Answer, error) {
+	evs, err := c.WatchEvents(ctx, filter, opts...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan events.Answer)
+	go func() {
+		defer close(out)
+		for ev := range evs {
+			if ev.Answer == nil {
+				continue // a note: see WatchEvents
+			}
+			select {
+			case out <- *ev.Answer:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Event is one event of TOOLEXEC_EVENTS as [Client.WatchEvents] delivers it:
+// an answer or audit event, or a note (the progress or log record of a call's
+// body, docs/PROTOCOL.md §13). Exactly one of the two is set.
+type Event struct {
+	Answer *events.Answer
+	Note   *wire.Note
+}
+
+// decodeEvent reads an answer or a note from a message, and returns the
+// event's id.
+func decodeEvent(subject string, h nats.Header, data []byte) (Event, string, error) {
+	if n, err := wire.DecodeNote(subject, data); err == nil {
+		return Event{Note: &n}, n.ID, nil
+	}
+	e, err := wire.Decode(h, data)
+	var a events.Answer
+	if err == nil {
+		a, err = wire.AnswerFromEvent(e)
+	}
+	if err != nil {
+		return Event{}, "", fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+	return Event{Answer: &a}, e.ID(), nil
+}
+
+// WatchEvents is [Client.Watch] with the notes the filter matches as well,
+// each in its place in stream order: what emitter watch shows.
+func (c *Client) WatchEvents(ctx context.Context, filter string, opts ...WatchOption) (<-chan Event, error) {
 	if filter == "" {
 		filter = wire.EventSubjects
 	}
@@ -665,8 +717,8 @@ func (c *Client) Watch(ctx context.Context, filter string, opts ...WatchOption) 
 	return c.watchService(ctx, filter, start)
 }
 
-// watchJetStream is Watch through an ordered consumer.
-func (c *Client) watchJetStream(ctx context.Context, filter string, start watchStart) (<-chan events.Answer, error) {
+// watchJetStream is WatchEvents through an ordered consumer.
+func (c *Client) watchJetStream(ctx context.Context, filter string, start watchStart) (<-chan Event, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
 	switch {
 	case start.all:
@@ -683,7 +735,7 @@ func (c *Client) watchJetStream(ctx context.Context, filter string, start watchS
 	if err != nil {
 		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
 	}
-	out := make(chan events.Answer, 64)
+	out := make(chan Event, 64)
 	go func() {
 		defer close(out)
 		stop := context.AfterFunc(ctx, it.Stop)
@@ -706,13 +758,13 @@ func (c *Client) watchJetStream(ctx context.Context, filter string, start watchS
 				continue
 			}
 			pause = 0
-			a, err := decodeAnswer(m.Headers(), m.Data())
+			ev, _, err := decodeEvent(m.Subject(), m.Headers(), m.Data())
 			if err != nil {
 				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)
 				continue
 			}
 			select {
-			case out <- a:
+			case out <- ev:
 			case <-ctx.Done():
 				return
 			}

@@ -77,6 +77,7 @@ func (w *Worker) decode(m jetstream.Msg, size int) inbound {
 		return reject(err, e.ID(), runID, &e)
 	}
 	c.Repeat = wire.IsRepeat(h)
+	c.Interactions = wire.Interactions(h)
 	in.call = c
 	return in
 }

@@ -50,6 +50,10 @@ var (
 	// tenant's catalog subject, toolexec.tools.<tenant>: no executor runs, or
 	// (across accounts) the connection's account does not import it.
 	ErrNoCatalogService = errors.New("bus: no executor answers catalog requests")
+
+	// ErrTaken is returned by [Interactions.Take] and [Interactions.Answer]
+	// when another caller of the same call took the request first.
+	ErrTaken = errors.New("bus: another caller took the request")
 )
 
 func invalidConfig(format string, args ...any) error {

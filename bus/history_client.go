@@ -165,8 +165,8 @@ func (c *Client) attachService(ctx context.Context, tenant, filter, callID strin
 	})
 }
 
-// watchService is Watch through the history service.
-func (c *Client) watchService(ctx context.Context, filter string, start watchStart) (<-chan events.Answer, error) {
+// watchService is WatchEvents through the history service.
+func (c *Client) watchService(ctx context.Context, filter string, start watchStart) (<-chan Event, error) {
 	tenant, ok := filterTenant(filter)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q: its tenant token is not valid", ErrBadFilter, filter)
@@ -192,7 +192,7 @@ func (c *Client) watchService(ctx context.Context, filter string, start watchSta
 		return nil, err
 	}
 	w := &serviceWatch{c: c, ctx: ctx, filter: filter, tenant: tenant,
-		out: make(chan events.Answer, 64), seen: newIDWindow(WatchDedupeWindow)}
+		out: make(chan Event, 64), seen: newIDWindow(WatchDedupeWindow)}
 	go func() {
 		defer close(w.out)
 		defer sub.Unsubscribe()
@@ -236,7 +236,7 @@ type serviceWatch struct {
 	ctx    context.Context
 	filter string
 	tenant string // "" for every tenant's events: see historyPage
-	out    chan events.Answer
+	out    chan Event
 	seen   *idWindow
 }
 
@@ -308,23 +308,19 @@ func (w *serviceWatch) follow(sub *nats.Subscription, live <-chan *nats.Msg) {
 }
 
 // deliver sends the event in h and data on, unless it was delivered before;
-// one that is not a toolexec answer is logged and skipped. It reports false if
-// ctx ended.
+// one that is neither a toolexec answer nor a note is logged and skipped. It
+// reports false if ctx ended.
 func (w *serviceWatch) deliver(subject string, h nats.Header, data []byte) bool {
-	e, err := wire.Decode(h, data)
-	var a events.Answer
-	if err == nil {
-		a, err = wire.AnswerFromEvent(e)
-	}
+	ev, id, err := decodeEvent(subject, h, data)
 	if err != nil {
 		w.c.log.Warn("skipping an event that is not a toolexec answer", "subject", subject, "error", err)
 		return true
 	}
-	if !w.seen.add(e.ID()) {
+	if !w.seen.add(id) {
 		return true
 	}
 	select {
-	case w.out <- a:
+	case w.out <- ev:
 		return true
 	case <-w.ctx.Done():
 		return false

@@ -22,6 +22,7 @@ import (
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/connloss"
 	"github.com/tesserix/toolexec/internal/retry"
+	"github.com/tesserix/toolexec/tool"
 )
 
 // Dispatcher runs one call to its answer. *dispatch.Dispatcher is one. Dispatch
@@ -125,6 +126,9 @@ type WorkerConfig struct {
 	MaxValues int
 	// BinaryAnswers publishes answers in binary mode instead of structured mode.
 	BinaryAnswers bool
+	// Relay bounds what a call's body may ask of its caller and report while
+	// it runs (docs/PROTOCOL.md §13); zero fields take their defaults.
+	Relay RelayLimits
 	// Logger receives one line per notable event (never arguments); default
 	// slog.Default(). Each answer stored is logged at debug level (indeterminate
 	// ones at info) with its tenant, tool, run and call ids, kind, reason and
@@ -576,7 +580,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	dctx, callSpan := dispatch.WithCallSpan(ctx)
-	a, err := w.d.Dispatch(dctx, in.call)
+	rl := newRelay(w.js.Conn(), w.log, w.cfg.Relay, w.cfg.Source, in.call)
+	a, err := w.d.Dispatch(tool.WithCaller(dctx, rl), in.call)
+	rl.close()
 	// The lines logged from here on name the call's span, as the dispatcher's do.
 	if sc := callSpan(); sc.IsValid() {
 		ctx = trace.ContextWithSpanContext(ctx, sc)

@@ -31,6 +31,12 @@ type Call struct {
 	// an executor then answers it from the answer already stored, if there is
 	// one, instead of running it, and a client looks for that answer too.
 	Repeat bool
+	// Interactions lists what the caller can answer while the call runs, when
+	// its body asks (an upstream MCP server's elicitation or sampling
+	// request): "elicitation", "sampling". Empty: nothing, and every such
+	// request is refused at once. On the wire it is a header (see
+	// bus/wire.InteractionsHeader).
+	Interactions []string
 	// Delivery counts how often the transport has delivered this call, 1 for
 	// the first delivery; 0 when unknown, which is read as the first. It is not
 	// on the wire: the bus sets it from JetStream's metadata. An earlier

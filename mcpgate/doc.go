@@ -72,8 +72,28 @@
 // code, reason and body_entered.
 //
 // While a call waits, a client that sent a progressToken gets a progress
-// notification every [Config.ProgressEvery]. A cancelled request stops
-// waiting; the call goes on, and its answer can be found with call_id.
+// notification every [Config.ProgressEvery], until the call's own progress
+// comes (an upstream MCP tool's): that is relayed from then on, counted on
+// from the last value sent, so that progress never goes back. The call's log
+// messages are relayed as notifications/message (the gateway declares the
+// logging capability; the SDK sends them at the level the client set). A
+// cancelled request stops waiting; the call goes on, and its answer can be
+// found with call_id.
+//
+// # Requests from a call's body
+//
+// An upstream MCP tool may ask, mid-call, for elicitation or sampling. The
+// gateway declares in each call (docs/PROTOCOL.md §13) what its client
+// declared it can answer, listens to the call's interaction subject before it
+// publishes the call, and relays each request to the client
+// (ServerSession.Elicit, CreateMessageWithTools), the schema of an
+// elicitation as the upstream wrote it, and the answer back; a request the
+// client cannot answer is refused at once. A client on protocol 2026-07-28 or
+// later, where a server may not send requests while it serves one, is asked
+// in an input-required result instead (multi round-trip requests): its
+// request state names the call, and the call sent again with the answers
+// passes them to the executor and waits for the call by its id, as a retry
+// with call_id does.
 //
 // # HTTP security
 //

@@ -199,7 +199,8 @@ type tenantServer struct {
 func (g *Gateway) newTenantServer(ctx context.Context, tenant, run string) *tenantServer {
 	ts := &tenantServer{g: g, tenant: tenant, run: run, listed: map[string]string{}}
 	ts.srv = mcp.NewServer(&mcp.Implementation{Name: g.cfg.Name, Version: g.cfg.Version}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Logging: the log messages of upstream MCP tools are relayed.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		GetSessionID: func() string { return newID("mcp_") },
 		Logger:       g.log,
 	})
@@ -364,6 +365,12 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	if err != nil {
 		return nil, err
 	}
+	// A call sent again with the answers to what it asked (multi round-trip
+	// requests) is the call it was: it is waited for by its id.
+	cont, isCont := parseState(req.Params.RequestState)
+	if isCont {
+		callID, runID = cont.callID, cont.runID
+	}
 	if runID == "" {
 		runID = ts.defaultRun(req.Session)
 	}
@@ -373,8 +380,27 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	if !given {
 		callID = newID("call_")
 	}
-	stop := ts.progress(wait, req, callID)
+	// What the executor running the call asks or reports while it runs is
+	// heard from before the call is published (or looked for).
+	can, mrtr := clientInteractions(req.Session)
+	ix, err := g.bc.Interactions(ts.tenant, name, callID)
+	if err != nil {
+		g.log.Warn("mcp: cannot follow a call's interactions; its requests will be refused", "tenant", ts.tenant, "call_id", callID, "error", err)
+		ix, can = nil, nil
+	} else {
+		defer ix.Close()
+	}
+	callCtx, interrupt := context.WithCancel(wait)
+	defer interrupt()
+	var inputs chan bus.Interaction
+	if mrtr {
+		inputs = make(chan bus.Interaction, 1)
+	}
+	stop := ts.follow(wait, req, callID, ix, can, inputs, interrupt)
 	defer stop()
+	if isCont && ix != nil {
+		ts.answerInputs(wait, ix, req.Params.InputResponses)
+	}
 
 	if given {
 		a, found, err := g.bc.Find(wait, ts.tenant, callID)
@@ -396,13 +422,23 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 		Arguments: rawArguments(req.Params.Arguments),
 		// A given id may name a call published before, still waiting or
 		// answered since the look above.
-		Repeat: given,
+		Repeat:       given,
+		Interactions: can,
 	}
 	if tp, ok := meta["traceparent"].(string); ok {
 		call.TraceParent = tp
 		call.TraceState, _ = meta["tracestate"].(string)
 	}
-	a, err := g.bc.Call(wait, call)
+	a, err := g.bc.Call(callCtx, call)
+	if err != nil {
+		select {
+		case in := <-inputs:
+			// The call waits for what its body asked: the client is asked
+			// in the result, and calls again with the answers.
+			return inputRequired(in, callID, runID)
+		default:
+		}
+	}
 	var re *events.RejectError
 	switch {
 	case err == nil:
@@ -445,38 +481,6 @@ func (ts *tenantServer) defaultRun(s *mcp.ServerSession) string {
 		return ts.run
 	}
 	return newID("run_")
-}
-
-// progress sends a progress notification every ProgressEvery while the call
-// waits, if the request asked for them; the returned func stops it.
-func (ts *tenantServer) progress(ctx context.Context, req *mcp.CallToolRequest, callID string) (stop func()) {
-	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		start := time.Now()
-		t := time.NewTicker(ts.g.cfg.ProgressEvery)
-		defer t.Stop()
-		for n := 1; ; n++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: token, Progress: float64(n),
-				Message: fmt.Sprintf("call %s: waiting for its answer (%s)", callID, time.Since(start).Round(time.Second)),
-			})
-			if err != nil && ctx.Err() == nil {
-				ts.g.log.Debug("mcp: progress notification failed", "call_id", callID, "error", err)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // metaString returns the string under name in a request's _meta: "" when

@@ -25,6 +25,10 @@ var (
 	// ErrInvalidData is returned when an event's data does not match its JSON Schema
 	// (or is not JSON at all). The validator's own error is wrapped as well.
 	ErrInvalidData = errors.New("wire: data does not match its schema")
+
+	// ErrBadMessage is returned by the readers of interaction messages
+	// ([CheckRespond]) for one that is not well formed.
+	ErrBadMessage = errors.New("wire: malformed interaction message")
 )
 
 // maxQuoted bounds how much of a sender's value an error message of the

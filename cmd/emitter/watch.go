@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +40,10 @@ first digits of the key, and the outcome, reason or error), or one JSON object a
 line with --json, until interrupted (Ctrl-C).
 
 --tenant, --kind and --tool narrow what is shown; each defaults to all. --kind takes
-answer kinds (completed, deduplicated, indeterminate, failed, rejected) and resolved
-(an operator settled an indeterminate key), comma-separated or repeated.
+answer kinds (completed, deduplicated, indeterminate, failed, rejected), resolved
+(an operator settled an indeterminate key), and progress and log (what a call's
+body reported while it ran: an upstream MCP server's progress and log
+notifications, bounded per call), comma-separated or repeated.
 
 By default only events published from now on are shown; --from-start shows every
 stored event first, --since DURATION those of the last DURATION.
@@ -92,6 +95,9 @@ func watchFilter(o *watchOptions) (string, map[events.Kind]bool, error) {
 	var keep map[events.Kind]bool
 	for _, s := range o.kinds {
 		k, err := events.ParseKind(strings.TrimSpace(s))
+		if n := strings.TrimSpace(s); n == wire.NoteProgress || n == wire.NoteLog {
+			k, err = events.Kind(n), nil
+		}
 		if err != nil {
 			return "", nil, fmt.Errorf("--kind %q: %w (want one of %s)", s, err, kindNames())
 		}
@@ -114,7 +120,7 @@ func kindNames() string {
 	for _, k := range events.Kinds() {
 		names = append(names, string(k))
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(append(names, wire.NoteProgress, wire.NoteLog), ", ")
 }
 
 func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
@@ -141,7 +147,7 @@ func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
 	}
 	defer s.Close()
 	ctx := cmd.Context()
-	ch, err := s.client.Watch(ctx, filter, opts...)
+	ch, err := s.client.WatchEvents(ctx, filter, opts...)
 	if errors.Is(err, bus.ErrNoHistoryService) && o.tenant == "" {
 		// Every tenant's history is the operators' (toolexec.admin.history),
 		// which a tenant's account does not reach.
@@ -154,19 +160,95 @@ func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "watching %s on %s (Ctrl-C to stop)\n", filter, s.url)
 	}
 	out := cmd.OutOrStdout()
-	write := writeWatchLine
+	write, writeNote := writeWatchLine, writeNoteLine
 	if g.json {
-		write = writeAnswerJSON
+		write, writeNote = writeAnswerJSON, writeNoteJSON
 	}
-	for a := range ch {
-		if keep != nil && !keep[a.Kind] {
+	for ev := range ch {
+		var err error
+		switch {
+		case ev.Note != nil:
+			if keep != nil && !keep[events.Kind(ev.Note.Kind)] {
+				continue
+			}
+			err = writeNote(out, *ev.Note)
+		case keep != nil && !keep[ev.Answer.Kind]:
 			continue
+		default:
+			err = write(out, *ev.Answer)
 		}
-		if err := write(out, a); err != nil {
+		if err != nil {
 			return fmt.Errorf("writing an event: %w", err)
 		}
 	}
 	return nil
+}
+
+// writeNoteLine writes a note (the progress or log record of a call's body)
+// as one line for people, in the shape of an answer's.
+func writeNoteLine(w io.Writer, n wire.Note) error {
+	var b strings.Builder
+	ts := "-"
+	if !n.Time.IsZero() {
+		ts = n.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	fmt.Fprintf(&b, "%s  %s  %-13s  %s  run=%s call=%s seq=%d ", ts, n.Tenant, n.Kind, n.Tool, n.RunID, n.CallID, n.Seq)
+	switch n.Kind {
+	case wire.NoteProgress:
+		fmt.Fprintf(&b, " progress=%g", n.Progress)
+		if n.Total > 0 {
+			fmt.Fprintf(&b, "/%g", n.Total)
+		}
+		if n.Message != "" {
+			fmt.Fprintf(&b, " message=%s", shorten(n.Message))
+		}
+	case wire.NoteLog:
+		fmt.Fprintf(&b, " level=%s", n.Level)
+		if n.Logger != "" {
+			fmt.Fprintf(&b, " logger=%s", shorten(n.Logger))
+		}
+		fmt.Fprintf(&b, " data=%s", shorten(string(n.Data)))
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// noteJSON is a note as watch --json writes it.
+type noteJSON struct {
+	Kind     string          `json:"kind"`
+	Tenant   string          `json:"tenant"`
+	Tool     string          `json:"tool"`
+	RunID    string          `json:"run_id"`
+	CallID   string          `json:"call_id"`
+	Seq      int             `json:"seq"`
+	Time     *time.Time      `json:"time,omitempty"`
+	Progress *float64        `json:"progress,omitempty"`
+	Total    *float64        `json:"total,omitempty"`
+	Message  string          `json:"message,omitempty"`
+	Level    string          `json:"level,omitempty"`
+	Logger   string          `json:"logger,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+}
+
+func writeNoteJSON(w io.Writer, n wire.Note) error {
+	j := noteJSON{Kind: n.Kind, Tenant: n.Tenant, Tool: n.Tool, RunID: n.RunID, CallID: n.CallID, Seq: n.Seq,
+		Message: n.Message, Level: n.Level, Logger: n.Logger, Data: n.Data}
+	if !n.Time.IsZero() {
+		j.Time = &n.Time
+	}
+	if n.Kind == wire.NoteProgress {
+		j.Progress = &n.Progress
+		if n.Total > 0 {
+			j.Total = &n.Total
+		}
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // writeWatchLine writes a as one line for people.

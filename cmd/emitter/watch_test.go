@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -154,5 +155,50 @@ func TestWatchFilter(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWatchNotes shows a call's notes (the progress and log records of its
+// body) in their place among the answers, as lines and as JSON, and keeps
+// them with --kind progress,log.
+func TestWatchNotes(t *testing.T) {
+	t.Parallel()
+	e := newBareEnv(t, true)
+	for i, n := range []wire.Note{
+		{Kind: wire.NoteProgress, Progress: 1, Total: 2, Message: "half way"},
+		{Kind: wire.NoteLog, Level: "info", Logger: "up", Data: json.RawMessage(`"hello"`)},
+	} {
+		n.Tenant, n.Tool, n.RunID, n.CallID, n.Seq, n.Source = tenant, "book", "run_n", "c1", i+1, "/test"
+		n.ID = wire.NoteID(tenant, "book", "c1", "r", n.Seq)
+		b, err := wire.NoteJSON(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.js.Publish(t.Context(), wire.NoteSubject(n.Kind, tenant, "book", "run_n", "c1", n.Seq), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := e.emitBackground(t, "watch", "--tenant", tenant, "--from-start")
+	w.waitLines(t, 2)
+	if code := w.stop(t); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, w.stderr.String())
+	}
+	lines := w.stdout.lines()
+	for i, want := range []string{
+		"  acme  progress       book  run=run_n call=c1 seq=1  progress=1/2 message=\"half way\"",
+		"  acme  log            book  run=run_n call=c1 seq=2  level=info logger=\"up\" data=\"\\\"hello\\\"\"",
+	} {
+		if !strings.HasSuffix(lines[i], want) {
+			t.Errorf("line %d: %q, want it to end %q", i, lines[i], want)
+		}
+	}
+	w = e.emitBackground(t, "watch", "--json", "--tenant", tenant, "--from-start", "--kind", "log,completed")
+	w.waitLines(t, 1)
+	if code := w.stop(t); code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, w.stderr.String())
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(w.stdout.lines()[0]), &got); err != nil || got["kind"] != "log" || got["data"] != "hello" || got["seq"] != float64(2) {
+		t.Errorf("--json --kind log: %v, %v", got, err)
 	}
 }

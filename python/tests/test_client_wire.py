@@ -43,6 +43,7 @@ from toolexec import (
     _wire,
     tool,
 )
+from toolexec import client as client_module
 from toolexec.client import _result, _SentIDs
 
 KEY = "dcaca72c477ec402dd504f145eb9fa54d2964d52f26edc7cd656608baca21496"
@@ -669,3 +670,47 @@ def test_a_catalog_declaration_is_a_python_tools() -> None:
     assert bare.key_arguments is None
     with pytest.raises(MalformedAnswerError):
         ToolDeclaration.from_wire({"name": "a b"})
+
+
+# A note: the progress record of a call's body, as an executor stores it
+# (docs/PROTOCOL.md §13), on a subject of eight tokens.
+NOTE = json.dumps(
+    {
+        "specversion": "1.0",
+        "id": "6f1d3c0e8f2a4b5c9d7e1f2a3b4c5d6e",
+        "source": "/toolexec/executor",
+        "type": "io.tesserix.toolexec.progress",
+        "subject": "book",
+        "datacontenttype": "application/json",
+        "time": "2026-12-07T05:00:00Z",
+        "data": {"tool": "book", "seq": 1, "progress": 1, "total": 2},
+        "callid": "call_1",
+        "runid": "run_1",
+        "tenant": "acme",
+    }
+).encode()
+
+
+def test_a_note_is_not_an_answer() -> None:
+    """An answer reader skips a note, an event type it does not know: the
+    answer filter never matches one, and a watch of every event logs it and
+    goes on."""
+    headers = {"Content-Type": ["application/cloudevents+json"]}
+    subject = "toolexec.event.acme.progress.book.run_1.call_1.1"
+    with pytest.raises(MalformedAnswerError):
+        _wire.decode_answer(headers, NOTE, subject=subject)
+    assert (
+        client_module._skip_malformed(lambda: _wire.decode_answer(headers, NOTE, subject=subject))
+        is None
+    )
+    assert not _matches(_wire.answer_filter("acme", "book", "*", "call_1"), subject)
+
+
+def _matches(subject_filter: str, subject: str) -> bool:
+    f, s = subject_filter.split("."), subject.split(".")
+    for i, tok in enumerate(f):
+        if tok == ">":
+            return len(s) > i
+        if i >= len(s) or (tok != "*" and tok != s[i]):
+            return False
+    return len(f) == len(s)

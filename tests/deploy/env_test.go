@@ -145,9 +145,12 @@ type env struct {
 	// how they learn the workers' tools; none, unless an envOption says.
 	natsTools []natstool.Pending
 	workers   *workerset.Config
-	execs     []*executor
-	view      *conn
-	store     *natsstore.Store // the bucket, on view
+	// extra are tools served besides the downstream's; none unless an
+	// envOption says.
+	extra []*tool.Tool
+	execs []*executor
+	view  *conn
+	store *natsstore.Store // the bucket, on view
 }
 
 // envOption adjusts an env before its executors start.
@@ -161,7 +164,7 @@ func newEnv(t *testing.T, l layout, opts ...envOption) *env {
 		o(e)
 	}
 	e.srv = startServer(t, l.conf)
-	e.tools = e.down.tools(t)
+	e.tools = append(e.down.tools(t), e.extra...)
 	e.view = e.as(t, "executor")
 	e.execs = e.startExecutors(t, executors)
 	store, err := natsstore.New(ctxT(t, waitLong), e.view.js, natsstore.Config{})

@@ -30,6 +30,12 @@
 // an MCP server behind the executor (contentUpstream), so that it crosses the
 // executor, its record and the gateway. A new behaviour is one more case.
 //
+// An upstream written with the Go SDK that asks its client mid-call
+// (elicitation, sampling) and logs, behind an executor, meets the Go SDK's
+// client through `emitter mcp`, on the old protocol and the newest, and the
+// conformance scenarios of those requests and of logging through the HTTP
+// gateway: the gateway relays them to the calling client.
+//
 // The package has no code of its own; run it with go test ./tests/mcp. Its
 // tests need node and the harness's packages (`npm ci` in tests/mcp/node):
 // without them they skip, and under CI=true they fail.

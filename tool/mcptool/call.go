@@ -72,32 +72,64 @@ func (u *Upstream) call(ctx context.Context, tc tool.Context, remote string, eff
 // callOn makes one tools/call on s. stale reports that it failed because the
 // session is no longer usable, without any effect.
 func (u *Upstream) callOn(ctx context.Context, s *session, tc tool.Context, remote string, effectful bool, args json.RawMessage) (out string, stale bool, err error) {
-	p := &probe{key: tc.IdempotencyKey, effectful: effectful}
 	var arguments any = args
 	if len(bytes.TrimSpace(args)) == 0 {
 		arguments = map[string]any{}
 	}
-	res, err := s.cs.CallTool(context.WithValue(ctx, probeKey{}, p), &mcp.CallToolParams{
-		Name: remote, Arguments: arguments, Meta: meta(tc),
-	})
-	s.conn.forget(p)
-	raw := p.resultBytes()
-	if raw != nil || p.status.Load() != 0 || (err != nil && rpcAnswer(err)) {
-		s.answered.Store(true) // the server is alive enough to answer
-	}
-	if raw == nil && err == nil {
-		// The SDK decoded an answer this probe did not see; take it as decoded.
-		if raw, err = json.Marshal(res); err != nil {
-			return "", false, fmt.Errorf("mcp server %q: tools/call %q: the answer cannot be read: %w", u.cfg.Name, remote, err)
+	params := &mcp.CallToolParams{Name: remote, Arguments: arguments, Meta: meta(tc)}
+	token := "toolexec-" + tc.CallID
+	params.SetProgressToken(token)
+	params.Meta[mcp.MetaKeyLogLevel] = relayedLogLevel
+	for round := 1; ; round++ {
+		p := &probe{key: tc.IdempotencyKey, effectful: effectful, ctx: ctx, caller: tool.CallerFrom(ctx), token: token}
+		res, err := s.cs.CallTool(context.WithValue(ctx, probeKey{}, p), params)
+		s.conn.forget(p)
+		raw := p.resultBytes()
+		if raw != nil || p.status.Load() != 0 || (err != nil && rpcAnswer(err)) {
+			s.answered.Store(true) // the server is alive enough to answer
 		}
-	}
-	if raw != nil {
+		if raw == nil && err == nil {
+			// The SDK decoded an answer this probe did not see; take it as decoded.
+			if raw, err = json.Marshal(res); err != nil {
+				return "", false, fmt.Errorf("mcp server %q: tools/call %q: the answer cannot be read: %w", u.cfg.Name, remote, err)
+			}
+		}
+		if raw == nil {
+			return u.classify(ctx, s, remote, p, err)
+		}
 		// The upstream answered: whatever the SDK made of it, the answer
 		// decides.
-		out, err := u.outcome(remote, raw)
-		return out, false, err
+		if !needsInput(raw) || round > maxInputRoundTrips {
+			out, err := u.outcome(remote, raw)
+			return out, false, err
+		}
+		// It needs input first (multi round-trip requests): the caller is
+		// asked, and the call sent again with the answers, as the upstream
+		// asked. It has not proceeded, so a failure here is without effect.
+		responses, state, err := u.fulfil(ctx, tc, remote, raw)
+		if err != nil {
+			return "", false, err
+		}
+		b, err := json.Marshal(responses)
+		if err != nil {
+			return "", false, tool.NoEffect(fmt.Errorf("mcp server %q: tools/call %q: %w", u.cfg.Name, remote, err))
+		}
+		next := *params
+		if err := json.Unmarshal(b, &next.InputResponses); err != nil {
+			return "", false, tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: the caller's answer cannot be sent: %w",
+				ErrInputRequired, u.cfg.Name, remote, err))
+		}
+		next.RequestState = state
+		params = &next
 	}
-	return u.classify(ctx, s, remote, p, err)
+}
+
+// needsInput reports whether a tools/call result is input-required.
+func needsInput(raw json.RawMessage) bool {
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(raw, &r) == nil && r.ResultType == "input_required"
 }
 
 // meta is the _meta of a tools/call for tc.

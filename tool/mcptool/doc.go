@@ -96,9 +96,14 @@
 //   - A result with isError: true: a [*ToolError] carrying its text, wrapped
 //     with [tool.NoEffect]. The upstream answered that the call failed; the
 //     MCP specification has tools report their own failures this way.
-//   - An input-required result (the upstream asks for elicitation, sampling or
-//     roots before it proceeds): [ErrInputRequired], wrapped with
-//     [tool.NoEffect]. A tool run by toolexec has no one to ask.
+//   - An input-required result (the upstream asks for elicitation or sampling
+//     before it proceeds, multi round-trip requests): each request is asked
+//     of the call's caller ([tool.CallerFrom]), and the tools/call is sent
+//     again with the answers and the upstream's request state, as the
+//     upstream asked, at most 8 rounds. A request the caller does not answer
+//     (it cannot, refuses, or does not in time), one for roots, or a ninth
+//     round: [ErrInputRequired], wrapped with [tool.NoEffect], since the
+//     upstream has not proceeded.
 //   - Nothing of the request was written — the upstream could not be started or
 //     connected, the session had ended, the process's pipe was closed, the HTTP
 //     request never reached the wire, the context ended first: [ErrNotSent],
@@ -123,6 +128,27 @@
 //     as written once a byte of it entered the pipe; an HTTP one once the
 //     transport began writing it. The judgement errs on the side of unknown,
 //     never on the side of a second effect.
+//
+// # Requests and notifications from the upstream
+//
+// The client declares the elicitation (form and url) and sampling
+// capabilities for every call, since the connection is shared: a request
+// the upstream sends while it serves a call (elicitation/create,
+// sampling/createMessage) is relayed to that call's caller through
+// [tool.Caller], and its answer, or the caller's JSON-RPC error, returned to
+// the upstream. A caller that declared nothing refuses at once (-32601), so
+// the upstream is never left waiting. Over HTTP a request belongs to the call
+// on whose response stream it came; over stdio, which has no streams, to the
+// call in flight when it is the only one. A request that cannot be told to
+// belong to one call, and any other request (roots/list), is refused at once:
+// no request of one tenant's call ever reaches another's caller.
+//
+// Each tools/call carries the progressToken "toolexec-<call id>" and asks
+// for log messages from level info (logging/setLevel once per session on
+// protocols before 2026-07-28, the request's _meta after). The upstream's
+// progress notifications for the token, and its log messages (on the call's
+// stream over HTTP; over stdio while the call is the only one), are passed to
+// the caller as notes, which the executor bounds.
 //
 // # The outcome
 //

@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tesserix/toolexec/tool"
 )
 
 // probe follows one tools/call request through the transport: whether any of
@@ -25,6 +28,14 @@ type probe struct {
 	status atomic.Int32 // the HTTP status of the response to the POST, 0 before
 	result atomic.Pointer[json.RawMessage]
 	id     jsonrpc.ID // the request's id, set by probeConn.Write
+
+	// ctx is the call's context, caller the way back to its caller: what
+	// the upstream asks or reports during the call is relayed there. token is
+	// the progressToken of the request.
+	ctx    context.Context
+	caller tool.Caller
+	token  string
+	conn   *probeConn // set by probeConn.Write
 }
 
 // resultBytes returns the response's result, nil until one arrived.
@@ -78,8 +89,11 @@ type probeConn struct {
 	out     *stdinWriter
 	writeMu sync.Mutex
 
-	mu      sync.Mutex // protects waiting
+	mu      sync.Mutex // protects waiting and related
 	waiting map[jsonrpc.ID]*probe
+	// related maps the ids of the upstream's requests to the call on whose
+	// response stream they came (HTTP only).
+	related map[jsonrpc.ID]*probe
 }
 
 // Write sends msg; for the request of a probe it marks what was written.
@@ -93,7 +107,7 @@ func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		return c.Connection.Write(ctx, msg)
 	}
-	p.id = req.ID
+	p.id, p.conn = req.ID, c
 	c.mu.Lock()
 	c.waiting[req.ID] = p
 	c.mu.Unlock()
@@ -114,8 +128,26 @@ func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // Read receives the next message, keeping the result of a probe's response.
+// The upstream's requests are answered here, relayed to the caller of the
+// call they belong to or refused (see serve), and its progress and log
+// notifications recorded: the SDK sees none of them.
 func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	for err == nil {
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			break
+		}
+		switch {
+		case req.IsCall() && req.Method != "ping":
+			c.serve(req)
+		case req.Method == notifyProgress || req.Method == notifyMessage:
+			c.notify(req)
+		default:
+			return msg, err
+		}
+		msg, err = c.Connection.Read(ctx)
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
 		c.mu.Lock()
 		p := c.waiting[resp.ID]
@@ -195,6 +227,10 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := base.RoundTrip(r)
 	if p != nil && err == nil {
 		p.status.Store(int32(resp.StatusCode))
+		if p.conn != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			// What comes on the call's own stream is the call's.
+			resp.Body = &sseTap{ReadCloser: resp.Body, p: p, conn: p.conn}
+		}
 	}
 	return resp, err
 }

@@ -318,10 +318,17 @@ func New(cfg Config) (*Upstream, error) {
 	}
 	u := &Upstream{cfg: cfg, log: log.With("mcp_server", cfg.Name), state: StateConnecting, since: time.Now(), changed: make(chan struct{})}
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "toolexec", Version: buildinfo.Get().Version}, &mcp.ClientOptions{
-		Logger:       u.log,
-		Capabilities: &mcp.ClientCapabilities{}, // no roots, sampling or elicitation to offer
-		// An input-required result is answered to the caller, not fulfilled
-		// and retried: one body run is one tools/call.
+		Logger: u.log,
+		// Elicitation and sampling are offered for every call, since the
+		// connection is shared: a request is relayed to the caller of the
+		// call it belongs to, or refused at once when that caller cannot
+		// answer it (see serve). No roots.
+		Capabilities: &mcp.ClientCapabilities{
+			Sampling:    &mcp.SamplingCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		},
+		// An input-required result is fulfilled by the call's body itself
+		// (callOn), through the caller, never by the SDK.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	if len(cfg.Command) > 0 {
@@ -686,7 +693,15 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("%w: mcp server %q: initialize: %w", ErrUnavailable, u.cfg.Name, u.redact(err))
 	}
 	s := &session{cs: cs, conn: pt.conn, proc: proc, ended: make(chan struct{})}
-	attrs := []any{"protocol", cs.InitializeResult().ProtocolVersion}
+	ir := cs.InitializeResult()
+	if ir.Capabilities != nil && ir.Capabilities.Logging != nil && ir.ProtocolVersion < multiRoundTrip {
+		// Log messages are relayed to the callers (bounded per call). From
+		// 2026-07-28 on, each tools/call says the level itself.
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayedLogLevel}); err != nil {
+			u.log.Debug("mcp server refused logging/setLevel; its log messages are not relayed", "error", err)
+		}
+	}
+	attrs := []any{"protocol", ir.ProtocolVersion}
 	if proc != nil {
 		attrs = append(attrs, "pid", proc.cmd.Process.Pid)
 	}

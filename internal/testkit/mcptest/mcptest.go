@@ -140,7 +140,7 @@ var Annotated = map[string]string{
 // Tools lists the names of the server's tools, without the optional bad one.
 func Tools() []string {
 	names := []string{"meta", "text", "single", "empty", "image", "structured", "big", "fail", "invalid_params",
-		"internal_error", "needs_input", "effect", "hang"}
+		"internal_error", "needs_input", "confirm", "chatty", "effect", "hang"}
 	return append(names, slices.Sorted(maps.Keys(Annotated))...)
 }
 
@@ -253,6 +253,11 @@ var objectSchema = json.RawMessage(`{"type":"object"}`)
 //	invalid_params  a JSON-RPC error -32602
 //	internal_error  a JSON-RPC error -32603
 //	needs_input     an input-required result asking for an elicitation
+//	confirm         asks its client to confirm (elicitation/create with
+//	                Legacy, an input-required result otherwise) and answers
+//	                the action
+//	chatty          sends a progress notification (when asked for) and a log
+//	                message, and answers "done"
 //	effect          appends a line to the effects file, answers "done"
 //	hang            appends a line, then waits until cancelled or released
 //
@@ -263,7 +268,7 @@ func NewServer(o Options) *mcp.Server {
 	if page == 0 {
 		page = 3
 	}
-	opts := &mcp.ServerOptions{PageSize: page, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}}
+	opts := &mcp.ServerOptions{PageSize: page, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}}
 	if o.Legacy {
 		opts.SupportedProtocolVersions = []string{"2025-11-25"}
 	}
@@ -326,6 +331,29 @@ func NewServer(o Options) *mcp.Server {
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
 			"confirm": &mcp.ElicitParams{Message: "Really book?", RequestedSchema: map[string]any{"type": "object"}},
 		}}, nil
+	})
+	add("confirm", nil, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ask := &mcp.ElicitParams{Message: "Really book?", RequestedSchema: map[string]any{"type": "object"}}
+		if r, ok := req.Params.InputResponses["confirm"].(*mcp.ElicitResult); ok {
+			return textResult(r.Action), nil
+		}
+		if !o.Legacy {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": ask}}, nil
+		}
+		r, err := req.Session.Elicit(ctx, ask)
+		if err != nil {
+			res := textResult("elicitation failed: " + err.Error())
+			res.IsError = true
+			return res, nil
+		}
+		return textResult(r.Action), nil
+	})
+	add("chatty", nil, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if token := req.Params.GetProgressToken(); token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 2})
+		}
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "half way"})
+		return textResult("done"), nil
 	})
 	effectSchema := json.RawMessage(`{"type":"object","properties":{"entity":{"type":"string"},"note":{"type":"string"}},"required":["entity"]}`)
 	s.AddTool(&mcp.Tool{Name: "effect", Description: "Writes a line.", InputSchema: effectSchema},
