@@ -668,6 +668,12 @@ def test_a_catalog_declaration_is_a_python_tools() -> None:
     bare = ToolDeclaration.from_wire({"name": "t", "parameters": {"type": "object"}, "kind": "new"})
     assert bare.kind == "new"
     assert bare.key_arguments is None
+    assert not decl.unavailable
+    assert "unavailable" not in decl.declaration()
+    # The catalog's mark of a tool whose server cannot be reached (§8).
+    down = ToolDeclaration.from_wire({**book.declaration(), "unavailable": True})
+    assert down.unavailable
+    assert down.declaration() == {**book.declaration(), "unavailable": True}
     with pytest.raises(MalformedAnswerError):
         ToolDeclaration.from_wire({"name": "a b"})
 

@@ -175,6 +175,9 @@ class ToolDeclaration:
         check_arguments: Arguments a duplicate must not change.
         timeout: The bound on one attempt of its body, in seconds; None for
             none of its own.
+        unavailable: The tool is listed but not run now: the server its body
+            calls cannot be reached, and its calls are rejected
+            ``upstream_unavailable`` (nothing ran; retrying later is safe).
     """
 
     name: str
@@ -184,6 +187,7 @@ class ToolDeclaration:
     key_arguments: tuple[str, ...] | None = None
     check_arguments: tuple[str, ...] = ()
     timeout: float | None = None
+    unavailable: bool = False
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> ToolDeclaration:
@@ -205,6 +209,7 @@ class ToolDeclaration:
             key_arguments=tuple(_wire.strings(keys)) if keys is not None else None,
             check_arguments=tuple(_wire.strings(d.get("check_arguments"))),
             timeout=timeout_ms / 1000 if isinstance(timeout_ms, int) and timeout_ms > 0 else None,
+            unavailable=d.get("unavailable") is True,
         )
 
     def declaration(self) -> dict[str, Any]:
@@ -222,6 +227,8 @@ class ToolDeclaration:
                 d["check_arguments"] = list(self.check_arguments)
         if self.timeout is not None:
             d["timeout_ms"] = round(self.timeout * 1000)
+        if self.unavailable:
+            d["unavailable"] = True
         return d
 
 
