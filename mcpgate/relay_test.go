@@ -266,7 +266,11 @@ func TestRelayElicitationAndSampling(t *testing.T) {
 			h := &humanClient{}
 			cs := connectVersion(t, f.url, h.options(true, true), c.client)
 
-			r := callTool(t, cs, "confirm", map[string]any{"flight": "BA117"}, nil)
+			// The run is named: a client on the newest protocol has no session
+			// over HTTP, and without a run_id each call would be a run of its
+			// own. A fresh _meta for each call: the SDK writes into it.
+			run := func() mcp.Meta { return mcp.Meta{mcpgate.MetaRunID: "trip-relay"} }
+			r := callTool(t, cs, "confirm", map[string]any{"flight": "BA117"}, run())
 			if r.IsError || !strings.HasPrefix(text(r), "accept ") {
 				t.Fatalf("confirm: %+v %q", r, text(r))
 			}
@@ -293,7 +297,7 @@ func TestRelayElicitationAndSampling(t *testing.T) {
 
 			// The repeat is answered from the record: nobody is asked again.
 			before := f.up.confirm.Load()
-			r2 := callTool(t, cs, "confirm", map[string]any{"flight": "BA117"}, nil)
+			r2 := callTool(t, cs, "confirm", map[string]any{"flight": "BA117"}, run())
 			if metaOf(r2, "kind") != "deduplicated" || text(r2) != text(r) {
 				t.Errorf("repeat: %+v %q", r2.Meta, text(r2))
 			}
