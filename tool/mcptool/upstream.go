@@ -192,8 +192,9 @@ type Upstream struct {
 	cfg    Config
 	log    *slog.Logger
 	client *mcp.Client
-	http   *http.Client // for a URL
-	idle   []func()     // close the idle connections of the transports we made
+	http   *http.Client  // for a URL
+	rt     *roundTripper // its transport
+	idle   []func()      // close the idle connections of the transports we made
 	// safeURL is the URL without query or user information, for messages;
 	// secretURLs are the forms of the URL that hold them (none when it does
 	// not).
@@ -286,15 +287,17 @@ func (u *Upstream) httpClient(headers http.Header) *http.Client {
 			inner = http.DefaultTransport
 		}
 		cp := *c
-		cp.Transport = &roundTripper{headers: headers, pooled: inner}
+		u.rt = &roundTripper{headers: headers, pooled: inner}
+		cp.Transport = u.rt
 		return &cp
 	}
 	pooled := http.DefaultTransport.(*http.Transport).Clone()
 	single := pooled.Clone()
 	single.DisableKeepAlives = true
 	u.idle = append(u.idle, pooled.CloseIdleConnections, single.CloseIdleConnections)
+	u.rt = &roundTripper{headers: headers, pooled: pooled, single: single}
 	return &http.Client{
-		Transport:     &roundTripper{headers: headers, pooled: pooled, single: single},
+		Transport:     u.rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -392,6 +395,7 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 		}
 		pt = &probeTransport{inner: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, out: proc.stdin}
 	} else {
+		u.rt.version.Store(nil) // a new session negotiates anew
 		pt = &probeTransport{inner: &mcp.StreamableClientTransport{
 			Endpoint: u.cfg.URL, HTTPClient: u.http,
 			DisableStandaloneSSE: true, // answers come on each call's own stream
@@ -410,7 +414,11 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("%w: mcp server %q: initialize: %w", ErrUnavailable, u.cfg.Name, u.redact(err))
 	}
 	s := &session{cs: cs, conn: pt.conn, proc: proc, ended: make(chan struct{})}
-	attrs := []any{"protocol", cs.InitializeResult().ProtocolVersion}
+	version := cs.InitializeResult().ProtocolVersion
+	if proc == nil {
+		u.rt.version.Store(&version)
+	}
+	attrs := []any{"protocol", version}
 	if proc != nil {
 		attrs = append(attrs, "pid", proc.cmd.Process.Pid)
 	}
