@@ -174,15 +174,15 @@ func (s *eventStore) drop(sessionID, streamID string) {
 	}
 }
 
-// stalest returns the stream whose last event is the oldest, other than the
-// one named by (curSession, curStream); false when there is none. s.mu is
-// held.
+// stalest returns the stream holding data whose last event is the oldest,
+// other than the one named by (curSession, curStream); false when there is
+// none. s.mu is held.
 func (s *eventStore) stalest(curSession, curStream string) (sessionID, streamID string, ok bool) {
 	var at time.Time
 	for sess, streams := range s.sessions {
 		for id, st := range streams {
-			if sess == curSession && id == curStream {
-				continue
+			if st.size == 0 || (sess == curSession && id == curStream) {
+				continue // dropping it would free nothing
 			}
 			if !ok || st.last.Before(at) {
 				sessionID, streamID, at, ok = sess, id, st.last, true
