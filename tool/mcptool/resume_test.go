@@ -54,19 +54,37 @@ func (l *requestLog) counts() (calls int, resumes []string) {
 	return l.calls, append([]string(nil), l.resumes...)
 }
 
+// The upstreams of openResumable.
+const (
+	notResumable = iota // no event store: no event ids
+	resumable           // an event store
+	refusing            // an event store, but every GET is refused 400
+)
+
 // openResumable connects an upstream to the test server over Streamable HTTP
-// at 2025-11-25 (the newest protocol with resumable streams), with an event
-// store when resumable is set.
-func openResumable(t *testing.T, resumable bool) (*fixture, *requestLog) {
+// at 2025-11-25 (the newest protocol with resumable streams), of kind
+// notResumable, resumable or refusing.
+func openResumable(t *testing.T, kind int) (*fixture, *requestLog) {
 	t.Helper()
 	f := &fixture{effects: t.TempDir() + "/effects"}
 	srv := mcptest.NewServer(mcptest.Options{EffectsFile: f.effects, Legacy: true})
 	opts := &mcp.StreamableHTTPOptions{}
-	if resumable {
+	if kind != notResumable {
 		opts.EventStore = mcp.NewMemoryEventStore(nil)
 	}
 	log := &requestLog{}
-	ts := httptest.NewServer(log.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)))
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+	if kind == refusing {
+		next := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				http.Error(w, "no resumption here", http.StatusBadRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	ts := httptest.NewServer(log.wrap(h))
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 	u, err := mcptool.Open(testenv.Context(t, time.Minute), mcptool.Config{Name: "test", URL: ts.URL + "/mcp", Logger: testenv.Logger()})
 	if err != nil {
@@ -83,7 +101,7 @@ func openResumable(t *testing.T, resumable bool) (*fixture, *requestLog) {
 // request.
 func TestStreamResumed(t *testing.T) {
 	t.Parallel()
-	f, log := openResumable(t, true)
+	f, log := openResumable(t, resumable)
 	for _, k := range []tool.Kind{tool.Effectful, tool.Idempotent} {
 		out, err := f.call(t, k, "reconnect", callCtx, `{"entity":"e1"}`)
 		if err != nil || out != "resumed" {
@@ -104,7 +122,7 @@ func TestStreamResumed(t *testing.T) {
 // outcome is unknown (a plain error), and the call is not sent again.
 func TestStreamNotResumable(t *testing.T) {
 	t.Parallel()
-	f, log := openResumable(t, false)
+	f, log := openResumable(t, notResumable)
 	out, err := f.call(t, tool.Effectful, "reconnect", callCtx, `{"entity":"e1"}`)
 	if err == nil || errors.Is(err, tool.ErrNoEffect) {
 		t.Fatalf("call = %q, %v; want an unknown outcome", out, err)
@@ -117,4 +135,25 @@ func TestStreamNotResumable(t *testing.T) {
 	if out, err := f.call(t, tool.ReadOnly, "single", callCtx, `{}`); err != nil || out != "just this" {
 		t.Errorf("next call = %q, %v", out, err)
 	}
+}
+
+// TestResumptionRefused: an upstream that gave event ids but refuses the GET
+// that resumes the stream leaves the outcome unknown; the call is not sent
+// again, and the session, which the refusal broke, is replaced for the next
+// call.
+func TestResumptionRefused(t *testing.T) {
+	t.Parallel()
+	f, log := openResumable(t, refusing)
+	out, err := f.call(t, tool.Effectful, "reconnect", callCtx, `{"entity":"e1"}`)
+	if err == nil || errors.Is(err, tool.ErrNoEffect) {
+		t.Fatalf("call = %q, %v; want an unknown outcome", out, err)
+	}
+	calls, resumes := log.counts()
+	if n := len(mcptest.Effects(t, f.effects)); n != 1 || calls != 1 || len(resumes) == 0 {
+		t.Errorf("%d effects, %d tools/call requests, resumptions %q; want one effect, one request, a resumption tried", n, calls, resumes)
+	}
+	waitFor(t, 10*time.Second, "the next call to succeed on a new session", func() bool {
+		out, err := f.call(t, tool.ReadOnly, "single", callCtx, `{}`)
+		return err == nil && out == "just this"
+	})
 }
