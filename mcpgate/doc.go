@@ -95,6 +95,30 @@
 // passes them to the executor and waits for the call by its id, as a retry
 // with call_id does.
 //
+// # Resumable streams
+//
+// Over Streamable HTTP, the response stream of a request in a session at
+// protocol 2025-11-25 or later opens with a priming event (an event id, no
+// data), and every event has an id, so that a client whose stream ended
+// before the answer — the connection broke, or the gateway closed it — can
+// ask for the rest with a GET carrying Last-Event-ID (SEP-1699). A request
+// whose Mcp-Protocol-Version header names an older version than its session
+// negotiated is served at the session's. With [Config.PollAfter] the gateway
+// closes the stream of a call that has waited that long, with a retry field
+// of [Config.PollRetry], so that a long call holds no connection while it
+// waits; the call goes on, and its answer waits on the resumed stream.
+//
+// The events are kept in memory, within three bounds: [Config.StreamBytes]
+// of event data in all (16 MiB by default; when full, the streams whose last
+// event is oldest go first, then the oldest events of the stream written),
+// the 64 newest streams of a session (one per request that waited for an
+// answer), and [Config.StreamRetention] after a stream's last event (10
+// minutes by default; a session's standalone GET stream is bounded by bytes
+// only). A session's events go when it closes or times out. A resumption that
+// asks for events no longer kept is refused (400), never answered with a gap.
+// A gateway's events stay in its process: a client must resume on the
+// gateway that served the stream.
+//
 // # HTTP security
 //
 // As the MCP specification asks of Streamable HTTP servers: a request whose

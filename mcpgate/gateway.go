@@ -33,6 +33,14 @@ const (
 	DefaultProgressEvery = time.Second
 	// DefaultSource is the CloudEvents source of the calls a gateway makes.
 	DefaultSource = "/toolexec/mcp"
+	// DefaultPollRetry is the reconnection delay asked of a client whose
+	// stream the gateway closed (see Config.PollAfter).
+	DefaultPollRetry = time.Second
+	// DefaultStreamBytes bounds the event data kept for stream resumption.
+	DefaultStreamBytes = 16 << 20
+	// DefaultStreamRetention is how long a stream's events are kept after
+	// its last one.
+	DefaultStreamRetention = 10 * time.Minute
 )
 
 // ErrInvalidConfig is matched by the errors of New and Handler for a
@@ -58,6 +66,23 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Logger receives what the gateway could not do; default slog.Default().
 	Logger *slog.Logger
+
+	// PollAfter, over Streamable HTTP, closes the response stream of a
+	// tools/call that has waited this long for its answer, asking the client
+	// to reconnect after PollRetry (SEP-1699): the client resumes the stream
+	// with Last-Event-ID and gets the answer on the resumed one, and no
+	// connection is held for the whole of a long call. Only the streams of
+	// sessions at protocol 2025-11-25 or later, whose clients know to
+	// resume, are closed. Zero, the default, closes none.
+	PollAfter time.Duration
+	// PollRetry is the delay PollAfter asks for; default DefaultPollRetry.
+	PollRetry time.Duration
+	// StreamBytes bounds the event data kept, in all, for clients that
+	// resume a stream; default DefaultStreamBytes.
+	StreamBytes int
+	// StreamRetention is how long a stream's events are kept after its last
+	// one; default DefaultStreamRetention.
+	StreamRetention time.Duration
 }
 
 // Gateway is an MCP server in front of toolexec's executors. It is safe for
@@ -71,6 +96,8 @@ type Gateway struct {
 	life    context.Context
 	endLife context.CancelFunc
 	watches sync.WaitGroup
+
+	events *eventStore // the HTTP streams' events, for resumption
 
 	mu      sync.Mutex
 	tenants map[string]*tenantServer // the HTTP servers, one per tenant
@@ -103,6 +130,18 @@ func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.PollAfter < 0 {
+		cfg.PollAfter = 0
+	}
+	if cfg.PollRetry <= 0 {
+		cfg.PollRetry = DefaultPollRetry
+	}
+	if cfg.StreamBytes <= 0 {
+		cfg.StreamBytes = DefaultStreamBytes
+	}
+	if cfg.StreamRetention <= 0 {
+		cfg.StreamRetention = DefaultStreamRetention
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: %w", err)
@@ -114,7 +153,8 @@ func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: %w", err)
 	}
-	g := &Gateway{bc: bc, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{}}
+	g := &Gateway{bc: bc, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{},
+		events: newEventStore(cfg.StreamBytes, cfg.StreamRetention)}
 	g.life, g.endLife = context.WithCancel(context.Background())
 	return g, nil
 }
@@ -401,6 +441,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	if isCont && ix != nil {
 		ts.answerInputs(wait, ix, req.Params.InputResponses)
 	}
+	defer ts.poll(req)()
 
 	if given {
 		a, found, err := g.bc.Find(wait, ts.tenant, callID)
@@ -481,6 +522,29 @@ func (ts *tenantServer) defaultRun(s *mcp.ServerSession) string {
 		return ts.run
 	}
 	return newID("run_")
+}
+
+// resumableVersion is the first protocol version whose clients resume a
+// stream the server closed (SEP-1699); sessionlessVersion, the first without
+// sessions, has no resumable streams either (SEP-2575).
+const resumableVersion = "2025-11-25"
+
+// poll closes the response stream of req after Config.PollAfter, when it is
+// a Streamable HTTP stream of a session whose client resumes streams; the
+// returned func stops the timer.
+func (ts *tenantServer) poll(req *mcp.CallToolRequest) (stop func()) {
+	after := ts.g.cfg.PollAfter
+	if after <= 0 || req.Extra == nil || req.Extra.CloseSSEStream == nil || req.Session == nil {
+		return func() {}
+	}
+	p := req.Session.InitializeParams()
+	if p == nil || p.ProtocolVersion < resumableVersion || p.ProtocolVersion >= sessionlessVersion {
+		return func() {}
+	}
+	t := time.AfterFunc(after, func() {
+		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: ts.g.cfg.PollRetry})
+	})
+	return func() { t.Stop() }
 }
 
 // metaString returns the string under name in a request's _meta: "" when

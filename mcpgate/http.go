@@ -101,7 +101,9 @@ func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
 	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(serverOf, &mcp.StreamableHTTPOptions{
 		Logger: g.log, SessionTimeout: cfg.SessionTimeout, MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		EventStore: g.events,
 	})
+	h = g.sessionVersion(tenantOf, h)
 	h = g.capSessions(cfg.MaxSessions, cfg.MaxRequestBytes, cfg.SessionTimeout, tenantOf, h)
 	// The protocol of 2026-07-28 has no sessions, and the SDK serves it over
 	// HTTP only from a stateless handler; the earlier protocols keep theirs.
@@ -192,6 +194,40 @@ func byProtocol(sessionless, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sessionVersion serves a request of an open session at the protocol version
+// the session negotiated when its Mcp-Protocol-Version header names an older
+// one. The version decides whether a response stream is resumable (a priming
+// event with an id, a retry field when the gateway closes it); a session
+// negotiated at 2025-11-25 keeps its streams resumable whatever a request
+// says. A header naming a newer version than negotiated is left to the SDK.
+func (g *Gateway) sessionVersion(tenantOf func(*http.Request) (string, bool), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, v := r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Protocol-Version")
+		if id != "" && v != "" && v < resumableVersion {
+			if tenant, ok := tenantOf(r); ok {
+				if nv := g.serverFor(r.Context(), tenant).negotiated(id); nv >= resumableVersion && nv < sessionlessVersion {
+					r.Header.Set("Mcp-Protocol-Version", nv)
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// negotiated returns the protocol version of the tenant's session id, ""
+// when there is no such session or it is not initialized.
+func (ts *tenantServer) negotiated(id string) string {
+	for s := range ts.srv.Sessions() {
+		if s.ID() == id {
+			if p := s.InitializeParams(); p != nil {
+				return p.ProtocolVersion
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // checkOrigin refuses, 403, a request whose Origin header is present and

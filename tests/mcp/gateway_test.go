@@ -81,9 +81,17 @@ func fixtureTools(t *testing.T) []*tool.Tool {
 
 func startGatewayFleet(t *testing.T) *gatewayFleet {
 	t.Helper()
+	return startGatewayFleetWith(t, mcpgate.Config{ProgressEvery: 100 * time.Millisecond})
+}
+
+// startGatewayFleetWith starts a gateway fleet whose gateway has cfg (its
+// logger set here) and whose executor serves extra besides the demo airline
+// and the fixture tools (and the content upstream's tools).
+func startGatewayFleetWith(t *testing.T, cfg mcpgate.Config, extra ...*tool.Tool) *gatewayFleet {
+	t.Helper()
 	f := &gatewayFleet{srv: natstest.Start(t), airline: demo.New(), content: startContentUpstream(t)}
 	ctx := testenv.Context(t, clientWait)
-	tools := append(append(f.airline.Tools(), fixtureTools(t)...), f.content.tools...)
+	tools := append(append(append(f.airline.Tools(), fixtureTools(t)...), f.content.tools...), extra...)
 	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, f.srv), toolexec.ExecutorConfig{Tools: tools, Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatalf("NewExecutor: %v", err)
@@ -93,7 +101,8 @@ func startGatewayFleet(t *testing.T) *gatewayFleet {
 	go func() { done <- ex.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-done; ex.Close() })
 
-	gw, err := mcpgate.New(natstest.Connect(t, f.srv), mcpgate.Config{ProgressEvery: 100 * time.Millisecond, Logger: testenv.Logger()})
+	cfg.Logger = testenv.Logger()
+	gw, err := mcpgate.New(natstest.Connect(t, f.srv), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,13 +206,4 @@ func TestGatewayTypeScriptClient(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestGatewayConformance runs the official conformance scenarios that apply
-// to a tools-only server against the gateway: every one must pass. The table
-// of results is in the test log (go test -v); nodetest.Scenarios says why the
-// others do not apply.
-func TestGatewayConformance(t *testing.T) {
-	suite := nodetest.Conformance(t)
-	passesConformance(t, suite, startGatewayFleet(t).plainURL)
 }

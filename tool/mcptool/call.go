@@ -76,6 +76,10 @@ func (u *Upstream) callOn(ctx context.Context, s *session, tc tool.Context, remo
 	if len(bytes.TrimSpace(args)) == 0 {
 		arguments = map[string]any{}
 	}
+	// Ended when the call returns: a stream the SDK still reads after the
+	// answer (a resumed GET the upstream keeps open) is let go.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	params := &mcp.CallToolParams{Name: remote, Arguments: arguments, Meta: meta(tc)}
 	token := "toolexec-" + tc.CallID
 	params.SetProgressToken(token)

@@ -129,6 +129,21 @@
 //     transport began writing it. The judgement errs on the side of unknown,
 //     never on the side of a second effect.
 //
+// Over HTTP the answer may come late. An upstream may close the stream of a
+// tools/call before the result (SEP-1699: a server that frees its
+// connections during a long call); if the stream gave event ids, the client
+// asks for the rest of it with a GET carrying Last-Event-ID, after the delay
+// the upstream's retry field names, again while the upstream makes progress
+// (at most five times in a row without), all within the call's context (the
+// tool's timeout). The request is never sent again: the answer that arrives
+// on a resumed stream decides as any other. Only a stream that cannot be
+// resumed — it gave no event id, the upstream refused the GET, the context
+// ended first — leaves the outcome unknown; an upstream that refuses a
+// resumption also ends the session, and the next call starts a new one.
+// Every request after the handshake carries Mcp-Protocol-Version, the version
+// negotiated: without it a server takes a session for 2025-03-26 and sends
+// no event ids.
+//
 // # Requests and notifications from the upstream
 //
 // The client declares the elicitation (form and url) and sampling

@@ -46,6 +46,10 @@ func (p *probe) resultBytes() json.RawMessage {
 	return nil
 }
 
+// headerProtocolVersion is the header that names the protocol version of a
+// request to a Streamable HTTP server.
+const headerProtocolVersion = "Mcp-Protocol-Version"
+
 // probeKey carries a *probe in the context of a tools/call, from the body to
 // probeConn.Write.
 type probeKey struct{}
@@ -192,10 +196,18 @@ func (w *stdinWriter) Close() error { return w.f.Close() }
 var _ io.WriteCloser = (*stdinWriter)(nil)
 
 // roundTripper sends the HTTP requests of a Streamable HTTP upstream: it adds
-// the configured headers to every request, and to the POST of a probe's
-// tools/call the Idempotency-Key; it records the status of that POST.
+// the configured headers to every request, the negotiated protocol version to
+// those that lack it, and to the POST of a probe's tools/call the
+// Idempotency-Key; it records the status of that POST.
 type roundTripper struct {
 	headers http.Header
+	// version is the protocol version the live session negotiated; nil
+	// while none is. The SDK's transport would send it itself, but learns it
+	// only from a connection it made, and the session's connection is a
+	// probeConn around it. Without it, a server takes the requests for
+	// 2025-03-26 and gives their streams no event ids, so that a stream it
+	// closes mid-call cannot be resumed.
+	version atomic.Pointer[string]
 	pooled  http.RoundTripper
 	// single sends the tools/call of Effectful tools, each on a connection of
 	// its own; nil when the caller supplied the client (then pooled sends all).
@@ -206,6 +218,9 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	for k, vs := range t.headers {
 		r.Header[k] = vs
+	}
+	if v := t.version.Load(); v != nil && r.Header.Get(headerProtocolVersion) == "" {
+		r.Header.Set(headerProtocolVersion, *v)
 	}
 	base := t.pooled
 	p := probeFrom(req.Context(), armedKey{})

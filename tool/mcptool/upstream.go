@@ -253,8 +253,9 @@ type Upstream struct {
 	cfg    Config
 	log    *slog.Logger
 	client *mcp.Client
-	http   *http.Client // for a URL
-	idle   []func()     // close the idle connections of the transports we made
+	http   *http.Client  // for a URL
+	rt     *roundTripper // its transport
+	idle   []func()      // close the idle connections of the transports we made
 	// safeURL is the URL without query or user information, for messages;
 	// secretURLs are the forms of the URL that hold them (none when it does
 	// not).
@@ -377,15 +378,17 @@ func (u *Upstream) httpClient(headers http.Header) *http.Client {
 			inner = http.DefaultTransport
 		}
 		cp := *c
-		cp.Transport = &roundTripper{headers: headers, pooled: inner}
+		u.rt = &roundTripper{headers: headers, pooled: inner}
+		cp.Transport = u.rt
 		return &cp
 	}
 	pooled := http.DefaultTransport.(*http.Transport).Clone()
 	single := pooled.Clone()
 	single.DisableKeepAlives = true
 	u.idle = append(u.idle, pooled.CloseIdleConnections, single.CloseIdleConnections)
+	u.rt = &roundTripper{headers: headers, pooled: pooled, single: single}
 	return &http.Client{
-		Transport:     &roundTripper{headers: headers, pooled: pooled, single: single},
+		Transport:     u.rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -675,6 +678,7 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 		}
 		pt = &probeTransport{inner: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, out: proc.stdin}
 	} else {
+		u.rt.version.Store(nil) // a new session negotiates anew
 		pt = &probeTransport{inner: &mcp.StreamableClientTransport{
 			Endpoint: u.cfg.URL, HTTPClient: u.http,
 			DisableStandaloneSSE: true, // answers come on each call's own stream
@@ -694,14 +698,18 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 	}
 	s := &session{cs: cs, conn: pt.conn, proc: proc, ended: make(chan struct{})}
 	ir := cs.InitializeResult()
-	if ir.Capabilities != nil && ir.Capabilities.Logging != nil && ir.ProtocolVersion < multiRoundTrip {
+	version := ir.ProtocolVersion
+	if proc == nil {
+		u.rt.version.Store(&version)
+	}
+	if ir.Capabilities != nil && ir.Capabilities.Logging != nil && version < multiRoundTrip {
 		// Log messages are relayed to the callers (bounded per call). From
 		// 2026-07-28 on, each tools/call says the level itself.
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayedLogLevel}); err != nil {
 			u.log.Debug("mcp server refused logging/setLevel; its log messages are not relayed", "error", err)
 		}
 	}
-	attrs := []any{"protocol", ir.ProtocolVersion}
+	attrs := []any{"protocol", version}
 	if proc != nil {
 		attrs = append(attrs, "pid", proc.cmd.Process.Pid)
 	}

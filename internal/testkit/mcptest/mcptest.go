@@ -110,6 +110,13 @@ func Command(o Options) ([]string, map[string]string) {
 	return []string{os.Args[0]}, env
 }
 
+// The timing of the "reconnect" tool: the retry it asks of the client when it
+// closes its stream, and how long after that it answers.
+const (
+	ReconnectRetry = 50 * time.Millisecond
+	ReconnectDelay = 300 * time.Millisecond
+)
+
 // Echo is the structured content of the "meta" tool: what its request carried.
 type Echo struct {
 	// Meta is the request's _meta.
@@ -140,7 +147,7 @@ var Annotated = map[string]string{
 // Tools lists the names of the server's tools, without the optional bad one.
 func Tools() []string {
 	names := []string{"meta", "text", "single", "empty", "image", "structured", "big", "fail", "invalid_params",
-		"internal_error", "needs_input", "confirm", "chatty", "effect", "hang"}
+		"internal_error", "needs_input", "confirm", "chatty", "effect", "hang", "reconnect"}
 	return append(names, slices.Sorted(maps.Keys(Annotated))...)
 }
 
@@ -260,6 +267,10 @@ var objectSchema = json.RawMessage(`{"type":"object"}`)
 //	                message, and answers "done"
 //	effect          appends a line to the effects file, answers "done"
 //	hang            appends a line, then waits until cancelled or released
+//	reconnect       appends a line, closes the response stream of its request
+//	                over Streamable HTTP (SEP-1699: the client is to resume it
+//	                with Last-Event-ID after [ReconnectRetry]), waits
+//	                [ReconnectDelay], and answers "resumed"
 //
 // and the tools of [Annotated], each answering "ok". effect and hang take
 // {"entity": string, "note": string}; the others take any object.
@@ -374,6 +385,21 @@ func NewServer(o Options) *mcp.Server {
 			case <-o.Release:
 				return nil, errors.New("released")
 			}
+		})
+	s.AddTool(&mcp.Tool{Name: "reconnect", Description: "Writes a line, closes its stream, answers later.", InputSchema: effectSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := appendEffect(o.EffectsFile, "reconnect", req.Params.Arguments); err != nil {
+				return nil, err
+			}
+			if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+				req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: ReconnectRetry})
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(ReconnectDelay):
+			}
+			return textResult("resumed"), nil
 		})
 	yes, no := true, false
 	for name, ann := range map[string]*mcp.ToolAnnotations{

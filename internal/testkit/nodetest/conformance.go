@@ -100,7 +100,7 @@ func (r ScenarioResult) Failures() []Check {
 // with the results of the scenarios before it.
 func (s *Suite) Run(ctx context.Context, url string, scenarios ...string) ([]ScenarioResult, error) {
 	for _, name := range scenarios {
-		if _, ok := scenario(name); !ok {
+		if _, ok := Lookup(name); !ok {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownScenario, name)
 		}
 	}

@@ -1,8 +1,9 @@
 // Package nodetest runs the MCP peers that live in the npm harness under
 // tests/mcp/node (package.json and its lockfile pin every version): the
 // TypeScript SDK's client ([Client], driving tests/mcp/node/client.mjs), the
-// official conformance suite ([Conformance]) and the reference server
-// @modelcontextprotocol/server-memory ([Memory]).
+// official conformance suite ([Conformance]), its own fixture servers
+// ([Fixture]) and the reference server @modelcontextprotocol/server-memory
+// ([Memory]).
 //
 // The client and server-memory run on the machine's node (found on PATH); the
 // conformance suite needs a newer node than the machine has, so it runs on

@@ -68,6 +68,50 @@ func TestScenarioTable(t *testing.T) {
 			t.Errorf("%s is listed twice", s.Name)
 		}
 		seen[s.Name] = true
+		// The gateway may leave out only what it does not advertise.
+		advertised := !strings.HasPrefix(s.Name, "resources-") && !strings.HasPrefix(s.Name, "prompts-") && s.Name != "completion-complete"
+		if (s.Exception == "") != advertised {
+			t.Errorf("%s: exception %q; only resources, prompts and completion scenarios are exceptions, each with its reason", s.Name, s.Exception)
+		}
+		if s.Exception != "" && s.Owed != "" {
+			t.Errorf("%s is both an exception and owed", s.Name)
+		}
+		if s.Applies && s.Owed != "" {
+			t.Errorf("%s applies to a tools-only server, yet the gateway owes it", s.Name)
+		}
+	}
+	if n := len(nodetest.Gateway()); n != len(nodetest.Scenarios)-12 {
+		t.Errorf("Gateway() has %d scenarios, want all but the 12 of resources, prompts and completion", n)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	check := func(statuses ...string) nodetest.ScenarioResult {
+		var r nodetest.ScenarioResult
+		for _, s := range statuses {
+			r.Checks = append(r.Checks, nodetest.Check{Status: s})
+		}
+		return r
+	}
+	ok, warned, failed := check("SUCCESS", "INFO"), check("SUCCESS", "WARNING"), check("SUCCESS", "FAILURE")
+	for _, tc := range []struct {
+		name string
+		give nodetest.Scenario
+		r    nodetest.ScenarioResult
+		want nodetest.Verdict
+	}{
+		{"passes", nodetest.Scenario{}, ok, nodetest.Pass},
+		{"warnings pass", nodetest.Scenario{}, warned, nodetest.Pass},
+		{"fails", nodetest.Scenario{}, failed, nodetest.Fail},
+		{"nothing succeeded", nodetest.Scenario{}, check("INFO"), nodetest.Fail},
+		{"strict warnings fail", nodetest.Scenario{Strict: true}, warned, nodetest.Fail},
+		{"strict passes", nodetest.Scenario{Strict: true}, ok, nodetest.Pass},
+		{"owed fails", nodetest.Scenario{Owed: "later"}, failed, nodetest.Owed},
+		{"owed passes", nodetest.Scenario{Owed: "later"}, ok, nodetest.Flip},
+	} {
+		if got := nodetest.Judge(tc.give, tc.r); got != tc.want {
+			t.Errorf("%s: Judge = %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }
 
