@@ -49,6 +49,11 @@ func reconnectionTool(t *testing.T) *tool.Tool {
 // and "upstream", where test_reconnection and add_numbers are the suite's own
 // fixture servers (sse-retry and tools_call) imported through a tools file,
 // so that server-sse-polling crosses a stream closed mid-call on both sides.
+// In both, the tools of the content scenarios (image, audio, resources) and of
+// the requests and logs mid-call (sampling, elicitation, logging) are MCP
+// servers written with the Go SDK behind the executor, imported through
+// mcptool, since a tool whose body runs in the executor has neither content
+// nor a client to ask.
 // A scenario passes, or fails as its Owed says it does today; an owed
 // scenario that passes fails the test, to be flipped. The table is in the
 // test log (go test -v). There is no stdio run (emitter mcp): the suite's
@@ -57,7 +62,7 @@ func TestGatewayConformance(t *testing.T) {
 	suite := nodetest.Conformance(t)
 	t.Run("direct", func(t *testing.T) {
 		t.Parallel()
-		f := startGatewayFleetWith(t, pollConfig, reconnectionTool(t))
+		f := startGatewayFleetWith(t, pollConfig, append(askingTools(t), reconnectionTool(t))...)
 		conformsOrOwes(t, suite, f.plainURL)
 	})
 	t.Run("upstream", func(t *testing.T) {
@@ -65,7 +70,7 @@ func TestGatewayConformance(t *testing.T) {
 		retry := nodetest.Fixture(t, nodetest.FixtureSSERetry)
 		adder := nodetest.Fixture(t, nodetest.FixtureToolsCall)
 		set := importFixtures(t, retry, adder)
-		f := startGatewayFleetWith(t, pollConfig, set.Tools()...)
+		f := startGatewayFleetWith(t, pollConfig, append(askingTools(t), set.Tools()...)...)
 		conformsOrOwes(t, suite, f.plainURL)
 
 		ctx := testenv.Context(t, clientWait)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
-	"github.com/tesserix/toolexec/internal/testkit/nodetest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/mcpgate"
+	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/mcptool"
 )
 
@@ -56,7 +56,7 @@ func newAskingServer() *sdk.Server {
 		return r
 	}
 	elicit := func(name, schema string) {
-		s.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)},
+		s.AddTool(&sdk.Tool{Name: name, Description: "Asks the client for input mid-call, and answers with what it said.", InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				var args struct{ Message string }
 				_ = json.Unmarshal(req.Params.Arguments, &args)
@@ -74,7 +74,7 @@ func newAskingServer() *sdk.Server {
 	elicit("test_elicitation", `{"type":"object","properties":{"username":{"type":"string"},"email":{"type":"string"}},"required":["username","email"]}`)
 	elicit("test_elicitation_sep1034_defaults", sep1034Schema)
 	elicit("test_elicitation_sep1330_enums", sep1330Schema)
-	s.AddTool(&sdk.Tool{Name: "test_sampling", InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}}}`)},
+	s.AddTool(&sdk.Tool{Name: "test_sampling", Description: "Asks the client for a sample mid-call, and answers with it.", InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}}}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var args struct{ Prompt string }
 			_ = json.Unmarshal(req.Params.Arguments, &args)
@@ -89,7 +89,7 @@ func newAskingServer() *sdk.Server {
 			}
 			return text("LLM response: %s", t.Text), nil
 		})
-	s.AddTool(&sdk.Tool{Name: "test_tool_with_logging", InputSchema: emptyObject},
+	s.AddTool(&sdk.Tool{Name: "test_tool_with_logging", Description: "Sends three log messages mid-call.", InputSchema: emptyObject},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			for _, m := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 				_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: m})
@@ -108,7 +108,10 @@ type askingFleet struct {
 	url string
 }
 
-func startAskingFleet(t *testing.T) *askingFleet {
+// askingTools serves newAskingServer over Streamable HTTP and returns its
+// tools imported through mcptool (every tool effectful, as imported): the
+// tools the conformance scenarios of sampling, elicitation and logging call.
+func askingTools(t *testing.T) []*tool.Tool {
 	t.Helper()
 	ctx := testenv.Context(t, clientWait)
 	up := newAskingServer()
@@ -119,10 +122,17 @@ func startAskingFleet(t *testing.T) *askingFleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { u.Close() })
-	tools, err := u.Import(ctx, mcptool.ImportOptions{}) // every tool effectful, as imported
+	tools, err := u.Import(ctx, mcptool.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tools
+}
+
+func startAskingFleet(t *testing.T) *askingFleet {
+	t.Helper()
+	ctx := testenv.Context(t, clientWait)
+	tools := askingTools(t)
 	f := &askingFleet{srv: natstest.Start(t)}
 	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, f.srv), toolexec.ExecutorConfig{Tools: tools, Logger: testenv.Logger()})
 	if err != nil {
@@ -218,26 +228,5 @@ func TestRelayThroughEmitterMCP(t *testing.T) {
 				t.Errorf("%d log messages relayed; want 3", logs)
 			}
 		})
-	}
-}
-
-// TestRelayConformance runs the conformance scenarios of a server's requests
-// and log messages mid-call against the gateway, whose tools are the asking
-// upstream's behind an executor. nodetest.Scenarios does not count them as
-// applying to a tools-only server; they pass once the gateway relays.
-func TestRelayConformance(t *testing.T) {
-	suite := nodetest.Conformance(t)
-	f := startAskingFleet(t)
-	names := []string{"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults",
-		"elicitation-sep1330-enums", "tools-call-with-logging"}
-	results, err := suite.Run(testenv.Context(t, 5*time.Minute), f.url, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range results {
-		t.Logf("%s: passed %v (%d checks succeeded, %d failed)", r.Scenario, r.Passed(), r.Count(nodetest.StatusSuccess), r.Count(nodetest.StatusFailure))
-		if !r.Passed() {
-			t.Errorf("scenario %s failed: %+v\n%s", r.Scenario, r.Failures(), r.Output)
-		}
 	}
 }

@@ -9,8 +9,8 @@ type Scenario struct {
 	// test must offer them for the scenario to pass.
 	Tools []string
 	// Applies reports whether a tools-only server — one that declares the
-	// tools capability and nothing else, and answers every call with text
-	// content — is expected to pass it: the reference server of tests/mcp.
+	// tools capability and nothing else, with the tools the scenario calls —
+	// is expected to pass it: the reference server of tests/mcp.
 	Applies bool
 	// Reason says what the scenario checks, and why it applies or not.
 	Reason string
@@ -19,21 +19,14 @@ type Scenario struct {
 	// prompts, completions).
 	Exception string
 	// Owed, when set, says why the gateway fails the scenario today, a
-	// failure issue 32 owes a fix for. A test reports it as an expected
-	// failure, and fails when it passes: clear Owed then.
+	// failure an open issue owes a fix for (none does now). A test reports it
+	// as an expected failure, and fails when it passes: clear Owed then.
 	Owed string
 	// Strict means that the scenario passes only when every check
 	// succeeded: its checks are SHOULDs, which the suite reports as
 	// warnings that never fail a run.
 	Strict bool
 }
-
-// The owed parts of issue 32 the Owed reasons name.
-const (
-	owedContent = "owed by issue 32 (content pass-through): "
-	owedRelay   = "owed by issue 32 (relaying sampling, elicitation, progress and logs through NATS): "
-	notOffered  = "no executor of the test fleets offers the tool the scenario calls, so the call is refused as unknown; "
-)
 
 // Scenarios lists every server scenario of @modelcontextprotocol/conformance
 // 0.1.16 (`conformance list --server`), in the suite's order. Two of them,
@@ -58,42 +51,33 @@ var Scenarios = []Scenario{
 	{Name: "tools-call-simple-text", Tools: []string{"test_simple_text"}, Applies: true,
 		Reason: "a call without arguments answered with text content"},
 	{Name: "tools-call-image", Tools: []string{"test_image_content"},
-		Reason: "needs a tool that answers with image content; a toolexec tool's outcome is a string, sent as text and structuredContent",
-		Owed:   owedContent + notOffered + "only an imported upstream can answer with an image, and the gateway sends an outcome as text"},
+		Reason: "needs a tool that answers with image content; a toolexec tool's outcome is a string, sent as text and structuredContent"},
 	{Name: "tools-call-audio", Tools: []string{"test_audio_content"},
-		Reason: "needs a tool that answers with audio content; a toolexec tool's outcome is a string, sent as text and structuredContent",
-		Owed:   owedContent + notOffered + "only an imported upstream can answer with audio, and the gateway sends an outcome as text"},
+		Reason: "needs a tool that answers with audio content; a toolexec tool's outcome is a string, sent as text and structuredContent"},
 	{Name: "tools-call-embedded-resource", Tools: []string{"test_embedded_resource"},
-		Reason: "needs an embedded resource in a result, content of the resources feature",
-		Owed:   owedContent + notOffered + "only an imported upstream can answer with a resource, and the gateway sends an outcome as text"},
+		Reason: "needs an embedded resource in a result, content of the resources feature"},
 	{Name: "tools-call-mixed-content", Tools: []string{"test_multiple_content_types"},
-		Reason: "needs image and embedded-resource content in one result",
-		Owed:   owedContent + notOffered + "only an imported upstream can answer with mixed content, and the gateway sends an outcome as text"},
+		Reason: "needs image and embedded-resource content in one result"},
 	{Name: "tools-call-with-logging", Tools: []string{"test_tool_with_logging"},
-		Reason: "needs log notifications sent from inside a tool's run, which belong to the logging capability",
-		Owed:   owedRelay + notOffered + "a tool runs in an executor, which has no way yet to send a log notification to the gateway's client"},
+		Reason: "needs log notifications sent from inside a tool's run, which belong to the logging capability"},
 	{Name: "tools-call-error", Tools: []string{"test_error_handling"}, Applies: true,
 		Reason: "a tool's failure answered as a result with isError and a text saying why, not as a JSON-RPC error"},
 	{Name: "tools-call-with-progress", Tools: []string{"test_tool_with_progress"}, Applies: true,
 		Reason: "a call that sends a progressToken gets at least three progress notifications, not decreasing, before its result"},
 	{Name: "tools-call-sampling", Tools: []string{"test_sampling"},
-		Reason: "sampling: a request from the server to the client",
-		Owed:   owedRelay + notOffered + "an executor's tool has no way yet to ask the gateway's client for a sample"},
+		Reason: "sampling: a request from the server to the client"},
 	{Name: "tools-call-elicitation", Tools: []string{"test_elicitation"},
-		Reason: "elicitation: a request from the server to the client",
-		Owed:   owedRelay + notOffered + "an executor's tool has no way yet to ask the gateway's client for input"},
+		Reason: "elicitation: a request from the server to the client"},
 	{Name: "json-schema-2020-12", Tools: []string{"json_schema_2020_12_tool"}, Applies: true,
 		Reason: "tools/list keeps $schema, $defs and additionalProperties of a tool's input schema as declared (pending suite: run by name)"},
 	{Name: "elicitation-sep1034-defaults", Tools: []string{"test_elicitation_sep1034_defaults"},
-		Reason: "elicitation: a request from the server to the client",
-		Owed:   owedRelay + notOffered + "an executor's tool has no way yet to ask the gateway's client for input"},
+		Reason: "elicitation: a request from the server to the client"},
 	{Name: "server-sse-polling", Tools: []string{"test_reconnection"}, Strict: true,
 		Reason: "a call whose response stream the server closes mid-call (SEP-1699): a priming event with an id first, a retry field, and the result on the stream resumed with Last-Event-ID; its checks are SHOULDs, reported as warnings (pending suite)"},
 	{Name: "server-sse-multiple-streams", Applies: true,
 		Reason: "three concurrent POST requests (tools/list) on one session are all answered; every Streamable HTTP server with sessions"},
 	{Name: "elicitation-sep1330-enums", Tools: []string{"test_elicitation_sep1330_enums"},
-		Reason: "elicitation: a request from the server to the client",
-		Owed:   owedRelay + notOffered + "an executor's tool has no way yet to ask the gateway's client for input"},
+		Reason: "elicitation: a request from the server to the client"},
 	{Name: "resources-list", Reason: "resources (a Go SDK server answers resources/list with an empty list, so passes)", Exception: resourcesException},
 	{Name: "resources-read-text", Reason: "resources", Exception: resourcesException},
 	{Name: "resources-read-binary", Reason: "resources", Exception: resourcesException},
