@@ -26,14 +26,16 @@ const gatewayToken = "acme-token-0123456789abcdef"
 
 // gatewayFleet is an embedded NATS server, one executor serving the demo
 // airline and the tools the conformance scenarios call (those answering with
-// content that is not text from an upstream MCP server, contentUpstream), and
-// an MCP gateway served over Streamable HTTP twice: for tenant acme without a
+// content that is not text from an upstream MCP server, contentUpstream), the
+// tools of an upstream that asks and tells its caller mid-call (askUpstream),
+// and an MCP gateway served over Streamable HTTP twice: for tenant acme without a
 // token (what the conformance suite, which sends none, needs) and by bearer
 // token.
 type gatewayFleet struct {
 	srv              *server.Server
 	airline          *demo.Airline
 	content          *contentUpstream
+	ask              *askUpstream
 	plainURL, tokURL string
 }
 
@@ -81,9 +83,9 @@ func fixtureTools(t *testing.T) []*tool.Tool {
 
 func startGatewayFleet(t *testing.T) *gatewayFleet {
 	t.Helper()
-	f := &gatewayFleet{srv: natstest.Start(t), airline: demo.New(), content: startContentUpstream(t)}
+	f := &gatewayFleet{srv: natstest.Start(t), airline: demo.New(), content: startContentUpstream(t), ask: startAskUpstream(t)}
 	ctx := testenv.Context(t, clientWait)
-	tools := append(append(f.airline.Tools(), fixtureTools(t)...), f.content.tools...)
+	tools := append(append(append(f.airline.Tools(), fixtureTools(t)...), f.content.tools...), f.ask.tools...)
 	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, f.srv), toolexec.ExecutorConfig{Tools: tools, Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatalf("NewExecutor: %v", err)
