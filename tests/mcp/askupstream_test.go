@@ -27,23 +27,28 @@ const confirmSchema = `{"type":"object","properties":{` +
 // tool sends.
 const chattySteps = 3
 
-// askUpstream is an MCP server written with the Go SDK, on the protocol of
-// 2025-11-25 (where a server sends its client requests and notifications
-// while it serves a call), over Streamable HTTP, whose tools talk to their
-// caller mid-call. An executor imports them (package mcptool, each effectful:
-// one run per key), so that what they ask and tell crosses the executor and
-// the gateway to the calling MCP client:
+// askUpstream is two MCP servers written with the Go SDK, over Streamable
+// HTTP, whose tools talk to their caller mid-call: one on the protocol of
+// 2025-11-25, where a server sends its client requests and notifications
+// while it serves a call, and one on 2026-07-28, where a server asks in an
+// input-required result (multi round-trip requests) and mcptool sends the
+// call again with the answer. An executor imports their tools (package
+// mcptool, each effectful: one run per key), so that what they ask and tell
+// crosses the executor and the gateway to the calling MCP client:
 //
 //	matrix_confirm  {"flight", "message"}: asks its caller to confirm
 //	                (elicitation/create, form mode, confirmSchema, with
 //	                message), and answers the action and, when accepted,
 //	                the content as JSON: `accept {"seat":"1A"}`, `decline`;
 //	                a refused request is an error result
+//	matrix_confirm_mrtr  the same on 2026-07-28, asking in an
+//	                input-required result
 //	matrix_chatty   {"flight"}: sends chattySteps progress notifications
 //	                (when the call carries a progress token) and log messages
 //	                at level info, "step 1" …, 100 ms apart, and answers "done"
 //
-// It counts the runs of each tool by flight.
+// It counts the runs of each tool by flight (of matrix_confirm_mrtr, the
+// runs that had their answer).
 type askUpstream struct {
 	tools []*tool.Tool
 
@@ -89,6 +94,30 @@ func startAskUpstream(t *testing.T) *askUpstream {
 			b, _ := json.Marshal(r.Content)
 			return text(false, "accept %s", b), nil
 		})
+	mrtr := sdk.NewServer(&sdk.Implementation{Name: "ask-upstream-mrtr", Version: "1"}, &sdk.ServerOptions{
+		SupportedProtocolVersions: []string{"2026-07-28"},
+		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+	})
+	mrtr.AddTool(&sdk.Tool{Name: "matrix_confirm_mrtr", Description: "Asks its caller to confirm a booking, in an input-required result.", InputSchema: schema},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion < "2026-07-28" {
+				return text(true, "called on protocol %+v, not 2026-07-28", ip), nil
+			}
+			r, ok := req.Params.InputResponses["confirm"].(*sdk.ElicitResult)
+			if !ok {
+				var a args
+				_ = json.Unmarshal(req.Params.Arguments, &a)
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{
+					"confirm": &sdk.ElicitParams{Mode: "form", Message: a.Message, RequestedSchema: json.RawMessage(confirmSchema)},
+				}}, nil
+			}
+			read("matrix_confirm_mrtr", req)
+			if r.Action != "accept" {
+				return text(false, "%s", r.Action), nil
+			}
+			b, _ := json.Marshal(r.Content)
+			return text(false, "accept %s", b), nil
+		})
 	srv.AddTool(&sdk.Tool{Name: "matrix_chatty", Description: "Reports progress and logs as it goes.", InputSchema: schema},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			read("matrix_chatty", req)
@@ -103,17 +132,27 @@ func startAskUpstream(t *testing.T) *askUpstream {
 			}
 			return text(false, "done"), nil
 		})
-	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
-
 	ctx := testenv.Context(t, clientWait)
-	up, err := mcptool.Open(ctx, mcptool.Config{Name: "ask", URL: ts.URL, Logger: testenv.Logger()})
-	if err != nil {
-		t.Fatalf("opening the asking upstream: %v", err)
-	}
-	t.Cleanup(func() { _ = up.Close() })
-	if u.tools, err = up.Import(ctx, mcptool.ImportOptions{}); err != nil {
-		t.Fatalf("importing the asking upstream's tools: %v", err)
+	// The SDK's stateful handler serves only the protocols of the initialize
+	// handshake; 2026-07-28, which has no sessions, needs a stateless one.
+	for _, up := range []struct {
+		name string
+		srv  *sdk.Server
+		opts *sdk.StreamableHTTPOptions
+	}{{"ask", srv, nil}, {"ask-mrtr", mrtr, &sdk.StreamableHTTPOptions{Stateless: true}}} {
+		name := up.name
+		ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up.srv }, up.opts))
+		t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+		up, err := mcptool.Open(ctx, mcptool.Config{Name: name, URL: ts.URL, Logger: testenv.Logger()})
+		if err != nil {
+			t.Fatalf("opening the asking upstream %s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = up.Close() })
+		tools, err := up.Import(ctx, mcptool.ImportOptions{})
+		if err != nil {
+			t.Fatalf("importing the asking upstream %s's tools: %v", name, err)
+		}
+		u.tools = append(u.tools, tools...)
 	}
 	return u
 }

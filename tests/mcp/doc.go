@@ -24,9 +24,10 @@
 // deduplicated, a storm of identical calls as one effect, a lost answer
 // indeterminate, the gateway's progress while a call waits, an upstream's
 // image, audio and resources as MCP content, the same when deduplicated, an
-// upstream's elicitation answered — accepted, its repeat deduplicated without
-// asking again, declined — or refused at once to a client that declared
-// none, an upstream's progress and log messages relayed) with each
+// upstream's elicitation, asked mid-call or in an input-required result,
+// answered — accepted, its repeat deduplicated without asking again,
+// declined — or refused at once to a client that declared none, an
+// upstream's progress and log messages relayed) with each
 // third-party client — the Go SDK's, mark3labs/mcp-go's with its defaults,
 // and the TypeScript SDK's — over Streamable HTTP and over stdio; the Go
 // clients speak protocol 2026-07-28 over both, and run the cases of an

@@ -198,65 +198,10 @@ var matrixCases = []matrixCase{
 				t.Errorf("an image over the bound: %s; want a text item with its digest, then the text", describe(r[5]))
 			}
 		}},
-	{name: "elicitation", generations: true,
-		elicit: []nodetest.ElicitRule{
-			{Contains: "decline", Action: "decline"},
-			{Action: "accept", Content: map[string]any{"seat": "12A", "meal": "veg"}},
-		},
-		calls: func(c cell) []nodetest.Call {
-			yes := map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "? Please confirm"}
-			return []nodetest.Call{
-				{Tool: "matrix_confirm", Arguments: yes, Meta: c.runMeta()},
-				{Tool: "matrix_confirm", Arguments: yes, Meta: c.runMeta()},
-				{Tool: "matrix_confirm", Arguments: map[string]any{"flight": c.flight(1), "message": "Book " + c.flight(1) + "? (the client will decline)"}, Meta: c.runMeta()},
-			}
-		},
-		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
-			const accepted = `accept {"meal":"veg","seat":"12A"}`
-			if r[0].IsError || kind(r[0]) != "completed" || r[0].Text() != accepted {
-				t.Errorf("a booking the client confirmed: %s; want %q", describe(r[0]), accepted)
-			}
-			if r[1].IsError || kind(r[1]) != "deduplicated" || r[1].Text() != accepted {
-				t.Errorf("its repeat: %s; want deduplicated, %q", describe(r[1]), accepted)
-			}
-			if r[2].IsError || kind(r[2]) != "completed" || r[2].Text() != "decline" {
-				t.Errorf("a booking the client declined: %s; want the tool's answer %q", describe(r[2]), "decline")
-			}
-			var asked []string
-			for _, e := range rep.Elicitations {
-				asked = append(asked, e.Message)
-				if (e.Mode != "" && e.Mode != "form") || !jsonEqual(e.RequestedSchema, confirmSchema) {
-					t.Errorf("elicitation %q: mode %q, schema %s; want form mode and the upstream's schema", e.Message, e.Mode, e.RequestedSchema)
-				}
-			}
-			want := []string{"Book " + c.flight(0) + "? Please confirm", "Book " + c.flight(1) + "? (the client will decline)"}
-			if !reflect.DeepEqual(asked, want) {
-				t.Errorf("the client was asked %q; want %q (once a booking, not again for the repeat)", asked, want)
-			}
-			for _, fl := range []string{c.flight(0), c.flight(1)} {
-				if n := f.ask.ran("matrix_confirm", fl); n != 1 {
-					t.Errorf("matrix_confirm ran %d times for %s, want once", n, fl)
-				}
-			}
-		}},
-	{name: "elicitation-undeclared", generations: true, within: 10 * time.Second,
-		calls: func(c cell) []nodetest.Call {
-			return []nodetest.Call{{Tool: "matrix_confirm", Meta: c.runMeta(),
-				Arguments: map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "?"}}}
-		},
-		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
-			// The gateway declares in the call what its client can answer
-			// (nothing here), so the upstream's request is refused where the
-			// executor relays it, and the tool's error result is a failure
-			// without effect.
-			if !r[0].IsError || kind(r[0]) != "failed" || r[0].Meta[mcpgate.MetaCode] != "no_effect" ||
-				!strings.Contains(r[0].Text(), "cannot answer elicitation/create") {
-				t.Errorf("a call whose tool asks a client that declared no elicitation: %s (%q); want it refused at once", describe(r[0]), r[0].Text())
-			}
-			if len(rep.Elicitations) != 0 {
-				t.Errorf("a client that declared no elicitation was asked %d times", len(rep.Elicitations))
-			}
-		}},
+	elicitationCase("elicitation", "matrix_confirm"),
+	undeclaredCase("elicitation-undeclared", "matrix_confirm"),
+	elicitationCase("elicitation-mrtr", "matrix_confirm_mrtr"),
+	undeclaredCase("elicitation-mrtr-undeclared", "matrix_confirm_mrtr"),
 	{name: "upstream-progress", generations: true, logLevel: "info",
 		calls: func(c cell) []nodetest.Call {
 			return []nodetest.Call{{Tool: "matrix_chatty", Progress: true, Meta: c.runMeta(), Arguments: map[string]any{"flight": c.flight(0)}}}
@@ -296,6 +241,81 @@ var matrixCases = []matrixCase{
 				t.Errorf("matrix_chatty ran %d times, want once", n)
 			}
 		}},
+}
+
+// elicitationCase is the case of an upstream tool (matrix_confirm or
+// matrix_confirm_mrtr, see askUpstream) that asks its caller to confirm a
+// booking: the client, declaring elicitation, accepts with content, and the
+// tool answers with what it was given; the same call again is deduplicated,
+// and the client not asked again; a booking it declines gets the tool's
+// answer to a decline.
+func elicitationCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true,
+		elicit: []nodetest.ElicitRule{
+			{Contains: "decline", Action: "decline"},
+			{Action: "accept", Content: map[string]any{"seat": "12A", "meal": "veg"}},
+		},
+		calls: func(c cell) []nodetest.Call {
+			yes := map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "? Please confirm"}
+			return []nodetest.Call{
+				{Tool: tool, Arguments: yes, Meta: c.runMeta()},
+				{Tool: tool, Arguments: yes, Meta: c.runMeta()},
+				{Tool: tool, Arguments: map[string]any{"flight": c.flight(1), "message": "Book " + c.flight(1) + "? (the client will decline)"}, Meta: c.runMeta()},
+			}
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			const accepted = `accept {"meal":"veg","seat":"12A"}`
+			if r[0].IsError || kind(r[0]) != "completed" || r[0].Text() != accepted {
+				t.Errorf("a booking the client confirmed: %s; want %q", describe(r[0]), accepted)
+			}
+			if r[1].IsError || kind(r[1]) != "deduplicated" || r[1].Text() != accepted {
+				t.Errorf("its repeat: %s; want deduplicated, %q", describe(r[1]), accepted)
+			}
+			if r[2].IsError || kind(r[2]) != "completed" || r[2].Text() != "decline" {
+				t.Errorf("a booking the client declined: %s; want the tool's answer %q", describe(r[2]), "decline")
+			}
+			var asked []string
+			for _, e := range rep.Elicitations {
+				asked = append(asked, e.Message)
+				if (e.Mode != "" && e.Mode != "form") || !jsonEqual(e.RequestedSchema, confirmSchema) {
+					t.Errorf("elicitation %q: mode %q, schema %s; want form mode and the upstream's schema", e.Message, e.Mode, e.RequestedSchema)
+				}
+			}
+			want := []string{"Book " + c.flight(0) + "? Please confirm", "Book " + c.flight(1) + "? (the client will decline)"}
+			if !reflect.DeepEqual(asked, want) {
+				t.Errorf("the client was asked %q; want %q (once a booking, not again for the repeat)", asked, want)
+			}
+			for _, fl := range []string{c.flight(0), c.flight(1)} {
+				if n := f.ask.ran(tool, fl); n != 1 {
+					t.Errorf("%s ran %d times for %s, want once", tool, n, fl)
+				}
+			}
+		}}
+}
+
+// undeclaredCase is the case of an upstream tool that asks its caller to
+// confirm, called by a client that declared no elicitation: the call is
+// refused at once (within a few seconds, not the client's 60 s timeout).
+func undeclaredCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true, within: 10 * time.Second,
+		calls: func(c cell) []nodetest.Call {
+			return []nodetest.Call{{Tool: tool, Meta: c.runMeta(),
+				Arguments: map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "?"}}}
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			// The gateway declares in the call what its client can answer
+			// (nothing here), so the executor (mcptool) refuses the
+			// upstream's request at once: the call fails without effect (the
+			// tool's error result on 2025-11-25, ErrInputRequired on
+			// 2026-07-28).
+			if !r[0].IsError || kind(r[0]) != "failed" || r[0].Meta[mcpgate.MetaCode] != "no_effect" ||
+				!strings.Contains(r[0].Text(), "cannot answer elicitation/create") {
+				t.Errorf("a call whose tool asks a client that declared no elicitation: %s (%q); want it refused at once", describe(r[0]), r[0].Text())
+			}
+			if len(rep.Elicitations) != 0 {
+				t.Errorf("a client that declared no elicitation was asked %d times", len(rep.Elicitations))
+			}
+		}}
 }
 
 // TestClientMatrix: each third-party client (the Go SDK's, mark3labs/mcp-go's
