@@ -83,6 +83,10 @@ type matrixCase struct {
 // stormSize is how many identical calls the storm case makes at once.
 const stormSize = 20
 
+// elicitStormSize is how many identical calls of a tool that asks its caller
+// the elicitation storm cases make at once.
+const elicitStormSize = 5
+
 // matrixCases are the cases of TestClientMatrix. A case of a new behaviour
 // is one more entry.
 var matrixCases = []matrixCase{
@@ -200,7 +204,9 @@ var matrixCases = []matrixCase{
 		}},
 	elicitationCase("elicitation", "matrix_confirm"),
 	undeclaredCase("elicitation-undeclared", "matrix_confirm"),
+	elicitationStormCase("elicitation-storm", "matrix_confirm"),
 	elicitationCase("elicitation-mrtr", "matrix_confirm_mrtr"),
+	elicitationStormCase("elicitation-mrtr-storm", "matrix_confirm_mrtr"),
 	undeclaredCase("elicitation-mrtr-undeclared", "matrix_confirm_mrtr"),
 	{name: "upstream-progress", generations: true, logLevel: "info",
 		calls: func(c cell) []nodetest.Call {
@@ -289,6 +295,40 @@ func elicitationCase(name, tool string) matrixCase {
 				if n := f.ask.ran(tool, fl); n != 1 {
 					t.Errorf("%s ran %d times for %s, want once", tool, n, fl)
 				}
+			}
+		}}
+}
+
+// elicitationStormCase is the case of many identical calls at once of an
+// upstream tool that asks its caller to confirm: one runs, the client is
+// asked once, and every call gets the answer the one run gave.
+func elicitationStormCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true, concurrent: true,
+		elicit: []nodetest.ElicitRule{{Action: "accept", Content: map[string]any{"seat": "3C"}}},
+		calls: func(c cell) []nodetest.Call {
+			calls := make([]nodetest.Call, elicitStormSize)
+			for i := range calls {
+				calls[i] = nodetest.Call{Tool: tool, Meta: c.runMeta(),
+					Arguments: map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "?"}}
+			}
+			return calls
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			kinds := map[string]int{}
+			for _, res := range r {
+				kinds[kind(res)]++
+				if res.IsError || res.Text() != `accept {"seat":"3C"}` {
+					t.Errorf("one of %d identical calls: %s", elicitStormSize, describe(res))
+				}
+			}
+			if kinds["completed"] != 1 || kinds["deduplicated"] != elicitStormSize-1 {
+				t.Errorf("%d identical calls at once answered %v, want 1 completed and the rest deduplicated", elicitStormSize, kinds)
+			}
+			if len(rep.Elicitations) != 1 {
+				t.Errorf("the client was asked %d times, want once", len(rep.Elicitations))
+			}
+			if n := f.ask.ran(tool, c.flight(0)); n != 1 {
+				t.Errorf("%s ran %d times, want once", tool, n)
 			}
 		}}
 }
