@@ -46,6 +46,8 @@ const chattySteps = 3
 //	matrix_chatty   {"flight"}: sends chattySteps progress notifications
 //	                (when the call carries a progress token) and log messages
 //	                at level info, "step 1" …, 100 ms apart, and answers "done"
+//	matrix_chatty_mrtr  the same on 2026-07-28 (the log level in the
+//	                request's _meta)
 //
 // It counts the runs of each tool by flight (of matrix_confirm_mrtr, the
 // runs that had their answer).
@@ -96,7 +98,7 @@ func startAskUpstream(t *testing.T) *askUpstream {
 		})
 	mrtr := sdk.NewServer(&sdk.Implementation{Name: "ask-upstream-mrtr", Version: "1"}, &sdk.ServerOptions{
 		SupportedProtocolVersions: []string{"2026-07-28"},
-		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Logging: &sdk.LoggingCapabilities{}},
 	})
 	mrtr.AddTool(&sdk.Tool{Name: "matrix_confirm_mrtr", Description: "Asks its caller to confirm a booking, in an input-required result.", InputSchema: schema},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -118,9 +120,9 @@ func startAskUpstream(t *testing.T) *askUpstream {
 			b, _ := json.Marshal(r.Content)
 			return text(false, "accept %s", b), nil
 		})
-	srv.AddTool(&sdk.Tool{Name: "matrix_chatty", Description: "Reports progress and logs as it goes.", InputSchema: schema},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			read("matrix_chatty", req)
+	chatty := func(name string) sdk.ToolHandler {
+		return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			read(name, req)
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= chattySteps; i++ {
 				if token != nil {
@@ -131,7 +133,10 @@ func startAskUpstream(t *testing.T) *askUpstream {
 				time.Sleep(100 * time.Millisecond)
 			}
 			return text(false, "done"), nil
-		})
+		}
+	}
+	srv.AddTool(&sdk.Tool{Name: "matrix_chatty", Description: "Reports progress and logs as it goes.", InputSchema: schema}, chatty("matrix_chatty"))
+	mrtr.AddTool(&sdk.Tool{Name: "matrix_chatty_mrtr", Description: "Reports progress and logs as it goes.", InputSchema: schema}, chatty("matrix_chatty_mrtr"))
 	ctx := testenv.Context(t, clientWait)
 	// The SDK's stateful handler serves only the protocols of the initialize
 	// handshake; 2026-07-28, which has no sessions, needs a stateless one.

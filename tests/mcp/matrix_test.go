@@ -208,13 +208,24 @@ var matrixCases = []matrixCase{
 	elicitationCase("elicitation-mrtr", "matrix_confirm_mrtr"),
 	elicitationStormCase("elicitation-mrtr-storm", "matrix_confirm_mrtr"),
 	undeclaredCase("elicitation-mrtr-undeclared", "matrix_confirm_mrtr"),
-	{name: "upstream-progress", generations: true, logLevel: "info",
+	progressCase("upstream-progress", "matrix_chatty"),
+	progressCase("upstream-progress-mrtr", "matrix_chatty_mrtr"),
+}
+
+// progressCase is the case of an upstream tool (matrix_chatty or
+// matrix_chatty_mrtr, see askUpstream) that sends progress notifications
+// with the progress token of its call and log messages as it goes: a client
+// that sent a progressToken gets the upstream's progress relayed with its own
+// token, never going back, and, having asked for log messages from level
+// info, the upstream's log messages.
+func progressCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true, logLevel: "info",
 		calls: func(c cell) []nodetest.Call {
-			return []nodetest.Call{{Tool: "matrix_chatty", Progress: true, Meta: c.runMeta(), Arguments: map[string]any{"flight": c.flight(0)}}}
+			return []nodetest.Call{{Tool: tool, Progress: true, Meta: c.runMeta(), Arguments: map[string]any{"flight": c.flight(0)}}}
 		},
 		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
 			if r[0].IsError || kind(r[0]) != "completed" || r[0].Text() != "done" {
-				t.Fatalf("matrix_chatty: %s", describe(r[0]))
+				t.Fatalf("%s: %s", tool, describe(r[0]))
 			}
 			p := r[0].Progress
 			var steps []string
@@ -243,10 +254,10 @@ var matrixCases = []matrixCase{
 			if !reflect.DeepEqual(logs, want) {
 				t.Errorf("the upstream's log messages relayed: %q of %+v; want %q at level info", logs, rep.Logs, want)
 			}
-			if n := f.ask.ran("matrix_chatty", c.flight(0)); n != 1 {
-				t.Errorf("matrix_chatty ran %d times, want once", n)
+			if n := f.ask.ran(tool, c.flight(0)); n != 1 {
+				t.Errorf("%s ran %d times, want once", tool, n)
 			}
-		}},
+		}}
 }
 
 // elicitationCase is the case of an upstream tool (matrix_confirm or
