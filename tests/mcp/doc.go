@@ -27,12 +27,19 @@
 // TestClientMatrix runs one table of cases (matrixCases: a repeat
 // deduplicated, a storm of identical calls as one effect, a lost answer
 // indeterminate, the gateway's progress while a call waits, an upstream's
-// image, audio and resources as MCP content, the same when deduplicated) with
-// each third-party client — the Go SDK's, mark3labs/mcp-go's with its
-// defaults, and the TypeScript SDK's — over Streamable HTTP and over stdio;
-// the Go clients speak protocol 2026-07-28 over both. The content comes from
-// an MCP server behind the executor (contentUpstream), so that it crosses the
-// executor, its record and the gateway. A new behaviour is one more case.
+// image, audio and resources as MCP content, the same when deduplicated, an
+// upstream's elicitation, asked mid-call or in an input-required result,
+// answered — accepted, its repeat deduplicated without asking again,
+// declined, a storm of identical calls asked once — or refused at once to a
+// client that declared none, an upstream's progress and log messages
+// relayed) with each third-party client — the Go SDK's, mark3labs/mcp-go's
+// with its defaults, and the TypeScript SDK's — over Streamable HTTP and over
+// stdio; the Go clients speak protocol 2026-07-28 over both, and run the
+// cases of an upstream's requests and notes again held to 2025-11-25. The
+// content, the
+// requests and the notes come from MCP servers behind the executor
+// (contentUpstream, askUpstream), so that they cross the executor, its record
+// and the gateway. A new behaviour is one more case.
 //
 // An upstream written with the Go SDK that asks its client mid-call
 // (elicitation, sampling) and logs, behind an executor, meets the Go SDK's

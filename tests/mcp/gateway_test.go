@@ -26,14 +26,16 @@ const gatewayToken = "acme-token-0123456789abcdef"
 
 // gatewayFleet is an embedded NATS server, one executor serving the demo
 // airline and the tools the conformance scenarios call (those answering with
-// content that is not text from an upstream MCP server, contentUpstream), and
-// an MCP gateway served over Streamable HTTP twice: for tenant acme without a
+// content that is not text from an upstream MCP server, contentUpstream), the
+// tools of an upstream that asks and tells its caller mid-call (askUpstream),
+// and an MCP gateway served over Streamable HTTP twice: for tenant acme without a
 // token (what the conformance suite, which sends none, needs) and by bearer
 // token.
 type gatewayFleet struct {
 	srv              *server.Server
 	airline          *demo.Airline
 	content          *contentUpstream
+	ask              *askUpstream
 	plainURL, tokURL string
 }
 
@@ -86,12 +88,12 @@ func startGatewayFleet(t *testing.T) *gatewayFleet {
 
 // startGatewayFleetWith starts a gateway fleet whose gateway has cfg (its
 // logger set here) and whose executor serves extra besides the demo airline
-// and the fixture tools (and the content upstream's tools).
+// and the fixture tools (and the content and ask upstreams' tools).
 func startGatewayFleetWith(t *testing.T, cfg mcpgate.Config, extra ...*tool.Tool) *gatewayFleet {
 	t.Helper()
-	f := &gatewayFleet{srv: natstest.Start(t), airline: demo.New(), content: startContentUpstream(t)}
+	f := &gatewayFleet{srv: natstest.Start(t), airline: demo.New(), content: startContentUpstream(t), ask: startAskUpstream(t)}
 	ctx := testenv.Context(t, clientWait)
-	tools := append(append(append(f.airline.Tools(), fixtureTools(t)...), f.content.tools...), extra...)
+	tools := append(append(append(append(f.airline.Tools(), fixtureTools(t)...), f.content.tools...), f.ask.tools...), extra...)
 	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, f.srv), toolexec.ExecutorConfig{Tools: tools, Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatalf("NewExecutor: %v", err)

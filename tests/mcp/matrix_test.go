@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,16 +28,22 @@ import (
 )
 
 // matrixClient is a third-party MCP client the matrix drives. run connects to
-// target as the client does by default, makes calls (one after another, or
-// all at once when concurrent) and returns their results in the order of the
-// calls, in the shape the TypeScript client reports them, and the protocol
-// version the client settled on ("" when it does not say).
+// target as the client does by default, changed only as o says (calls made
+// all at once, elicitation declared and answered, a log level set), makes
+// calls and returns what it saw in the shape the TypeScript client reports
+// it (the results in the order of the calls, the elicitation requests and
+// log messages received), and the protocol version the client settled on
+// ("" when it does not say).
 type matrixClient struct {
 	name string
 	// version is the protocol version the client must settle on over both
 	// transports; "" for a client that does not say.
 	version string
-	run     func(ctx context.Context, target nodetest.Target, calls []nodetest.Call, concurrent bool) ([]nodetest.CallResult, string, error)
+	// pinned marks a client held to an older protocol than it speaks by
+	// default: it runs only the cases that differ between protocol
+	// generations (matrixCase.generations).
+	pinned bool
+	run    func(ctx context.Context, target nodetest.Target, o nodetest.Options, calls []nodetest.Call) (*nodetest.Report, string, error)
 }
 
 // cell is one case of the matrix for one client over one transport: its own
@@ -58,15 +65,30 @@ func (c cell) runMeta() map[string]any { return map[string]any{mcpgate.MetaRunID
 type matrixCase struct {
 	name       string
 	concurrent bool
-	calls      func(c cell) []nodetest.Call
-	check      func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult)
+	// elicit, when not empty, makes the client declare elicitation and
+	// answer with these rules (nodetest.Options.Elicit).
+	elicit []nodetest.ElicitRule
+	// logLevel, when set, asks the server for log messages from that level.
+	logLevel string
+	// generations marks a case that differs between protocol generations
+	// (the server asks its client with requests before 2026-07-28, in
+	// input-required results since), so that pinned clients run it too.
+	generations bool
+	// within, when set, bounds the client's whole run instead of clientWait.
+	within time.Duration
+	calls  func(c cell) []nodetest.Call
+	check  func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report)
 }
 
 // stormSize is how many identical calls the storm case makes at once.
 const stormSize = 20
 
+// elicitStormSize is how many identical calls of a tool that asks its caller
+// the elicitation storm cases make at once.
+const elicitStormSize = 5
+
 // matrixCases are the cases of TestClientMatrix. A case of a new behaviour
-// (elicitation, say) is one more entry.
+// is one more entry.
 var matrixCases = []matrixCase{
 	{name: "dedup",
 		calls: func(c cell) []nodetest.Call {
@@ -75,7 +97,7 @@ var matrixCases = []matrixCase{
 				{Tool: "book", Arguments: map[string]any{"flight": c.flight(0), "seats": 1, "request_id": "b"}, Meta: c.runMeta()},
 			}
 		},
-		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult) {
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, _ *nodetest.Report) {
 			if kind(r[0]) != "completed" || kind(r[1]) != "deduplicated" || r[0].Text() == "" || r[0].Text() != r[1].Text() ||
 				r[0].Meta[mcpgate.MetaKey] != r[1].Meta[mcpgate.MetaKey] {
 				t.Errorf("a booking and its repeat: %s / %s", describe(r[0]), describe(r[1]))
@@ -93,7 +115,7 @@ var matrixCases = []matrixCase{
 			}
 			return calls
 		},
-		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult) {
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, _ *nodetest.Report) {
 			kinds := map[string]int{}
 			for _, res := range r {
 				kinds[kind(res)]++
@@ -112,7 +134,7 @@ var matrixCases = []matrixCase{
 				{Tool: "book", Arguments: map[string]any{"flight": c.flight(0), "seats": 1, "request_id": "b"}, Meta: c.runMeta()},
 			}
 		},
-		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult) {
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, _ *nodetest.Report) {
 			for i, res := range r {
 				if !res.IsError || kind(res) != "indeterminate" || res.Meta[mcpgate.MetaBodyEntered] != true ||
 					!strings.Contains(res.Text(), "will not run it again") {
@@ -127,7 +149,7 @@ var matrixCases = []matrixCase{
 		calls: func(c cell) []nodetest.Call {
 			return []nodetest.Call{{Tool: "test_tool_with_progress", Progress: true, Meta: c.runMeta()}}
 		},
-		check: func(t *testing.T, _ *gatewayFleet, _ cell, r []nodetest.CallResult) {
+		check: func(t *testing.T, _ *gatewayFleet, _ cell, r []nodetest.CallResult, _ *nodetest.Report) {
 			p := r[0].Progress
 			if r[0].IsError || kind(r[0]) != "completed" || len(p) < 2 {
 				t.Fatalf("a call that waits 600 ms, progress every 100 ms: %d notifications, %s", len(p), describe(r[0]))
@@ -148,7 +170,7 @@ var matrixCases = []matrixCase{
 			}
 			return calls
 		},
-		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult) {
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, _ *nodetest.Report) {
 			pixel := map[string]any{"type": "image", "mimeType": "image/png", "data": b64(redPixel)}
 			resource := map[string]any{"type": "resource", "resource": map[string]any{
 				"uri": embedded.URI, "mimeType": embedded.MIMEType, "text": embedded.Text}}
@@ -180,6 +202,171 @@ var matrixCases = []matrixCase{
 				t.Errorf("an image over the bound: %s; want a text item with its digest, then the text", describe(r[5]))
 			}
 		}},
+	elicitationCase("elicitation", "matrix_confirm"),
+	undeclaredCase("elicitation-undeclared", "matrix_confirm"),
+	elicitationStormCase("elicitation-storm", "matrix_confirm"),
+	elicitationCase("elicitation-mrtr", "matrix_confirm_mrtr"),
+	elicitationStormCase("elicitation-mrtr-storm", "matrix_confirm_mrtr"),
+	undeclaredCase("elicitation-mrtr-undeclared", "matrix_confirm_mrtr"),
+	progressCase("upstream-progress", "matrix_chatty"),
+	progressCase("upstream-progress-mrtr", "matrix_chatty_mrtr"),
+}
+
+// progressCase is the case of an upstream tool (matrix_chatty or
+// matrix_chatty_mrtr, see askUpstream) that sends progress notifications
+// with the progress token of its call and log messages as it goes: a client
+// that sent a progressToken gets the upstream's progress relayed with its own
+// token, never going back, and, having asked for log messages from level
+// info, the upstream's log messages.
+func progressCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true, logLevel: "info",
+		calls: func(c cell) []nodetest.Call {
+			return []nodetest.Call{{Tool: tool, Progress: true, Meta: c.runMeta(), Arguments: map[string]any{"flight": c.flight(0)}}}
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			if r[0].IsError || kind(r[0]) != "completed" || r[0].Text() != "done" {
+				t.Fatalf("%s: %s", tool, describe(r[0]))
+			}
+			p := r[0].Progress
+			var steps []string
+			for i, n := range p {
+				if i > 0 && n.Progress <= p[i-1].Progress {
+					t.Errorf("progress went from %v to %v", p[i-1].Progress, n.Progress)
+				}
+				if strings.HasPrefix(n.Message, "step ") {
+					steps = append(steps, n.Message)
+				}
+			}
+			// The executor passes on a call's progress at most every 250 ms
+			// (bus.DefaultNoteEvery), the latest winning meanwhile: of steps
+			// 100 ms apart, the first and the last come, in order.
+			if len(steps) < 2 || steps[0] != "step 1" || steps[len(steps)-1] != "step 3" || !slices.IsSorted(steps) {
+				t.Errorf("the upstream's progress relayed: %q of %+v; want step 1 … step 3 in order", steps, p)
+			}
+			want := []string{"step 1", "step 2", "step 3"}
+			var logs []string
+			for _, l := range rep.Logs {
+				var data string
+				if l.Logger == "chatty" && json.Unmarshal(l.Data, &data) == nil && l.Level == "info" {
+					logs = append(logs, data)
+				}
+			}
+			if !reflect.DeepEqual(logs, want) {
+				t.Errorf("the upstream's log messages relayed: %q of %+v; want %q at level info", logs, rep.Logs, want)
+			}
+			if n := f.ask.ran(tool, c.flight(0)); n != 1 {
+				t.Errorf("%s ran %d times, want once", tool, n)
+			}
+		}}
+}
+
+// elicitationCase is the case of an upstream tool (matrix_confirm or
+// matrix_confirm_mrtr, see askUpstream) that asks its caller to confirm a
+// booking: the client, declaring elicitation, accepts with content, and the
+// tool answers with what it was given; the same call again is deduplicated,
+// and the client not asked again; a booking it declines gets the tool's
+// answer to a decline.
+func elicitationCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true,
+		elicit: []nodetest.ElicitRule{
+			{Contains: "decline", Action: "decline"},
+			{Action: "accept", Content: map[string]any{"seat": "12A", "meal": "veg"}},
+		},
+		calls: func(c cell) []nodetest.Call {
+			yes := map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "? Please confirm"}
+			return []nodetest.Call{
+				{Tool: tool, Arguments: yes, Meta: c.runMeta()},
+				{Tool: tool, Arguments: yes, Meta: c.runMeta()},
+				{Tool: tool, Arguments: map[string]any{"flight": c.flight(1), "message": "Book " + c.flight(1) + "? (the client will decline)"}, Meta: c.runMeta()},
+			}
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			const accepted = `accept {"meal":"veg","seat":"12A"}`
+			if r[0].IsError || kind(r[0]) != "completed" || r[0].Text() != accepted {
+				t.Errorf("a booking the client confirmed: %s; want %q", describe(r[0]), accepted)
+			}
+			if r[1].IsError || kind(r[1]) != "deduplicated" || r[1].Text() != accepted {
+				t.Errorf("its repeat: %s; want deduplicated, %q", describe(r[1]), accepted)
+			}
+			if r[2].IsError || kind(r[2]) != "completed" || r[2].Text() != "decline" {
+				t.Errorf("a booking the client declined: %s; want the tool's answer %q", describe(r[2]), "decline")
+			}
+			var asked []string
+			for _, e := range rep.Elicitations {
+				asked = append(asked, e.Message)
+				if (e.Mode != "" && e.Mode != "form") || !jsonEqual(e.RequestedSchema, confirmSchema) {
+					t.Errorf("elicitation %q: mode %q, schema %s; want form mode and the upstream's schema", e.Message, e.Mode, e.RequestedSchema)
+				}
+			}
+			want := []string{"Book " + c.flight(0) + "? Please confirm", "Book " + c.flight(1) + "? (the client will decline)"}
+			if !reflect.DeepEqual(asked, want) {
+				t.Errorf("the client was asked %q; want %q (once a booking, not again for the repeat)", asked, want)
+			}
+			for _, fl := range []string{c.flight(0), c.flight(1)} {
+				if n := f.ask.ran(tool, fl); n != 1 {
+					t.Errorf("%s ran %d times for %s, want once", tool, n, fl)
+				}
+			}
+		}}
+}
+
+// elicitationStormCase is the case of many identical calls at once of an
+// upstream tool that asks its caller to confirm: one runs, the client is
+// asked once, and every call gets the answer the one run gave.
+func elicitationStormCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true, concurrent: true,
+		elicit: []nodetest.ElicitRule{{Action: "accept", Content: map[string]any{"seat": "3C"}}},
+		calls: func(c cell) []nodetest.Call {
+			calls := make([]nodetest.Call, elicitStormSize)
+			for i := range calls {
+				calls[i] = nodetest.Call{Tool: tool, Meta: c.runMeta(),
+					Arguments: map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "?"}}
+			}
+			return calls
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			kinds := map[string]int{}
+			for _, res := range r {
+				kinds[kind(res)]++
+				if res.IsError || res.Text() != `accept {"seat":"3C"}` {
+					t.Errorf("one of %d identical calls: %s", elicitStormSize, describe(res))
+				}
+			}
+			if kinds["completed"] != 1 || kinds["deduplicated"] != elicitStormSize-1 {
+				t.Errorf("%d identical calls at once answered %v, want 1 completed and the rest deduplicated", elicitStormSize, kinds)
+			}
+			if len(rep.Elicitations) != 1 {
+				t.Errorf("the client was asked %d times, want once", len(rep.Elicitations))
+			}
+			if n := f.ask.ran(tool, c.flight(0)); n != 1 {
+				t.Errorf("%s ran %d times, want once", tool, n)
+			}
+		}}
+}
+
+// undeclaredCase is the case of an upstream tool that asks its caller to
+// confirm, called by a client that declared no elicitation: the call is
+// refused at once (within a few seconds, not the client's 60 s timeout).
+func undeclaredCase(name, tool string) matrixCase {
+	return matrixCase{name: name, generations: true, within: 10 * time.Second,
+		calls: func(c cell) []nodetest.Call {
+			return []nodetest.Call{{Tool: tool, Meta: c.runMeta(),
+				Arguments: map[string]any{"flight": c.flight(0), "message": "Book " + c.flight(0) + "?"}}}
+		},
+		check: func(t *testing.T, f *gatewayFleet, c cell, r []nodetest.CallResult, rep *nodetest.Report) {
+			// The gateway declares in the call what its client can answer
+			// (nothing here), so the executor (mcptool) refuses the
+			// upstream's request at once: the call fails without effect (the
+			// tool's error result on 2025-11-25, ErrInputRequired on
+			// 2026-07-28).
+			if !r[0].IsError || kind(r[0]) != "failed" || r[0].Meta[mcpgate.MetaCode] != "no_effect" ||
+				!strings.Contains(r[0].Text(), "cannot answer elicitation/create") {
+				t.Errorf("a call whose tool asks a client that declared no elicitation: %s (%q); want it refused at once", describe(r[0]), r[0].Text())
+			}
+			if len(rep.Elicitations) != 0 {
+				t.Errorf("a client that declared no elicitation was asked %d times", len(rep.Elicitations))
+			}
+		}}
 }
 
 // TestClientMatrix: each third-party client (the Go SDK's, mark3labs/mcp-go's
@@ -187,8 +374,17 @@ var matrixCases = []matrixCase{
 // HTTP with a bearer token, and stdio spawning emitter mcp) sees every case
 // of matrixCases: a repeat deduplicated, a storm of identical calls taken as
 // one effect, a lost answer indeterminate and never run again, the gateway's
-// progress while a call waits, and an upstream's image, audio and resources
-// as MCP content, the same in a deduplicated answer.
+// progress while a call waits, an upstream's image, audio and resources as
+// MCP content, the same in a deduplicated answer, an upstream's elicitation
+// answered through the client library's own handler (and refused at once
+// when the client declared none), and an upstream's progress and log
+// messages relayed. The Go clients speak 2026-07-28 by default, where the
+// gateway asks in input-required results; they run the cases of an
+// upstream's requests and notes again held to 2025-11-25, where it asks with
+// requests mid-call, as the TypeScript SDK does. Every client exposes log
+// messages: the Go SDK through ClientOptions.LoggingMessageHandler, mcp-go
+// through OnNotification (method notifications/message), the TypeScript SDK
+// through setNotificationHandler(LoggingMessageNotificationSchema).
 func TestClientMatrix(t *testing.T) {
 	ts := nodetest.Client(t)
 	f := startGatewayFleet(t)
@@ -202,39 +398,47 @@ func TestClientMatrix(t *testing.T) {
 			Env: map[string]string{"NATS_URL": f.srv.ClientURL()}}},
 	}
 	clients := []matrixClient{
-		{"go-sdk", "2026-07-28", runGoSDK},
-		{"mcp-go", "2026-07-28", runMCPGo},
+		{name: "go-sdk", version: "2026-07-28", run: goSDK("")},
+		{name: "go-sdk-2025-11-25", version: "2025-11-25", pinned: true, run: goSDK("2025-11-25")},
+		{name: "mcp-go", version: "2026-07-28", run: mcpGo("")},
+		{name: "mcp-go-2025-11-25", version: "2025-11-25", pinned: true, run: mcpGo("2025-11-25")},
 		// SDK 1.32.2 speaks the initialize handshake, up to 2025-11-25.
-		{"typescript", "", func(ctx context.Context, target nodetest.Target, calls []nodetest.Call, concurrent bool) ([]nodetest.CallResult, string, error) {
-			run := ts.Run
-			if concurrent {
-				run = ts.RunConcurrent
-			}
-			rep, err := run(ctx, target, calls...)
+		{name: "typescript", run: func(ctx context.Context, target nodetest.Target, o nodetest.Options, calls []nodetest.Call) (*nodetest.Report, string, error) {
+			rep, err := ts.RunOptions(ctx, target, o, calls...)
 			if err != nil {
 				return nil, "", err
 			}
 			if len(rep.Errors) > 0 {
 				return nil, "", fmt.Errorf("the SDK reported errors on the side: %q", rep.Errors)
 			}
-			return rep.Results, "", nil
+			return rep, "", nil
 		}},
 	}
 	n := 0
 	for _, cl := range clients {
 		for _, tr := range transports {
 			for _, mc := range matrixCases {
+				if cl.pinned && !mc.generations {
+					continue
+				}
 				n++
 				c := cell{run: fmt.Sprintf("matrix-%s-%s-%s", cl.name, tr.name, mc.name), n: n}
 				t.Run(cl.name+"/"+tr.name+"/"+mc.name, func(t *testing.T) {
 					calls := mc.calls(c)
-					res, version, err := cl.run(testenv.Context(t, clientWait), tr.target, calls, mc.concurrent)
+					wait := clientWait
+					if mc.within > 0 {
+						wait = mc.within
+					}
+					start := time.Now()
+					rep, version, err := cl.run(testenv.Context(t, wait), tr.target,
+						nodetest.Options{Concurrent: mc.concurrent, Elicit: mc.elicit, LogLevel: mc.logLevel}, calls)
 					if err != nil {
-						t.Fatalf("%s: %v", cl.name, err)
+						t.Fatalf("%s (after %s): %v", cl.name, time.Since(start).Round(time.Millisecond), err)
 					}
 					if version != cl.version {
 						t.Errorf("%s settled on protocol version %s, want %s", cl.name, version, cl.version)
 					}
+					res := rep.Results
 					if len(res) != len(calls) {
 						t.Fatalf("%d results for %d calls", len(res), len(calls))
 					}
@@ -243,101 +447,221 @@ func TestClientMatrix(t *testing.T) {
 							t.Fatalf("call %d (%s): JSON-RPC error %+v", i, calls[i].Tool, r.Error)
 						}
 					}
-					mc.check(t, f, c, res)
+					mc.check(t, f, c, res, rep)
 				})
 			}
 		}
 	}
 }
 
-// runGoSDK is matrixClient.run for the Go SDK's client with its defaults
-// (protocol 2026-07-28 where the server offers it).
-func runGoSDK(ctx context.Context, target nodetest.Target, calls []nodetest.Call, concurrent bool) ([]nodetest.CallResult, string, error) {
-	prog := newProgressLog()
-	client := sdk.NewClient(&sdk.Implementation{Name: "matrix-go-sdk", Version: "1"}, &sdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
-			p := req.Params
-			prog.add(p.ProgressToken, nodetest.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
-		},
-	})
-	var tr sdk.Transport
-	if target.URL != "" {
-		tr = &sdk.StreamableClientTransport{Endpoint: target.URL, HTTPClient: &http.Client{Transport: bearerTransport(target.Token)}}
-	} else {
-		tr = &sdk.CommandTransport{Command: command(ctx, target)}
-	}
-	cs, err := client.Connect(ctx, tr, nil)
-	if err != nil {
-		return nil, "", fmt.Errorf("connect: %w", err)
-	}
-	defer cs.Close()
-	res, err := callAll(calls, concurrent, prog, func(i int, c nodetest.Call) (any, error) {
-		p := &sdk.CallToolParams{Name: c.Tool, Arguments: arguments(c), Meta: sdk.Meta(clone(c.Meta))}
-		if c.Progress {
-			p.SetProgressToken(progressToken(i))
+// elicitAnswer is the answer of rules (nodetest.Options.Elicit) to an
+// elicitation request with message: the first rule that matches, or cancel.
+func elicitAnswer(rules []nodetest.ElicitRule, message string) (action string, content map[string]any) {
+	for _, r := range rules {
+		if r.Contains == "" || strings.Contains(message, r.Contains) {
+			if r.Action == "accept" {
+				return r.Action, clone(r.Content)
+			}
+			return r.Action, nil
 		}
-		r, err := cs.CallTool(ctx, p)
-		var we *jsonrpc.Error
-		if errors.As(err, &we) {
-			return nil, &rpcError{nodetest.RPCError{Code: int(we.Code), Message: we.Message}}
-		}
-		return r, err
-	})
-	return res, cs.InitializeResult().ProtocolVersion, err
+	}
+	return "cancel", nil
 }
 
-// runMCPGo is matrixClient.run for mark3labs/mcp-go's client with its
-// defaults: it probes with server/discover and speaks 2026-07-28 when the
-// server lists it.
-func runMCPGo(ctx context.Context, target nodetest.Target, calls []nodetest.Call, concurrent bool) ([]nodetest.CallResult, string, error) {
-	var (
-		c   *mcpgoclient.Client
-		err error
-	)
-	if target.URL != "" {
-		c, err = mcpgoclient.NewStreamableHttpClient(target.URL,
-			mcpgotransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + target.Token}))
-	} else {
-		var env []string
-		for k, v := range target.Env {
-			env = append(env, k+"="+v)
+// seenLog keeps the elicitation requests and log messages a Go client
+// received, for its report.
+type seenLog struct {
+	mu           sync.Mutex
+	elicitations []nodetest.Elicitation
+	logs         []nodetest.LogMessage
+}
+
+func (s *seenLog) elicited(mode, message string, schema any) {
+	b, _ := json.Marshal(schema)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.elicitations = append(s.elicitations, nodetest.Elicitation{Mode: mode, Message: message, RequestedSchema: b})
+}
+
+func (s *seenLog) logged(level, logger string, data any) {
+	b, _ := json.Marshal(data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs = append(s.logs, nodetest.LogMessage{Level: level, Logger: logger, Data: b})
+}
+
+// report returns the results with what s saw.
+func (s *seenLog) report(results []nodetest.CallResult) *nodetest.Report {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &nodetest.Report{Results: results, Elicitations: s.elicitations, Logs: s.logs}
+}
+
+// goSDK returns matrixClient.run for the Go SDK's client, with its defaults
+// (protocol 2026-07-28 where the server offers it) when version is "", held
+// to version otherwise. Its handlers: ElicitationHandler (set only when o
+// has rules, so that the client declares elicitation only then),
+// ProgressNotificationHandler and LoggingMessageHandler. The log level is set
+// with logging/setLevel on the initialize handshake, and in each request's
+// _meta (io.modelcontextprotocol/logLevel) on 2026-07-28, which has no
+// session to hold it.
+func goSDK(version string) func(ctx context.Context, target nodetest.Target, o nodetest.Options, calls []nodetest.Call) (*nodetest.Report, string, error) {
+	return func(ctx context.Context, target nodetest.Target, o nodetest.Options, calls []nodetest.Call) (*nodetest.Report, string, error) {
+		prog, seen := newProgressLog(), &seenLog{}
+		opts := &sdk.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				p := req.Params
+				prog.add(p.ProgressToken, nodetest.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			},
+			LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+				seen.logged(string(req.Params.Level), req.Params.Logger, req.Params.Data)
+			},
 		}
-		c, err = mcpgoclient.NewStdioMCPClient(target.Command[0], env, target.Command[1:]...)
+		if len(o.Elicit) > 0 {
+			opts.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				seen.elicited(req.Params.Mode, req.Params.Message, req.Params.RequestedSchema)
+				action, content := elicitAnswer(o.Elicit, req.Params.Message)
+				return &sdk.ElicitResult{Action: action, Content: content}, nil
+			}
+		}
+		client := sdk.NewClient(&sdk.Implementation{Name: "matrix-go-sdk", Version: "1"}, opts)
+		var tr sdk.Transport
+		if target.URL != "" {
+			tr = &sdk.StreamableClientTransport{Endpoint: target.URL, HTTPClient: &http.Client{Transport: bearerTransport(target.Token)}}
+		} else {
+			tr = &sdk.CommandTransport{Command: command(ctx, target)}
+		}
+		cs, err := client.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			return nil, "", fmt.Errorf("connect: %w", err)
+		}
+		defer cs.Close()
+		got := cs.InitializeResult().ProtocolVersion
+		modern := got >= "2026-07-28"
+		if o.LogLevel != "" && !modern {
+			if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: sdk.LoggingLevel(o.LogLevel)}); err != nil {
+				return nil, got, fmt.Errorf("logging/setLevel: %w", err)
+			}
+		}
+		res, err := callAll(calls, o.Concurrent, prog, func(i int, c nodetest.Call) (any, error) {
+			p := &sdk.CallToolParams{Name: c.Tool, Arguments: arguments(c), Meta: sdk.Meta(clone(c.Meta))}
+			if o.LogLevel != "" && modern {
+				p.Meta[sdk.MetaKeyLogLevel] = o.LogLevel
+			}
+			if c.Progress {
+				p.SetProgressToken(progressToken(i))
+			}
+			r, err := cs.CallTool(ctx, p)
+			var we *jsonrpc.Error
+			if errors.As(err, &we) {
+				return nil, &rpcError{nodetest.RPCError{Code: int(we.Code), Message: we.Message}}
+			}
+			return r, err
+		})
+		return seen.report(res), got, err
 	}
-	if err != nil {
-		return nil, "", err
+}
+
+// mcpGo returns matrixClient.run for mark3labs/mcp-go's client with its
+// defaults (it probes with server/discover and speaks 2026-07-28 when the
+// server lists it) when version is "", held to version
+// (client.WithProtocolVersion) otherwise. Elicitation requests go to
+// client.WithElicitationHandler (set only when o has rules, so that the
+// client declares elicitation only then), through input-required results on
+// 2026-07-28; progress and log messages to OnNotification, the client's one
+// handler of every notification; SetLevel sets the log level (on 2026-07-28
+// the client keeps it and sends it in each request's _meta).
+func mcpGo(version string) func(ctx context.Context, target nodetest.Target, o nodetest.Options, calls []nodetest.Call) (*nodetest.Report, string, error) {
+	return func(ctx context.Context, target nodetest.Target, o nodetest.Options, calls []nodetest.Call) (*nodetest.Report, string, error) {
+		prog, seen := newProgressLog(), &seenLog{}
+		var opts []mcpgoclient.ClientOption
+		if version != "" {
+			opts = append(opts, mcpgoclient.WithProtocolVersion(version))
+		}
+		if len(o.Elicit) > 0 {
+			opts = append(opts, mcpgoclient.WithElicitationHandler(elicitFunc(func(_ context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+				p := req.Params
+				seen.elicited(string(p.Mode), p.Message, p.RequestedSchema)
+				action, content := elicitAnswer(o.Elicit, p.Message)
+				r := &mcpgo.ElicitationResult{}
+				r.Action = mcpgo.ElicitationResponseAction(action)
+				if content != nil {
+					r.Content = content
+				}
+				return r, nil
+			})))
+		}
+		var (
+			tr  mcpgotransport.Interface
+			err error
+		)
+		if target.URL != "" {
+			tr, err = mcpgotransport.NewStreamableHTTP(target.URL,
+				mcpgotransport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + target.Token}))
+		} else {
+			var env []string
+			for k, v := range target.Env {
+				env = append(env, k+"="+v)
+			}
+			tr = mcpgotransport.NewStdio(target.Command[0], env, target.Command[1:]...)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		c := mcpgoclient.NewClient(tr, opts...)
+		defer c.Close()
+		c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+			b, _ := json.Marshal(n.Params)
+			switch n.Method {
+			case "notifications/progress":
+				var p struct {
+					ProgressToken any `json:"progressToken"`
+					nodetest.Progress
+				}
+				if json.Unmarshal(b, &p) == nil {
+					prog.add(p.ProgressToken, p.Progress)
+				}
+			case "notifications/message":
+				var m struct {
+					Level  string `json:"level"`
+					Logger string `json:"logger"`
+					Data   any    `json:"data"`
+				}
+				if json.Unmarshal(b, &m) == nil {
+					seen.logged(m.Level, m.Logger, m.Data)
+				}
+			}
+		})
+		if err := c.Start(ctx); err != nil {
+			return nil, "", fmt.Errorf("start: %w", err)
+		}
+		if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{
+			ClientInfo: mcpgo.Implementation{Name: "matrix-mcp-go", Version: "1"},
+		}}); err != nil {
+			return nil, "", fmt.Errorf("initialize: %w", err)
+		}
+		if o.LogLevel != "" {
+			if err := c.SetLevel(ctx, mcpgo.SetLevelRequest{Params: mcpgo.SetLevelParams{Level: mcpgo.LoggingLevel(o.LogLevel)}}); err != nil {
+				return nil, c.ProtocolVersion(), fmt.Errorf("logging/setLevel: %w", err)
+			}
+		}
+		res, err := callAll(calls, o.Concurrent, prog, func(i int, call nodetest.Call) (any, error) {
+			meta := mcpgo.NewMetaFromMap(clone(call.Meta))
+			if call.Progress {
+				meta.ProgressToken = progressToken(i)
+			}
+			return c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: call.Tool, Arguments: arguments(call), Meta: meta}})
+		})
+		return seen.report(res), c.ProtocolVersion(), err
 	}
-	defer c.Close()
-	prog := newProgressLog()
-	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
-		if n.Method != "notifications/progress" {
-			return
-		}
-		b, _ := json.Marshal(n.Params)
-		var p struct {
-			ProgressToken any `json:"progressToken"`
-			nodetest.Progress
-		}
-		if json.Unmarshal(b, &p) == nil {
-			prog.add(p.ProgressToken, p.Progress)
-		}
-	})
-	if err := c.Start(ctx); err != nil {
-		return nil, "", fmt.Errorf("start: %w", err)
-	}
-	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{
-		ClientInfo: mcpgo.Implementation{Name: "matrix-mcp-go", Version: "1"},
-	}}); err != nil {
-		return nil, "", fmt.Errorf("initialize: %w", err)
-	}
-	res, err := callAll(calls, concurrent, prog, func(i int, call nodetest.Call) (any, error) {
-		meta := mcpgo.NewMetaFromMap(clone(call.Meta))
-		if call.Progress {
-			meta.ProgressToken = progressToken(i)
-		}
-		return c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: call.Tool, Arguments: arguments(call), Meta: meta}})
-	})
-	return res, c.ProtocolVersion(), err
+}
+
+// elicitFunc is an mcp-go elicitation handler as a function.
+type elicitFunc func(context.Context, mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error)
+
+// Elicit implements mcpgoclient.ElicitationHandler.
+func (f elicitFunc) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	return f(ctx, req)
 }
 
 // callAll makes each call with do, one after another or all at once, and

@@ -57,15 +57,56 @@ type Call struct {
 	Progress  bool           `json:"progress,omitempty"`
 }
 
+// Options change how the client behaves beyond its defaults.
+type Options struct {
+	// Concurrent makes the calls all at once instead of one after another.
+	Concurrent bool
+	// Elicit, when not empty, makes the client declare the elicitation
+	// capability and answer each elicitation/create request with the first
+	// rule that matches it (a rule with an empty Contains matches every
+	// request); a request no rule matches is cancelled. Empty: the client
+	// declares no elicitation capability.
+	Elicit []ElicitRule
+	// LogLevel, when set, is sent in logging/setLevel after connecting, so
+	// that the server sends log messages from that level on.
+	LogLevel string
+}
+
+// ElicitRule answers the elicitation requests whose message contains
+// Contains with Action ("accept", "decline" or "cancel") and, for accept,
+// Content.
+type ElicitRule struct {
+	Contains string         `json:"contains,omitempty"`
+	Action   string         `json:"action"`
+	Content  map[string]any `json:"content,omitempty"`
+}
+
 // Report is what the client saw: the server's identity, every tool it
-// listed, one result per call, in the order of the calls, and the errors the
-// SDK reported on the side while they ran (through the client's onerror: a
-// notification it could not handle, for one).
+// listed, one result per call, in the order of the calls, the elicitation
+// requests and log messages the server sent, in the order they came, and the
+// errors the SDK reported on the side while they ran (through the client's
+// onerror: a notification it could not handle, for one).
 type Report struct {
-	Server  *Implementation `json:"server"`
-	Tools   []ListedTool    `json:"tools"`
-	Results []CallResult    `json:"results"`
-	Errors  []string        `json:"errors"`
+	Server       *Implementation `json:"server"`
+	Tools        []ListedTool    `json:"tools"`
+	Results      []CallResult    `json:"results"`
+	Elicitations []Elicitation   `json:"elicitations"`
+	Logs         []LogMessage    `json:"logs"`
+	Errors       []string        `json:"errors"`
+}
+
+// Elicitation is one elicitation/create request the client received.
+type Elicitation struct {
+	Mode            string          `json:"mode"` // "" when the request named none (form)
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+}
+
+// LogMessage is one notifications/message the client received.
+type LogMessage struct {
+	Level  string          `json:"level"`
+	Logger string          `json:"logger"`
+	Data   json.RawMessage `json:"data"`
 }
 
 // Implementation is the server's name and version from its initialize answer.
@@ -154,24 +195,27 @@ type RPCError struct {
 // result) ends the run: Run returns a [*RunError] carrying the client's
 // standard error.
 func (c *TSClient) Run(ctx context.Context, target Target, calls ...Call) (*Report, error) {
-	return c.run(ctx, target, false, calls)
+	return c.RunOptions(ctx, target, Options{}, calls...)
 }
 
 // RunConcurrent is Run with the calls made all at once instead of one after
 // another; the results are still in the order of the calls.
 func (c *TSClient) RunConcurrent(ctx context.Context, target Target, calls ...Call) (*Report, error) {
-	return c.run(ctx, target, true, calls)
+	return c.RunOptions(ctx, target, Options{Concurrent: true}, calls...)
 }
 
-func (c *TSClient) run(ctx context.Context, target Target, concurrent bool, calls []Call) (*Report, error) {
+// RunOptions is Run with the client behaving as o says.
+func (c *TSClient) RunOptions(ctx context.Context, target Target, o Options, calls ...Call) (*Report, error) {
 	req := struct {
-		URL        string            `json:"url,omitempty"`
-		Token      string            `json:"token,omitempty"`
-		Command    []string          `json:"command,omitempty"`
-		Env        map[string]string `json:"env,omitempty"`
-		Calls      []Call            `json:"calls"`
-		Concurrent bool              `json:"concurrent,omitempty"`
-	}{target.URL, target.Token, target.Command, target.Env, calls, concurrent}
+		URL         string            `json:"url,omitempty"`
+		Token       string            `json:"token,omitempty"`
+		Command     []string          `json:"command,omitempty"`
+		Env         map[string]string `json:"env,omitempty"`
+		Calls       []Call            `json:"calls"`
+		Concurrent  bool              `json:"concurrent,omitempty"`
+		Elicitation []ElicitRule      `json:"elicitation,omitempty"`
+		LogLevel    string            `json:"logLevel,omitempty"`
+	}{target.URL, target.Token, target.Command, target.Env, calls, o.Concurrent, o.Elicit, o.LogLevel}
 	if req.Calls == nil {
 		req.Calls = []Call{}
 	}

@@ -7,7 +7,10 @@
 //     "env": {"NAME": "value"},            // stdio: added to the SDK's default environment
 //     "token": "secret",                   // HTTP: sent as Authorization: Bearer
 //     "calls": [{"tool": "add", "arguments": {"a": 1}, "_meta": {}, "progress": true}],
-//     "concurrent": true                   // make the calls all at once
+//     "concurrent": true,                  // make the calls all at once
+//     "elicitation": [{"contains": "no", "action": "decline"},
+//                     {"action": "accept", "content": {"seat": "1A"}}],
+//     "logLevel": "info"                   // sent in logging/setLevel
 //   }
 //
 // connects, lists every tool, makes the calls one after another (or all at
@@ -16,7 +19,16 @@
 //   {"server": {...}, "tools": [{"name", "annotations"}],
 //    "results": [{"tool", "isError", "content", "structuredContent", "_meta", "progress"}
 //                | {"tool", "error": {"code", "message", "data"}}],
+//    "elicitations": [{"mode", "message", "requestedSchema"}],
+//    "logs": [{"level", "logger", "data"}],
 //    "errors": ["..."]}
+//
+// With "elicitation", the client declares the elicitation capability and
+// answers each elicitation/create request with the first rule whose
+// "contains" (absent: any) is in the request's message, through the SDK's
+// setRequestHandler(ElicitRequestSchema); a request no rule matches is
+// cancelled. Without it, the client declares no capability but the SDK's
+// default. Every request and every notifications/message is recorded.
 //
 // A call answered with a JSON-RPC error is recorded under "error" with the code
 // the server sent (or the SDK's own -32001 when no answer came within its
@@ -35,7 +47,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  McpError,
+  ProgressNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 async function readStdin() {
   const chunks = [];
@@ -97,9 +114,26 @@ async function call(client, c, n, progressByToken) {
 
 async function main() {
   const req = await readStdin();
-  const client = new Client({ name: "toolexec-ts-client", version: "1.0.0" });
+  const rules = req.elicitation ?? [];
+  const client = new Client(
+    { name: "toolexec-ts-client", version: "1.0.0" },
+    rules.length > 0 ? { capabilities: { elicitation: {} } } : undefined,
+  );
   const errors = [];
   client.onerror = (err) => errors.push(String(err?.message ?? err));
+  const elicitations = [];
+  if (rules.length > 0) {
+    client.setRequestHandler(ElicitRequestSchema, ({ params }) => {
+      elicitations.push({ mode: params.mode ?? "", message: params.message, requestedSchema: params.requestedSchema ?? null });
+      const rule = rules.find((r) => !r.contains || params.message.includes(r.contains));
+      if (!rule) return { action: "cancel" };
+      return rule.action === "accept" ? { action: "accept", content: rule.content ?? {} } : { action: rule.action };
+    });
+  }
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, ({ params }) => {
+    logs.push({ level: params.level, logger: params.logger ?? "", data: params.data ?? null });
+  });
   const progressByToken = new Map();
   client.setNotificationHandler(ProgressNotificationSchema, ({ params }) => {
     const { progressToken, ...rest } = params;
@@ -109,12 +143,13 @@ async function main() {
   });
   await client.connect(transportFor(req));
   try {
+    if (req.logLevel) await client.setLoggingLevel(req.logLevel);
     const tools = await listAllTools(client);
     const calls = [...(req.calls ?? []).entries()];
     const results = [];
     if (req.concurrent) results.push(...(await Promise.all(calls.map(([n, c]) => call(client, c, n, progressByToken)))));
     else for (const [n, c] of calls) results.push(await call(client, c, n, progressByToken));
-    process.stdout.write(JSON.stringify({ server: client.getServerVersion() ?? null, tools, results, errors }) + "\n");
+    process.stdout.write(JSON.stringify({ server: client.getServerVersion() ?? null, tools, results, elicitations, logs, errors }) + "\n");
   } finally {
     await client.close();
   }
