@@ -12,10 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/tesserix/toolexec"
-	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/mcpgate"
 	"github.com/tesserix/toolexec/tool"
@@ -100,14 +97,6 @@ func newAskingServer() *sdk.Server {
 	return s
 }
 
-// askingFleet is an embedded NATS server, an executor serving the asking
-// upstream's tools (over Streamable HTTP, without a policy), and an MCP
-// gateway over Streamable HTTP for tenant acme without a token.
-type askingFleet struct {
-	srv *server.Server
-	url string
-}
-
 // askingTools serves newAskingServer over Streamable HTTP and returns its
 // tools imported through mcptool (every tool effectful, as imported): the
 // tools the conformance scenarios of sampling, elicitation and logging call.
@@ -129,39 +118,12 @@ func askingTools(t *testing.T) []*tool.Tool {
 	return tools
 }
 
-func startAskingFleet(t *testing.T) *askingFleet {
-	t.Helper()
-	ctx := testenv.Context(t, clientWait)
-	tools := askingTools(t)
-	f := &askingFleet{srv: natstest.Start(t)}
-	ex, err := toolexec.NewExecutor(ctx, natstest.Connect(t, f.srv), toolexec.ExecutorConfig{Tools: tools, Logger: testenv.Logger()})
-	if err != nil {
-		t.Fatalf("NewExecutor: %v", err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ex.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done; ex.Close() })
-	gw, err := mcpgate.New(natstest.Connect(t, f.srv), mcpgate.Config{Logger: testenv.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := gw.Handler(mcpgate.HTTPConfig{Tenant: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := httptest.NewServer(h)
-	t.Cleanup(func() { gs.CloseClientConnections(); gs.Close() })
-	f.url = gs.URL + "/mcp"
-	return f
-}
-
 // TestRelayThroughEmitterMCP: the Go SDK's client, spawning emitter mcp
 // (stdio), answers the upstream's elicitation and sampling requests made
 // mid-call and gets its log messages, on the old protocol (asked with
 // requests) and the newest (asked in input-required results).
 func TestRelayThroughEmitterMCP(t *testing.T) {
-	f := startAskingFleet(t)
+	f := startGatewayFleetWith(t, mcpgate.Config{}, askingTools(t)...)
 	emitter := buildEmitter(t)
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("protocol "+map[string]string{"": "newest"}[version]+version, func(t *testing.T) {
