@@ -64,14 +64,14 @@
 // outcome, when the GET fails or the stream keeps ending. A start waits up to 5
 // seconds for the first GET's answer, so that a call made at once finds the
 // stream open. A server that answers the GET with 405, or any status but 2xx,
-// 429 and 5xx, or with no event stream, has none; a GET that fails (a 5xx or
-// 429, the connection refused or reset) is tried again after a delay doubling
-// from half a second, and the session does without the stream after five
-// failures in a row; a stream that ends is opened again, with Last-Event-ID
-// when it gave event ids, after the delay its retry field names (half a second
-// otherwise), an empty stream that ended within 5 seconds counting as a
-// failure. None of this ends the session or touches a call: the calls' answers
-// come on their own streams.
+// 408, 409, 429 and 5xx, or with no event stream, has none; a GET that fails
+// (one of those, the connection refused or reset) is tried again after a delay
+// doubling from half a second, and the session does without the stream after
+// five failures in a row; a stream that ends is opened again, with
+// Last-Event-ID when it gave event ids, after the delay its retry field names
+// (half a second otherwise), an empty stream that ended within 5 seconds
+// counting as a failure. None of this ends the session or touches a call: the
+// calls' answers come on their own streams.
 //
 // A call races a reconnection safely: it is sent once on the session it got,
 // or not at all. When it finds its session broken before anything of it was

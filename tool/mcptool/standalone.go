@@ -79,7 +79,7 @@ func (u *Upstream) listen(s *session, ready chan<- struct{}) {
 				resp.Body.Close()
 			}
 			return
-		case err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		case err != nil || transientStatus(resp.StatusCode):
 			if err == nil {
 				resp.Body.Close()
 				err = errors.New(resp.Status)
@@ -150,6 +150,14 @@ func readStream(body io.Reader, parser *sseParser, event func(data []byte)) {
 			return
 		}
 	}
+}
+
+// transientStatus reports whether a GET answered with status may succeed
+// later: a server error, too many requests, and a conflict (the TypeScript
+// SDK's server allows one standalone stream per session, and answers 409
+// until it noticed that the last one ended).
+func transientStatus(status int) bool {
+	return status >= 500 || status == http.StatusTooManyRequests || status == http.StatusConflict || status == http.StatusRequestTimeout
 }
 
 // isEventStream reports whether h says the body is a server-sent event

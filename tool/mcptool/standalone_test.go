@@ -31,14 +31,14 @@ type asideServer struct {
 	srv     *httptest.Server
 	held    chan struct{}
 	release chan struct{}
-	// get answers the GETs when it is set, instead of the server.
-	get func(w http.ResponseWriter, r *http.Request)
+	// get answers the GETs when it is set, instead of the server (next).
+	get func(w http.ResponseWriter, r *http.Request, next http.Handler)
 	// gets counts the GETs, inits the initialize requests.
 	gets, inits atomic.Int32
 	once        sync.Once
 }
 
-func newAsideServer(t *testing.T, get func(w http.ResponseWriter, r *http.Request)) *asideServer {
+func newAsideServer(t *testing.T, get func(w http.ResponseWriter, r *http.Request, next http.Handler)) *asideServer {
 	t.Helper()
 	a := &asideServer{held: make(chan struct{}, 4), release: make(chan struct{}), get: get}
 	s := mcp.NewServer(&mcp.Implementation{Name: "aside", Version: "1"}, &mcp.ServerOptions{
@@ -70,7 +70,7 @@ func newAsideServer(t *testing.T, get func(w http.ResponseWriter, r *http.Reques
 		case http.MethodGet:
 			a.gets.Add(1)
 			if a.get != nil {
-				a.get(w, r)
+				a.get(w, r, h)
 				return
 			}
 		case http.MethodPost:
@@ -140,7 +140,9 @@ func (a *asideServer) holdInFlight(t *testing.T, hold *tool.Tool, c tool.Caller)
 // came alongside; refused at once, asking no one, with two calls in flight
 // (it might be either's), while the progress, whose token names its call,
 // still reaches that call's caller; refused at once, too, for a caller that
-// declared nothing. No call stalls.
+// declared nothing. No call stalls. A GET refused for a while (409, as the
+// TypeScript SDK's server answers while it holds the session's last stream)
+// is tried again until the stream is open.
 func TestStandaloneStreamRequests(t *testing.T) {
 	t.Run("one call in flight", func(t *testing.T) {
 		t.Parallel()
@@ -195,6 +197,27 @@ func TestStandaloneStreamRequests(t *testing.T) {
 			s.mu.Unlock()
 		}
 	})
+	t.Run("after the GET was refused for a while", func(t *testing.T) {
+		t.Parallel()
+		// The TypeScript SDK's server answers 409 while it holds a
+		// standalone stream of the session that it has not seen end.
+		var refused atomic.Int32
+		a := newAsideServer(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+			if refused.Add(1) <= 2 {
+				http.Error(w, "Conflict: Only one SSE stream is allowed per session", http.StatusConflict)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+		_, aside, _ := a.open(t)
+		waitFor(t, 30*time.Second, "the third GET", func() bool { return a.gets.Load() >= 3 })
+		// Until the server registered the stream, it refuses to send on it.
+		c := &stubCaller{answer: json.RawMessage(`{"action":"accept","content":{"ok":true}}`)}
+		waitFor(t, 30*time.Second, "the elicitation relayed", func() bool {
+			out, err := aside.Call(tool.WithCaller(testenv.Context(t, time.Minute), c), tool.Context{CallID: "call_1"}, json.RawMessage(`{}`))
+			return err == nil && out == "accept"
+		})
+	})
 	t.Run("a caller that declared nothing", func(t *testing.T) {
 		t.Parallel()
 		a := newAsideServer(t, nil)
@@ -216,20 +239,20 @@ func TestStandaloneStreamRequests(t *testing.T) {
 // once, again and again, never ends the session nor touches the call in
 // flight meanwhile: it gets its answer, on the one session.
 func TestStandaloneStreamFailures(t *testing.T) {
-	for name, get := range map[string]func(w http.ResponseWriter, r *http.Request){
-		"405": func(w http.ResponseWriter, _ *http.Request) {
+	for name, get := range map[string]func(w http.ResponseWriter, r *http.Request, next http.Handler){
+		"405": func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 			http.Error(w, "no stream here", http.StatusMethodNotAllowed)
 		},
-		"500": func(w http.ResponseWriter, _ *http.Request) {
+		"500": func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 			http.Error(w, "broken", http.StatusInternalServerError)
 		},
-		"reset": func(w http.ResponseWriter, _ *http.Request) {
+		"reset": func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
 				conn.Close()
 			}
 		},
-		"ends at once": func(w http.ResponseWriter, _ *http.Request) {
+		"ends at once": func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 		},
