@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +49,9 @@ func reconnectionTool(t *testing.T) *tool.Tool {
 // gateway, twice: "direct", in front of an executor whose tools are its own,
 // and "upstream", where test_reconnection and add_numbers are the suite's own
 // fixture servers (sse-retry and tools_call) imported through a tools file,
-// so that server-sse-polling crosses a stream closed mid-call on both sides.
+// so that server-sse-polling crosses a stream closed mid-call on both sides;
+// the tools file imports elicitation-sep1034-client-defaults too, whose tool
+// asks its client on the standalone stream, called with the Go SDK's client.
 // In both, the tools of the content scenarios (image, audio, resources) and of
 // the requests and logs mid-call (sampling, elicitation, logging) are MCP
 // servers written with the Go SDK behind the executor, imported through
@@ -69,13 +72,23 @@ func TestGatewayConformance(t *testing.T) {
 		t.Parallel()
 		retry := nodetest.Fixture(t, nodetest.FixtureSSERetry)
 		adder := nodetest.Fixture(t, nodetest.FixtureToolsCall)
-		set := importFixtures(t, retry, adder)
+		defaults := nodetest.Fixture(t, nodetest.FixtureElicitationDefaults)
+		set := importFixtures(t, retry, adder, defaults)
 		f := startGatewayFleetWith(t, pollConfig, append(askingTools(t), set.Tools()...)...)
 		conformsOrOwes(t, suite, f.plainURL)
 
 		ctx := testenv.Context(t, clientWait)
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "toolexec-test", Version: "1"}, nil).
-			Connect(ctx, &sdk.StreamableClientTransport{Endpoint: f.plainURL}, nil)
+		// The client accepts every elicitation with nothing filled in: the
+		// Go SDK's client applies the schema's defaults to the content
+		// before it answers (SEP-1034); the gateway and toolexec relay the
+		// request and the answer as they are.
+		var elicited atomic.Int32
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "toolexec-test", Version: "1"}, &sdk.ClientOptions{
+			ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				elicited.Add(1)
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+			},
+		}).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: f.plainURL}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +96,18 @@ func TestGatewayConformance(t *testing.T) {
 		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "add_numbers", Arguments: map[string]any{"a": 2, "b": 3}})
 		if err != nil || r.IsError || len(r.Content) != 1 || r.Content[0].(*sdk.TextContent).Text != "The sum of 2 and 3 is 5" {
 			t.Errorf("add_numbers through the gateway = %+v, %v", r, err)
+		}
+		// The fixture asks on its session's standalone stream, not on the
+		// stream of the call: toolexec hears it there and relays it to the
+		// caller of the only call in flight.
+		start := time.Now()
+		r, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "test_client_elicitation_defaults", Arguments: map[string]any{}})
+		if err != nil || r.IsError || len(r.Content) != 1 ||
+			r.Content[0].(*sdk.TextContent).Text != `Elicitation completed: {"age":30,"name":"John Doe","score":95.5,"status":"active","verified":true}` {
+			t.Errorf("test_client_elicitation_defaults through the gateway = %+v, %v", r, err)
+		}
+		if d := time.Since(start); elicited.Load() != 1 || d > 20*time.Second {
+			t.Errorf("the client was asked %d times, the call took %s; want once, at once", elicited.Load(), d)
 		}
 		// What the fixtures saw of toolexec's client, once it let go of
 		// them (a fixture's server waits for its connections to close).
@@ -92,12 +117,16 @@ func TestGatewayConformance(t *testing.T) {
 			// loaded machine) is a warning; earlier, or twice as late, fails.
 			"client-sse-retry-timing": false})
 		fixtureChecks(t, adder, map[string]bool{"tool-add-numbers": true})
+		fixtureChecks(t, defaults, map[string]bool{
+			"client-elicitation-sep1034-string-default": true, "client-elicitation-sep1034-integer-default": true,
+			"client-elicitation-sep1034-number-default": true, "client-elicitation-sep1034-enum-default": true,
+			"client-elicitation-sep1034-boolean-default": true})
 	})
 }
 
 // importFixtures opens a tools file that imports every tool of the fixture
 // servers, effectful as imported tools are by default.
-func importFixtures(t *testing.T, retry, adder *nodetest.FixtureServer) *toolsfile.Toolset {
+func importFixtures(t *testing.T, retry, adder, defaults *nodetest.FixtureServer) *toolsfile.Toolset {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "tools.yaml")
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(`mcp_servers:
@@ -107,7 +136,10 @@ func importFixtures(t *testing.T, retry, adder *nodetest.FixtureServer) *toolsfi
   - name: suite_tools_call
     url: %s
     import: {}
-`, retry.URL, adder.URL)), 0o600); err != nil {
+  - name: suite_elicitation_defaults
+    url: %s
+    import: {}
+`, retry.URL, adder.URL, defaults.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	set, err := toolsfile.Load(testenv.Context(t, clientWait), file, toolsfile.Options{Logger: testenv.Logger()})

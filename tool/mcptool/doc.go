@@ -50,10 +50,28 @@
 // closes a stdio server's standard input and gives it [Config.StopTimeout] to
 // exit before SIGTERM, then SIGKILL.
 //
-// A Streamable HTTP session holds no stream open between calls, so it is
-// pinged every MaxRestartDelay: a server gone away while no call is made is
-// noticed, and the upstream found down, without a call finding out. A call
-// whose connection is refused ends the session too.
+// A Streamable HTTP session is pinged every MaxRestartDelay: a server gone
+// away while no call is made is noticed, and the upstream found down, without
+// a call finding out. A call whose connection is refused ends the session
+// too.
+//
+// A Streamable HTTP session with a session id, on a protocol before 2026-07-28
+// (which has none, SEP-2575), also holds the session's standalone stream open:
+// the GET on which the server sends what it relates to no request (see
+// "Requests and notifications from the upstream"). It is toolexec's, not the
+// SDK's, whose transport would not open it on the connection toolexec wraps,
+// and would end the whole session, leaving the calls in flight with an unknown
+// outcome, when the GET fails or the stream keeps ending. A start waits up to 5
+// seconds for the first GET's answer, so that a call made at once finds the
+// stream open. A server that answers the GET with 405, or any status but 2xx,
+// 408, 409, 429 and 5xx, or with no event stream, has none; a GET that fails
+// (one of those, the connection refused or reset) is tried again after a delay
+// doubling from half a second, and the session does without the stream after
+// five failures in a row; a stream that ends is opened again, with
+// Last-Event-ID when it gave event ids, after the delay its retry field names
+// (half a second otherwise), an empty stream that ended within 5 seconds
+// counting as a failure. None of this ends the session or touches a call: the
+// calls' answers come on their own streams.
 //
 // A call races a reconnection safely: it is sent once on the session it got,
 // or not at all. When it finds its session broken before anything of it was
@@ -153,17 +171,25 @@
 // [tool.Caller], and its answer, or the caller's JSON-RPC error, returned to
 // the upstream. A caller that declared nothing refuses at once (-32601), so
 // the upstream is never left waiting. Over HTTP a request belongs to the call
-// on whose response stream it came; over stdio, which has no streams, to the
-// call in flight when it is the only one. A request that cannot be told to
-// belong to one call, and any other request (roots/list), is refused at once:
-// no request of one tenant's call ever reaches another's caller.
+// on whose response stream it came. One that came on no call's stream — on
+// the session's standalone stream, where a server sends what it did not
+// relate to a request (the TypeScript SDK's server.request without
+// relatedRequestId, a Go SDK ServerSession's request under a context that is
+// not a handler's) — belongs, as every request over stdio, which has no
+// streams, to the call in flight when it is the only one. A request that
+// cannot be told to belong to one call (two calls in flight, or none), and
+// any other request (roots/list), is refused at once: no request of one
+// tenant's call ever reaches another's caller. A ping on the standalone
+// stream is answered.
 //
 // Each tools/call carries the progressToken "toolexec-<call id>" and asks
 // for log messages from level info (logging/setLevel once per session on
 // protocols before 2026-07-28, the request's _meta after). The upstream's
-// progress notifications for the token, and its log messages (on the call's
-// stream over HTTP; over stdio while the call is the only one), are passed to
-// the caller as notes, which the executor bounds.
+// progress notifications for the token (wherever they came), and its log
+// messages (on the call's stream over HTTP; on the standalone stream, and
+// over stdio, while the call is the only one in flight), are passed to the
+// caller as notes, which the executor bounds. Other notifications on the
+// standalone stream are dropped.
 //
 // # The outcome
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,7 +42,11 @@ const (
 // is refused at once. The answer is written from a goroutine of its own, so
 // that reading goes on meanwhile.
 func (c *probeConn) serve(req *jsonrpc.Request) {
-	p := c.owner(req.ID)
+	c.answer(req, c.owner(req.ID))
+}
+
+// answer answers req, as serve says, on behalf of the call p (nil: none).
+func (c *probeConn) answer(req *jsonrpc.Request, p *probe) {
 	go func() {
 		var (
 			result json.RawMessage
@@ -52,7 +57,7 @@ func (c *probeConn) serve(req *jsonrpc.Request) {
 			err = &tool.CallerError{Code: tool.CallerCodeMethodNotFound, Message: "toolexec does not answer " + req.Method}
 		case p == nil:
 			err = &tool.CallerError{Code: tool.CallerCodeInternal,
-				Message: "toolexec cannot tell which call " + req.Method + " belongs to: send it on the stream of the tools/call it serves"}
+				Message: "toolexec cannot tell which call " + req.Method + " belongs to: send it on the stream of the tools/call it serves, or while that call is the only one in flight"}
 		default:
 			result, err = p.caller.Ask(p.ctx, req.Method, req.Params)
 		}
@@ -73,8 +78,8 @@ func (c *probeConn) serve(req *jsonrpc.Request) {
 
 // owner returns the call a request of the upstream belongs to: over HTTP,
 // the call on whose response stream it came; over stdio, which has no
-// streams, the call in flight when it is the only one. Nil when it cannot be
-// told.
+// streams, the call in flight when it is the only one (see offStream for
+// the standalone stream of HTTP). Nil when it cannot be told.
 func (c *probeConn) owner(id jsonrpc.ID) *probe {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,9 +104,10 @@ func (c *probeConn) only() *probe {
 }
 
 // notify records a notification the upstream sent: progress by its token,
-// which names the call; a log message (stdio only: over HTTP the tap of the
-// call's stream records it) when one call is in flight.
-func (c *probeConn) notify(req *jsonrpc.Request) {
+// which names the call; a log message (over stdio, or off any call's stream
+// over HTTP: the tap of a call's stream records those on it) when one call is
+// in flight.
+func (c *probeConn) notify(req *jsonrpc.Request, offStream bool) {
 	switch req.Method {
 	case notifyProgress:
 		var t struct {
@@ -123,7 +129,7 @@ func (c *probeConn) notify(req *jsonrpc.Request) {
 			p.caller.Notify(notifyProgress, req.Params)
 		}
 	case notifyMessage:
-		if c.out == nil {
+		if c.out == nil && !offStream {
 			return
 		}
 		c.mu.Lock()
@@ -132,6 +138,31 @@ func (c *probeConn) notify(req *jsonrpc.Request) {
 		if p != nil {
 			p.caller.Notify(notifyMessage, req.Params)
 		}
+	}
+}
+
+// offStream handles a message the upstream sent on the session's standalone
+// stream (HTTP), that is on no call's stream: a request is answered (ping) or
+// relayed to the caller of the call in flight when it is the only one, and
+// refused at once otherwise; progress and log notifications are recorded as
+// notify says; anything else is dropped.
+func (c *probeConn) offStream(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	switch {
+	case !ok:
+	case req.IsCall() && req.Method == "ping":
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), answerWriteTimeout)
+			defer cancel()
+			_ = c.Write(ctx, &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})
+		}()
+	case req.IsCall():
+		c.mu.Lock()
+		p := c.only()
+		c.mu.Unlock()
+		c.answer(req, p)
+	case req.Method == notifyProgress || req.Method == notifyMessage:
+		c.notify(req, true)
 	}
 }
 
@@ -150,58 +181,22 @@ func (c *probeConn) relate(id jsonrpc.ID, p *probe) {
 // they belong to) and its log messages (recorded for that call).
 type sseTap struct {
 	io.ReadCloser
-	p     *probe
-	conn  *probeConn
-	buf   []byte // an unfinished line
-	data  bytes.Buffer
-	large bool // the event is larger than relayed events may be
+	p      *probe
+	conn   *probeConn
+	parser sseParser
 }
 
 func (t *sseTap) Read(b []byte) (int, error) {
 	n, err := t.ReadCloser.Read(b)
 	if n > 0 {
-		t.feed(b[:n])
+		t.parser.feed(b[:n], t.event)
 	}
 	return n, err
 }
 
-// feed takes the bytes of the stream, line by line: data lines are gathered,
-// and an empty line ends an event.
-func (t *sseTap) feed(b []byte) {
-	t.buf = append(t.buf, b...)
-	for {
-		i := bytes.IndexByte(t.buf, '\n')
-		if i < 0 {
-			if len(t.buf) > maxRelayedEventSize {
-				t.buf, t.large = t.buf[:0], true
-			}
-			return
-		}
-		line := strings.TrimSuffix(string(t.buf[:i]), "\r")
-		t.buf = t.buf[i+1:]
-		switch {
-		case line == "":
-			t.event()
-		case strings.HasPrefix(line, "data:"):
-			if t.data.Len()+len(line) > maxRelayedEventSize {
-				t.large = true
-				continue
-			}
-			if t.data.Len() > 0 {
-				t.data.WriteByte('\n')
-			}
-			t.data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		}
-	}
-}
-
 // event handles one whole event of the stream.
-func (t *sseTap) event() {
-	defer func() { t.data.Reset(); t.large = false }()
-	if t.large || t.data.Len() == 0 {
-		return
-	}
-	msg, err := jsonrpc.DecodeMessage(t.data.Bytes())
+func (t *sseTap) event(data []byte) {
+	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
 		return
 	}
@@ -212,6 +207,60 @@ func (t *sseTap) event() {
 		t.conn.relate(req.ID, t.p)
 	case req.Method == notifyMessage:
 		t.p.caller.Notify(notifyMessage, req.Params)
+	}
+}
+
+// sseParser splits a server-sent event stream into events, line by line:
+// data lines are gathered, and an empty line ends an event. An event larger
+// than maxRelayedEventSize is skipped. It keeps the last event id and retry
+// delay the stream gave.
+type sseParser struct {
+	buf   []byte // an unfinished line
+	data  bytes.Buffer
+	large bool // the event is larger than relayed events may be
+	id    string
+	retry time.Duration
+}
+
+// feed takes the next bytes of the stream, and calls event with the data of
+// each event they end.
+func (s *sseParser) feed(b []byte, event func(data []byte)) {
+	s.buf = append(s.buf, b...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			if len(s.buf) > maxRelayedEventSize {
+				s.buf, s.large = s.buf[:0], true
+			}
+			return
+		}
+		line := strings.TrimSuffix(string(s.buf[:i]), "\r")
+		s.buf = s.buf[i+1:]
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch {
+		case line == "":
+			if !s.large && s.data.Len() > 0 {
+				event(s.data.Bytes())
+			}
+			s.data.Reset()
+			s.large = false
+		case field == "data":
+			if s.data.Len()+len(value) > maxRelayedEventSize {
+				s.large = true
+				continue
+			}
+			if s.data.Len() > 0 {
+				s.data.WriteByte('\n')
+			}
+			s.data.WriteString(value)
+		case field == "id" && !strings.ContainsRune(value, 0):
+			s.id = value
+		case field == "retry":
+			if ms, err := strconv.ParseUint(value, 10, 31); err == nil {
+				s.retry = time.Duration(ms) * time.Millisecond
+			}
+		}
 	}
 }
 

@@ -146,7 +146,7 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case req.IsCall() && req.Method != "ping":
 			c.serve(req)
 		case req.Method == notifyProgress || req.Method == notifyMessage:
-			c.notify(req)
+			c.notify(req, false)
 		default:
 			return msg, err
 		}

@@ -681,7 +681,10 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 		u.rt.version.Store(nil) // a new session negotiates anew
 		pt = &probeTransport{inner: &mcp.StreamableClientTransport{
 			Endpoint: u.cfg.URL, HTTPClient: u.http,
-			DisableStandaloneSSE: true, // answers come on each call's own stream
+			// listen holds the standalone stream, which the SDK would
+			// not open on a probeConn anyway, and whose failure there
+			// would end the session.
+			DisableStandaloneSSE: true,
 		}}
 	}
 	cs, err := u.client.Connect(ctx, pt, nil)
@@ -716,6 +719,20 @@ func (u *Upstream) connect(ctx context.Context) (*session, error) {
 	u.log.Info("mcp server connected", attrs...)
 	u.wg.Add(1)
 	go u.watch(s)
+	if proc == nil && version < multiRoundTrip && cs.ID() != "" {
+		// From 2026-07-28 on there is no standalone stream (SEP-2575); a
+		// server without sessions could not tell the GET was ours.
+		ready := make(chan struct{})
+		u.wg.Add(1)
+		go u.listen(s, ready)
+		wait := time.NewTimer(standaloneWait)
+		select {
+		case <-ready:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+	}
 	if proc != nil {
 		u.wg.Add(1)
 		go u.watchProcess(s)

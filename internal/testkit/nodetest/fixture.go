@@ -24,6 +24,15 @@ const (
 	// sends the result on the GET that resumes it. Its checks: the client
 	// resumed with GET, waited the retry, and sent Last-Event-ID.
 	FixtureSSERetry = "sse-retry"
+	// FixtureElicitationDefaults serves test_client_elicitation_defaults,
+	// with sessions (the TypeScript SDK's server): the tool sends
+	// elicitation/create on the session's standalone stream (the GET, not the
+	// stream of the tools/call), with a schema whose five fields (string,
+	// integer, number, enum, boolean) all have defaults and none is required.
+	// Its checks, client-elicitation-sep1034-{string,integer,number,enum,
+	// boolean}-default: the client accepted with each field present, its
+	// default applied where the answer left it out.
+	FixtureElicitationDefaults = "elicitation-sep1034-client-defaults"
 	// FixtureToolsCall serves add_numbers (a and b), without sessions; its
 	// check is that the client called it.
 	FixtureToolsCall = "tools_call"
