@@ -85,7 +85,7 @@ func (u *Upstream) callOn(ctx context.Context, s *session, tc tool.Context, remo
 	params.SetProgressToken(token)
 	params.Meta[mcp.MetaKeyLogLevel] = relayedLogLevel
 	for round := 1; ; round++ {
-		p := &probe{key: tc.IdempotencyKey, effectful: effectful, ctx: ctx, caller: tool.CallerFrom(ctx), token: token}
+		p := &probe{key: tc.IdempotencyKey, effectful: effectful, ctx: ctx, caller: tool.CallerFrom(ctx), token: token, tenant: tc.Tenant}
 		res, err := s.cs.CallTool(context.WithValue(ctx, probeKey{}, p), params)
 		s.conn.forget(p)
 		raw := p.resultBytes()

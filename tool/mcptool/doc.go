@@ -176,18 +176,21 @@
 // relate to a request (the TypeScript SDK's server.request without
 // relatedRequestId, a Go SDK ServerSession's request under a context that is
 // not a handler's) — belongs, as every request over stdio, which has no
-// streams, to the call in flight when it is the only one. A request that
-// cannot be told to belong to one call (two calls in flight, or none), and
-// any other request (roots/list), is refused at once: no request of one
-// tenant's call ever reaches another's caller. A ping on the standalone
-// stream is answered.
+// streams, to the call in flight when it is the only one — unless a call of
+// another tenant ended on the session without its answer (its context ended,
+// its stream broke) within the last 10 minutes: the upstream may still be
+// running that call, and the request may be its. A request that cannot be
+// told to belong to one call (two calls in flight, none, or such an orphan of
+// another tenant), and any other request (roots/list), is refused at once: no
+// request of one tenant's call ever reaches another's caller. A ping on the
+// standalone stream is answered.
 //
 // Each tools/call carries the progressToken "toolexec-<call id>" and asks
 // for log messages from level info (logging/setLevel once per session on
 // protocols before 2026-07-28, the request's _meta after). The upstream's
 // progress notifications for the token (wherever they came), and its log
 // messages (on the call's stream over HTTP; on the standalone stream, and
-// over stdio, while the call is the only one in flight), are passed to the
+// over stdio, to the call a request there would go to), are passed to the
 // caller as notes, which the executor bounds. Other notifications on the
 // standalone stream are dropped.
 //

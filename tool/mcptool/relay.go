@@ -91,16 +91,29 @@ func (c *probeConn) owner(id jsonrpc.ID) *probe {
 	return c.only()
 }
 
-// only returns the one call in flight, nil when there are none or several;
-// c.mu is held.
+// only returns the one call in flight, nil when there are none or several,
+// or when a call of another tenant ended here without its answer within
+// orphanWindow (the upstream may still be running it, and a request off any
+// call's stream may be its: it must not reach another tenant's caller); c.mu
+// is held.
 func (c *probeConn) only() *probe {
 	if len(c.waiting) != 1 {
 		return nil
 	}
-	for _, p := range c.waiting {
-		return p
+	var p *probe
+	for _, q := range c.waiting {
+		p = q
 	}
-	return nil
+	now := time.Now()
+	for tenant, until := range c.orphans {
+		switch {
+		case now.After(until):
+			delete(c.orphans, tenant)
+		case tenant != p.tenant:
+			return nil
+		}
+	}
+	return p
 }
 
 // notify records a notification the upstream sent: progress by its token,

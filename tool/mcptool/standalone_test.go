@@ -218,6 +218,51 @@ func TestStandaloneStreamRequests(t *testing.T) {
 			return err == nil && out == "accept"
 		})
 	})
+	// A call that ended without its answer may still run upstream, and ask
+	// off its stream later: while it may, such a request never reaches a
+	// caller of another tenant, and still reaches one of the same tenant.
+	for _, tt := range []struct {
+		orphan string // the tenant of the call that ended unanswered
+		relay  bool
+	}{{"globex", false}, {"acme", true}} {
+		t.Run("after a call of "+tt.orphan+" ended unanswered", func(t *testing.T) {
+			t.Parallel()
+			a := newAsideServer(t, nil)
+			_, aside, hold := a.open(t)
+			gctx, cancel := context.WithCancel(testenv.Context(t, time.Minute))
+			ended := make(chan error, 1)
+			go func() {
+				_, err := hold.Call(tool.WithCaller(gctx, &stubCaller{}), tool.Context{Tenant: tt.orphan, CallID: "call_orphan"}, json.RawMessage(`{}`))
+				ended <- err
+			}()
+			select {
+			case <-a.held:
+			case <-time.After(30 * time.Second):
+				t.Fatal("hold never ran")
+			}
+			cancel()
+			if err := <-ended; err == nil {
+				t.Fatal("the cancelled call of hold got an answer")
+			}
+			c := &stubCaller{answer: json.RawMessage(`{"action":"accept","content":{"ok":true}}`)}
+			start := time.Now()
+			out, err := aside.Call(tool.WithCaller(testenv.Context(t, time.Minute), c), tool.Context{Tenant: "acme", CallID: "call_1"}, json.RawMessage(`{}`))
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the call took %s", d)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if tt.relay {
+				if err != nil || out != "accept" || len(c.asked) != 1 {
+					t.Errorf("aside of acme: %q, %v, asked %q; want the elicitation relayed", out, err, c.asked)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "cannot tell which call") || len(c.asked) != 0 {
+				t.Errorf("aside of acme: %q, %v, asked %q; want it refused without asking acme", out, err, c.asked)
+			}
+		})
+	}
 	t.Run("a caller that declared nothing", func(t *testing.T) {
 		t.Parallel()
 		a := newAsideServer(t, nil)

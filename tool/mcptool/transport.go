@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,7 @@ type probe struct {
 	ctx    context.Context
 	caller tool.Caller
 	token  string
+	tenant string     // the call's, which what is routed to caller must be
 	conn   *probeConn // set by probeConn.Write
 }
 
@@ -93,12 +95,22 @@ type probeConn struct {
 	out     *stdinWriter
 	writeMu sync.Mutex
 
-	mu      sync.Mutex // protects waiting and related
+	mu      sync.Mutex // protects waiting, related and orphans
 	waiting map[jsonrpc.ID]*probe
 	// related maps the ids of the upstream's requests to the call on whose
 	// response stream they came (HTTP only).
 	related map[jsonrpc.ID]*probe
+	// orphans holds, for each tenant, until when a call of its ended here
+	// without the upstream's answer (its context ended, its stream broke):
+	// the upstream may still be running it, and what it sends off any
+	// call's stream may be that call's (see only).
+	orphans map[string]time.Time
 }
+
+// orphanWindow is how long a call that ended without its answer may still
+// be running upstream, as far as routing is concerned: the longest a relayed
+// request may wait for its caller (bus.RelayLimits' default).
+const orphanWindow = 10 * time.Minute
 
 // Write sends msg; for the request of a probe it marks what was written.
 func (c *probeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -165,12 +177,20 @@ func (c *probeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
-// forget stops waiting for p's response (the call is over).
+// forget stops waiting for p's response (the call is over). A call still
+// waiting, whose request went out, ended without the upstream's answer: its
+// tenant is remembered as having an orphan for orphanWindow.
 func (c *probeConn) forget(p *probe) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.waiting[p.id] == p {
 		delete(c.waiting, p.id)
+		if p.sent.Load() {
+			if c.orphans == nil {
+				c.orphans = map[string]time.Time{}
+			}
+			c.orphans[p.tenant] = time.Now().Add(orphanWindow)
+		}
 	}
 }
 
