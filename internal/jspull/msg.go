@@ -1,4 +1,4 @@
-package bus
+package jspull
 
 import (
 	"context"
@@ -18,12 +18,12 @@ const (
 	termBody       = "+TERM"
 )
 
-// pulledMsg is a call delivered into one of the worker's pulls, seen as a
-// jetstream.Msg. Its acknowledgements are published to its reply subject on
-// the worker's connection, whose inbox subscriptions do not matter to them;
+// msg is a message delivered into a Pull, seen as a jetstream.Msg. Its
+// acknowledgements are published to its reply subject on the pull's
+// connection, whose inbox subscriptions do not matter to them;
 // after an acknowledgement (ack, nak or term) has been sent, every other one
 // returns jetstream.ErrMsgAlreadyAckd, as jetstream's own messages do.
-type pulledMsg struct {
+type msg struct {
 	msg *nats.Msg
 	nc  *nats.Conn
 
@@ -31,13 +31,13 @@ type pulledMsg struct {
 	acked bool
 }
 
-var _ jetstream.Msg = (*pulledMsg)(nil)
+var _ jetstream.Msg = (*msg)(nil)
 
 // Metadata returns the delivery's metadata, read from its reply subject.
-func (m *pulledMsg) Metadata() (*jetstream.MsgMetadata, error) {
+func (m *msg) Metadata() (*jetstream.MsgMetadata, error) {
 	md, err := m.msg.Metadata()
 	if err != nil {
-		return nil, fmt.Errorf("bus: call metadata: %w", err)
+		return nil, fmt.Errorf("jspull: metadata: %w", err)
 	}
 	return &jetstream.MsgMetadata{
 		Sequence:     jetstream.SequencePair{Consumer: md.Sequence.Consumer, Stream: md.Sequence.Stream},
@@ -51,29 +51,29 @@ func (m *pulledMsg) Metadata() (*jetstream.MsgMetadata, error) {
 }
 
 // Data returns the message's payload.
-func (m *pulledMsg) Data() []byte { return m.msg.Data }
+func (m *msg) Data() []byte { return m.msg.Data }
 
 // Headers returns the message's headers.
-func (m *pulledMsg) Headers() nats.Header { return m.msg.Header }
+func (m *msg) Headers() nats.Header { return m.msg.Header }
 
 // Subject returns the subject the call was published to.
-func (m *pulledMsg) Subject() string { return m.msg.Subject }
+func (m *msg) Subject() string { return m.msg.Subject }
 
 // Reply returns the subject acknowledgements go to.
-func (m *pulledMsg) Reply() string { return m.msg.Reply }
+func (m *msg) Reply() string { return m.msg.Reply }
 
 // Ack acknowledges the call without waiting for the server.
-func (m *pulledMsg) Ack() error { return m.settle(context.Background(), ackBody, false) }
+func (m *msg) Ack() error { return m.settle(context.Background(), ackBody, false) }
 
 // DoubleAck acknowledges the call and waits, within ctx, for the server to
 // confirm it.
-func (m *pulledMsg) DoubleAck(ctx context.Context) error { return m.settle(ctx, ackBody, true) }
+func (m *msg) DoubleAck(ctx context.Context) error { return m.settle(ctx, ackBody, true) }
 
 // Nak hands the call back for redelivery at once.
-func (m *pulledMsg) Nak() error { return m.settle(context.Background(), nakBody, false) }
+func (m *msg) Nak() error { return m.settle(context.Background(), nakBody, false) }
 
 // NakWithDelay hands the call back for redelivery after delay.
-func (m *pulledMsg) NakWithDelay(delay time.Duration) error {
+func (m *msg) NakWithDelay(delay time.Duration) error {
 	if delay <= 0 {
 		return m.Nak()
 	}
@@ -83,7 +83,7 @@ func (m *pulledMsg) NakWithDelay(delay time.Duration) error {
 // InProgress tells the server the call is still being worked on, which
 // restarts its ack wait. It may be sent any number of times before an
 // acknowledgement.
-func (m *pulledMsg) InProgress() error {
+func (m *msg) InProgress() error {
 	if m.settled() {
 		return jetstream.ErrMsgAlreadyAckd
 	}
@@ -91,16 +91,16 @@ func (m *pulledMsg) InProgress() error {
 }
 
 // Term tells the server never to deliver the call again.
-func (m *pulledMsg) Term() error { return m.settle(context.Background(), termBody, false) }
+func (m *msg) Term() error { return m.settle(context.Background(), termBody, false) }
 
 // TermWithReason is Term with a reason the server puts in its advisory.
-func (m *pulledMsg) TermWithReason(reason string) error {
+func (m *msg) TermWithReason(reason string) error {
 	return m.settle(context.Background(), termBody+" "+reason, false)
 }
 
 // settle sends the acknowledgement body (confirmed when confirm is set) unless
 // one was sent before, and remembers that it was.
-func (m *pulledMsg) settle(ctx context.Context, body string, confirm bool) error {
+func (m *msg) settle(ctx context.Context, body string, confirm bool) error {
 	if m.settled() {
 		return jetstream.ErrMsgAlreadyAckd
 	}
@@ -113,7 +113,7 @@ func (m *pulledMsg) settle(ctx context.Context, body string, confirm bool) error
 	return nil
 }
 
-func (m *pulledMsg) settled() bool {
+func (m *msg) settled() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.acked
@@ -121,18 +121,18 @@ func (m *pulledMsg) settled() bool {
 
 // send publishes body to the call's reply subject; with confirm, it waits for
 // the server's reply within ctx.
-func (m *pulledMsg) send(ctx context.Context, body string, confirm bool) error {
+func (m *msg) send(ctx context.Context, body string, confirm bool) error {
 	if m.msg.Reply == "" {
 		return jetstream.ErrMsgNoReply
 	}
 	if confirm {
 		if _, err := m.nc.RequestWithContext(ctx, m.msg.Reply, []byte(body)); err != nil {
-			return fmt.Errorf("bus: acknowledging: %w", err)
+			return fmt.Errorf("jspull: acknowledging: %w", err)
 		}
 		return nil
 	}
 	if err := m.nc.Publish(m.msg.Reply, []byte(body)); err != nil {
-		return fmt.Errorf("bus: acknowledging: %w", err)
+		return fmt.Errorf("jspull: acknowledging: %w", err)
 	}
 	return nil
 }

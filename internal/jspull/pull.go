@@ -1,4 +1,13 @@
-package bus
+// Package jspull asks a JetStream pull consumer for messages with pull
+// requests of its own, each on an inbox of its own, listened to until
+// JetStream ends it, instead of through nats.go's jetstream.Consumer. Fetch
+// gives a pull up on the client's clock and drops what arrives later; Consume
+// and Messages, after a reconnection, pull again on the same inbox while the
+// server may still hold the previous pull, and so hold more messages than
+// asked for (docs/notes-jetstream-pull.md, bus/pullfit_test.go). A toolexec
+// worker asks only for as many calls as it can start at once, so it needs
+// neither.
+package jspull
 
 import (
 	"context"
@@ -13,9 +22,10 @@ import (
 )
 
 // A worker asks the shared consumer for calls with pull requests of its own
-// rather than with jetstream.Consumer.Fetch. Fetch gives a pull up on the
-// client's clock, at most a second after the server's expiry (half a second
-// for a 5 s pull), and drops whatever reaches it later. But JetStream may hand
+// rather than with jetstream.Consumer.Fetch (or Consume and Messages; see the
+// package's doc). Fetch gives a pull up on the client's clock, at most a
+// second after the server's expiry (half a second for a 5 s pull), and drops
+// whatever reaches it later. But JetStream may hand
 // a call to a pull until the pull expires by the server's clock, and the call
 // then still has to travel: behind the server's other work (storing a burst of
 // calls) and the network. A call that arrives after the client gave up is
@@ -27,14 +37,14 @@ import (
 //
 // A pull here listens on its inbox until JetStream ends it: it has delivered
 // every call asked for, or it sends the status that closes the pull (408 on
-// expiry), which travels behind every call it delivered into the pull. The
-// worker gives a pull up on its own only a whole PullWait after JetStream
-// should have ended it, when the request or its end has most likely been lost
+// expiry), which travels behind every call it delivered into the pull. A pull
+// is given up on the client's side only a whole expiry after JetStream should
+// have ended it (the worker's PullWait), when the request or its end has most likely been lost
 // (a reconnection, a restarted server), or when the pull falls silent: each
 // pull asks for an idle heartbeat every fifth of its expiry, and one that
 // hears nothing, neither call nor heartbeat, until its expiry at first, then
 // for three heartbeats, has lost the consumer's leader (a crashed node of a
-// cluster; without heartbeats the worker would learn of it only a PullWait
+// cluster; without heartbeats the worker would learn of it only an expiry
 // after the expiry, 10 s from the pull's start by default).
 
 // Pull request statuses (the Status header of a message without data).
@@ -50,28 +60,30 @@ const (
 
 // Why a pull ended without JetStream ending it.
 var (
-	// errPullGivenUp: JetStream did not end it within a PullWait of its expiry.
-	errPullGivenUp = errors.New("bus: JetStream did not end a pull; it was given up")
-	// errPullLost: the connection it was sent on was lost (reconnected or
-	// closed); a restarted server has forgotten it.
-	errPullLost = errors.New("bus: the connection a pull was sent on was lost")
-	// errPullSilent: neither call nor heartbeat came until its expiry, or for
-	// three heartbeats after the last word.
-	errPullSilent = errors.New("bus: a pull heard no heartbeat; it was given up")
+	// ErrGivenUp is returned by Pull.Next when JetStream did not end the
+	// pull within a second expiry after the first.
+	ErrGivenUp = errors.New("jspull: JetStream did not end a pull; it was given up")
+	// ErrLost is returned by Pull.Next when the connection the pull was
+	// sent on was lost (reconnected or closed); a restarted server has
+	// forgotten it.
+	ErrLost = errors.New("jspull: the connection a pull was sent on was lost")
+	// ErrSilent is returned by Pull.Next when neither message nor heartbeat
+	// came until the pull's expiry, or for three heartbeats after the last
+	// word.
+	ErrSilent = errors.New("jspull: a pull heard no heartbeat; it was given up")
 )
 
-// Heartbeats of a pull: asked for every expiry/heartbeatsPerPull (JetStream
-// refuses a heartbeat over half the expiry), the pull given up after
-// silentBeats of them without a word.
-const (
-	heartbeatsPerPull = 5
-	silentBeats       = 3
-)
+// HeartbeatsPerPull is how many idle heartbeats a pull asks for over its
+// expiry (JetStream refuses a heartbeat over half the expiry); a pull is
+// given up after silentBeats of them without a word.
+const HeartbeatsPerPull = 5
+
+const silentBeats = 3
 
 // statusRoom is room, in a pull's channel, for the status messages beside its
 // calls: its heartbeats (at most one each heartbeat of its expiry), the one
 // that ends the pull, and room to spare.
-const statusRoom = heartbeatsPerPull + 3
+const statusRoom = HeartbeatsPerPull + 3
 
 // pullRequest is the body of a request for calls on the consumer's
 // CONSUMER.MSG.NEXT subject: how many, and for how long JetStream keeps the
@@ -82,39 +94,38 @@ type pullRequest struct {
 	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
 }
 
-// puller sends pull requests for one consumer.
-type puller struct {
+// Puller sends pull requests for one consumer.
+type Puller struct {
 	nc      *nats.Conn
 	subject string        // the consumer's CONSUMER.MSG.NEXT subject
 	expires time.Duration // how long JetStream keeps a pull open
 }
 
-func newPuller(js jetstream.JetStream, stream, consumer string, expires time.Duration) *puller {
-	return &puller{
-		nc:      js.Conn(),
-		subject: apiPrefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer,
-		expires: expires,
-	}
+// New returns a Puller that sends its pulls on nc to subject, the consumer's
+// CONSUMER.MSG.NEXT subject under its JetStream API prefix, each kept open by
+// JetStream for expires.
+func New(nc *nats.Conn, subject string, expires time.Duration) *Puller {
+	return &Puller{nc: nc, subject: subject, expires: expires}
 }
 
-// start asks for n calls on an inbox of the new pull's own; the pull ends, as
-// lost, when lost is closed. It fails only when the request cannot be sent
+// Start asks for n messages on an inbox of the new pull's own; the pull ends,
+// as lost, when lost is closed. It fails only when the request cannot be sent
 // (the connection is closed, say); JetStream's refusals end the pull instead
-// (see pull.next).
-func (p *puller) start(n int, lost <-chan struct{}) (*pull, error) {
-	heartbeat := p.expires / heartbeatsPerPull
+// (see Pull.Next).
+func (p *Puller) Start(n int, lost <-chan struct{}) (*Pull, error) {
+	heartbeat := p.expires / HeartbeatsPerPull
 	body, err := json.Marshal(pullRequest{Batch: n, Expires: p.expires, Heartbeat: heartbeat})
 	if err != nil {
-		return nil, fmt.Errorf("bus: pull request: %w", err)
+		return nil, fmt.Errorf("jspull: pull request: %w", err)
 	}
 	inbox := p.nc.NewInbox()
-	pl := &pull{nc: p.nc, n: n, msgs: make(chan *nats.Msg, n+statusRoom), lost: lost}
+	pl := &Pull{nc: p.nc, n: n, msgs: make(chan *nats.Msg, n+statusRoom), lost: lost}
 	if pl.sub, err = p.nc.ChanSubscribe(inbox, pl.msgs); err != nil {
-		return nil, fmt.Errorf("bus: pull: %w", err)
+		return nil, fmt.Errorf("jspull: pull: %w", err)
 	}
 	if err := p.nc.PublishRequest(p.subject, inbox, body); err != nil {
 		_ = pl.sub.Unsubscribe()
-		return nil, fmt.Errorf("bus: pull: %w", err)
+		return nil, fmt.Errorf("jspull: pull: %w", err)
 	}
 	pl.giveUp = time.NewTimer(2 * p.expires)
 	// The first word may take a round trip and a heartbeat: it is waited for
@@ -123,8 +134,8 @@ func (p *puller) start(n int, lost <-chan struct{}) (*pull, error) {
 	return pl, nil
 }
 
-// pull is one pull request and the inbox JetStream answers it on.
-type pull struct {
+// Pull is one pull request and the inbox JetStream answers it on.
+type Pull struct {
 	nc     *nats.Conn
 	n      int // calls asked for
 	got    int // calls received
@@ -140,14 +151,15 @@ type pull struct {
 	err         error           // why the pull ended: nil when it was filled or expired
 }
 
-// next returns the pull's next call, or nil once the pull has ended, with the
-// reason: nil when every call asked for came or the pull expired, or when ctx
-// ended (the worker is stopping); an error matching jetstream.ErrConsumerDeleted
-// or nats.ErrNoResponders when the consumer is gone; errPullGivenUp when
-// JetStream never ended it; errPullSilent when it fell silent; errPullLost
-// when its connection was lost; another error for another refusal. Calls
-// already received when the pull ends are still returned.
-func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
+// Next returns the pull's next message, or nil once the pull has ended, with
+// the reason: nil when every message asked for came or the pull expired, or
+// when ctx ended (the caller is stopping); an error matching
+// jetstream.ErrConsumerDeleted or nats.ErrNoResponders when the consumer is
+// gone; ErrGivenUp when JetStream never ended it; ErrSilent when it fell
+// silent; ErrLost when its connection was lost; another error for another
+// refusal. Messages already received when the pull ends are still returned.
+// A Pull is read by one goroutine.
+func (pl *Pull) Next(ctx context.Context) (jetstream.Msg, error) {
 	for !pl.ended {
 		select {
 		case m := <-pl.msgs:
@@ -161,17 +173,17 @@ func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 			if pl.got++; pl.got == pl.n {
 				pl.end(nil)
 			}
-			return &pulledMsg{msg: m, nc: pl.nc}, nil
+			return &msg{msg: m, nc: pl.nc}, nil
 		case <-pl.giveUp.C:
-			pl.end(errPullGivenUp)
+			pl.end(ErrGivenUp)
 		case <-pl.silence.C:
 			if len(pl.msgs) > 0 { // not silent: this reader was slow
 				pl.silence.Reset(pl.silentAfter)
 				continue
 			}
-			pl.end(errPullSilent)
+			pl.end(ErrSilent)
 		case <-pl.lost:
-			pl.end(errPullLost)
+			pl.end(ErrLost)
 		case <-ctx.Done():
 			pl.end(nil)
 		}
@@ -181,7 +193,7 @@ func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 		select {
 		case m := <-pl.msgs:
 			if _, _, ok := pullStatus(m); !ok {
-				return &pulledMsg{msg: m, nc: pl.nc}, nil
+				return &msg{msg: m, nc: pl.nc}, nil
 			}
 		default:
 			return nil, pl.err
@@ -190,7 +202,7 @@ func (pl *pull) next(ctx context.Context) (jetstream.Msg, error) {
 }
 
 // end stops listening to the pull's inbox.
-func (pl *pull) end(err error) {
+func (pl *Pull) end(err error) {
 	pl.ended, pl.err = true, err
 	pl.giveUp.Stop()
 	pl.silence.Stop()
@@ -213,14 +225,14 @@ func statusError(code, descr string) error {
 	case statusTimeout, statusNoMessages:
 		return nil
 	case statusNoResponder:
-		return fmt.Errorf("bus: pull: %w", nats.ErrNoResponders)
+		return fmt.Errorf("jspull: pull: %w", nats.ErrNoResponders)
 	case statusConflict:
 		switch d := strings.ToLower(descr); {
 		case strings.Contains(d, "consumer deleted"):
-			return fmt.Errorf("bus: pull: %w", jetstream.ErrConsumerDeleted)
+			return fmt.Errorf("jspull: pull: %w", jetstream.ErrConsumerDeleted)
 		case strings.Contains(d, "leadership change"):
-			return fmt.Errorf("bus: pull: %w", jetstream.ErrConsumerLeadershipChanged)
+			return fmt.Errorf("jspull: pull: %w", jetstream.ErrConsumerLeadershipChanged)
 		}
 	}
-	return fmt.Errorf("bus: pull refused: %s %s", code, descr)
+	return fmt.Errorf("jspull: pull refused: %s %s", code, descr)
 }

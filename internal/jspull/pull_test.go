@@ -1,4 +1,4 @@
-package bus
+package jspull
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
@@ -22,7 +21,7 @@ func TestPullStatus(t *testing.T) {
 		m.Header.Set(descriptionHeader, descr)
 		return m
 	}
-	callWithHeaders := nats.NewMsg("toolexec.call.acme.book")
+	callWithHeaders := nats.NewMsg("call.c1")
 	callWithHeaders.Header.Set("Nats-Msg-Id", "c1")
 	tests := []struct {
 		name      string
@@ -31,8 +30,8 @@ func TestPullStatus(t *testing.T) {
 		wantDescr string
 		wantOK    bool
 	}{
-		{"a call", &nats.Msg{Subject: "toolexec.call.acme.book", Data: []byte("{}")}, "", "", false},
-		{"an empty call without headers", &nats.Msg{Subject: "toolexec.call.acme.book"}, "", "", false},
+		{"a call", &nats.Msg{Subject: "call.c1", Data: []byte("{}")}, "", "", false},
+		{"an empty call without headers", &nats.Msg{Subject: "call.c1"}, "", "", false},
 		{"an empty call with headers but no status", callWithHeaders, "", "", false},
 		{"a call with a status header and data", &nats.Msg{Data: []byte("x"), Header: withStatus("408", "").Header}, "", "", false},
 		{"expiry", withStatus("408", "Request Timeout"), "408", "Request Timeout", true},
@@ -52,7 +51,7 @@ func TestStatusError(t *testing.T) {
 	tests := []struct {
 		code, descr string
 		want        error // nil: the pull ended normally
-		gone        bool  // the consumer must be created again
+		gone        bool  // the error matches jetstream.ErrConsumerDeleted
 	}{
 		{"408", "Request Timeout", nil, false},
 		{"404", "No Messages", nil, false},
@@ -73,8 +72,8 @@ func TestStatusError(t *testing.T) {
 			case tt.want != nil && tt.want != errAny && !errors.Is(err, tt.want):
 				t.Fatalf("statusError = %v, want %v", err, tt.want)
 			}
-			if consumerGone(err) != tt.gone {
-				t.Errorf("consumerGone(%v) = %t, want %t", err, !tt.gone, tt.gone)
+			if errors.Is(err, jetstream.ErrConsumerDeleted) != tt.gone {
+				t.Errorf("errors.Is(%v, jetstream.ErrConsumerDeleted) = %t, want %t", err, !tt.gone, tt.gone)
 			}
 		})
 	}
@@ -83,54 +82,31 @@ func TestStatusError(t *testing.T) {
 // errAny stands for any non-nil error in TestStatusError.
 var errAny = errors.New("any error")
 
-// TestPullSubject: pulls go to the consumer's CONSUMER.MSG.NEXT subject under
-// the API prefix of the worker's JetStream context, domain included.
-func TestPullSubject(t *testing.T) {
-	nc := natstest.Connect(t, natstest.Start(t))
-	withPrefix := func(p string) func() (jetstream.JetStream, error) {
-		return func() (jetstream.JetStream, error) { return jetstream.NewWithAPIPrefix(nc, p) }
-	}
-	tests := []struct {
-		name string
-		js   func() (jetstream.JetStream, error)
-		want string
-	}{
-		{"default", func() (jetstream.JetStream, error) { return jetstream.New(nc) }, "$JS.API.CONSUMER.MSG.NEXT.S.C"},
-		{"prefix", withPrefix("$JS.hub.API"), "$JS.hub.API.CONSUMER.MSG.NEXT.S.C"},
-		{"prefix with its dot", withPrefix("imported."), "imported.CONSUMER.MSG.NEXT.S.C"},
-		{"domain", func() (jetstream.JetStream, error) { return jetstream.NewWithDomain(nc, "leaf") }, "$JS.leaf.API.CONSUMER.MSG.NEXT.S.C"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			js, err := tt.js()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := newPuller(js, "S", "C", time.Second).subject; got != tt.want {
-				t.Errorf("subject %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
+// The stream and the durable consumer of the tests.
+const (
+	testStream   = "CALLS"
+	testConsumer = "C"
+)
 
-// pullBench is a server with the calls stream and the shared consumer, a
-// puller for it, and a way to publish calls.
+// pullBench is a server with a stream of calls and a durable consumer of
+// them, a puller for it, and a way to publish calls.
 type pullBench struct {
 	js jetstream.JetStream
-	p  *puller
-	n  int // calls published, each under a call id of its own
+	p  *Puller
+	n  int // calls published, each on a subject of its own
 }
 
 func newPullBench(t *testing.T, expires time.Duration) *pullBench {
 	t.Helper()
 	js := natstest.JetStream(t, natstest.Connect(t, natstest.Start(t)))
-	if err := EnsureStreams(ctxTest(t), js, StreamsConfig{}); err != nil {
+	if _, err := js.CreateStream(ctxTest(t), jetstream.StreamConfig{Name: testStream, Subjects: []string{"call.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := EnsureConsumer(ctxTest(t), js, ConsumerConfig{}); err != nil {
+	if _, err := js.CreateOrUpdateConsumer(ctxTest(t), testStream, jetstream.ConsumerConfig{Durable: testConsumer, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
-	return &pullBench{js: js, p: newPuller(js, wire.CallStream, DefaultDurable, expires)}
+	subject := jetstream.DefaultAPIPrefix + "CONSUMER.MSG.NEXT." + testStream + "." + testConsumer
+	return &pullBench{js: js, p: New(js.Conn(), subject, expires)}
 }
 
 // publish stores n calls in the stream.
@@ -138,7 +114,7 @@ func (b *pullBench) publish(t *testing.T, n int) {
 	t.Helper()
 	for range n {
 		b.n++
-		if _, err := b.js.Publish(ctxTest(t), wire.CallSubject("acme", "book", "c"+strconv.Itoa(b.n)), []byte("{}")); err != nil {
+		if _, err := b.js.Publish(ctxTest(t), "call.c"+strconv.Itoa(b.n), []byte("{}")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,10 +128,10 @@ func ctxTest(t *testing.T) context.Context {
 }
 
 // drain reads pl to its end and returns the calls and the reason.
-func drain(ctx context.Context, pl *pull) ([]jetstream.Msg, error) {
+func drain(ctx context.Context, pl *Pull) ([]jetstream.Msg, error) {
 	var got []jetstream.Msg
 	for {
-		m, err := pl.next(ctx)
+		m, err := pl.Next(ctx)
 		if m == nil {
 			return got, err
 		}
@@ -170,7 +146,7 @@ func TestPullEnds(t *testing.T) {
 	b.publish(t, 3)
 	ctx := ctxTest(t)
 
-	filled, err := b.p.start(2, nil)
+	filled, err := b.p.Start(2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +154,7 @@ func TestPullEnds(t *testing.T) {
 	if len(got) != 2 || err != nil || ctx.Err() != nil {
 		t.Fatalf("a pull for two of three calls: %d calls, %v (context: %v)", len(got), err, ctx.Err())
 	}
-	expired, err := b.p.start(2, nil)
+	expired, err := b.p.Start(2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +162,7 @@ func TestPullEnds(t *testing.T) {
 	if len(got) != 1 || err != nil || ctx.Err() != nil {
 		t.Fatalf("a pull for two of the one call left: %d calls, %v (context: %v)", len(got), err, ctx.Err())
 	}
-	for _, pl := range []*pull{filled, expired} {
+	for _, pl := range []*Pull{filled, expired} {
 		if pl.sub.IsValid() {
 			t.Error("a pull that ended still listens to its inbox")
 		}
@@ -204,14 +180,14 @@ func TestPullGivenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	const expires = time.Second
-	p := &puller{nc: nc, subject: "swallow", expires: expires}
-	pl, err := p.start(1, nil)
+	p := &Puller{nc: nc, subject: "swallow", expires: expires}
+	pl, err := p.Start(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullSilent) {
-		t.Fatalf("a pull nobody answers: %d calls, %v; want errPullSilent", len(got), err)
+	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, ErrSilent) {
+		t.Fatalf("a pull nobody answers: %d calls, %v; want ErrSilent", len(got), err)
 	}
 	if d := time.Since(start); d < expires || d > 2*expires {
 		t.Errorf("a pull that never heard a word was given up after %v, want about its expiry %v", d, expires)
@@ -225,7 +201,7 @@ func TestPullGivenUp(t *testing.T) {
 			t.Errorf("pull request %s: heartbeat %v for expiry %v (%v)", m.Data, req.Heartbeat, req.Expires, err)
 			return
 		}
-		beats := 4 * heartbeatsPerPull // past the give-up
+		beats := 4 * HeartbeatsPerPull // past the give-up
 		if m.Subject == "fade" {
 			beats = 1
 		}
@@ -251,25 +227,25 @@ func TestPullGivenUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fade.Unsubscribe()
-	p = &puller{nc: nc, subject: "fade", expires: expires}
-	if pl, err = p.start(1, nil); err != nil {
+	p = &Puller{nc: nc, subject: "fade", expires: expires}
+	if pl, err = p.Start(1, nil); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullSilent) {
-		t.Fatalf("a pull whose heartbeats stopped: %d calls, %v; want errPullSilent", len(got), err)
+	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, ErrSilent) {
+		t.Fatalf("a pull whose heartbeats stopped: %d calls, %v; want ErrSilent", len(got), err)
 	}
-	silent := silentBeats * expires / heartbeatsPerPull
+	silent := silentBeats * expires / HeartbeatsPerPull
 	if d := time.Since(start); d < silent || d >= expires {
 		t.Errorf("a pull whose heartbeats stopped after the first was given up after %v, want about %v", d, silent)
 	}
 
-	p = &puller{nc: nc, subject: "beat", expires: expires}
-	if pl, err = p.start(1, nil); err != nil {
+	p = &Puller{nc: nc, subject: "beat", expires: expires}
+	if pl, err = p.Start(1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, errPullGivenUp) {
-		t.Fatalf("a pull that hears heartbeats and is never ended: %d calls, %v; want errPullGivenUp", len(got), err)
+	if got, err := drain(ctxTest(t), pl); len(got) != 0 || !errors.Is(err, ErrGivenUp) {
+		t.Fatalf("a pull that hears heartbeats and is never ended: %d calls, %v; want ErrGivenUp", len(got), err)
 	}
 }
 
@@ -279,7 +255,7 @@ func TestPullGivenUp(t *testing.T) {
 func TestPullHeartbeatsFromJetStream(t *testing.T) {
 	const expires = 2 * time.Second
 	b := newPullBench(t, expires)
-	pl, err := b.p.start(1, nil)
+	pl, err := b.p.Start(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +280,7 @@ func TestPullHeartbeatsFromJetStream(t *testing.T) {
 		}
 	}
 	pl.end(nil)
-	if want := heartbeatsPerPull - 2; beats < want {
+	if want := HeartbeatsPerPull - 2; beats < want {
 		t.Errorf("%d heartbeats before the expiry, want at least %d (one each fifth of it)", beats, want)
 	}
 }
@@ -314,7 +290,7 @@ func TestPullHeartbeatsFromJetStream(t *testing.T) {
 func TestPullLostKeepsWhatCame(t *testing.T) {
 	b := newPullBench(t, time.Minute)
 	lost := make(chan struct{})
-	pl, err := b.p.start(5, lost)
+	pl, err := b.p.Start(5, lost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,13 +305,13 @@ func TestPullLostKeepsWhatCame(t *testing.T) {
 	close(lost)
 	got := 0
 	for {
-		m, err := pl.next(ctxTest(t))
+		m, err := pl.Next(ctxTest(t))
 		if m != nil {
 			got++
 			continue
 		}
-		if got != 2 || !errors.Is(err, errPullLost) {
-			t.Fatalf("lost pull: %d calls, %v; want the 2 that came, errPullLost", got, err)
+		if got != 2 || !errors.Is(err, ErrLost) {
+			t.Fatalf("lost pull: %d calls, %v; want the 2 that came, ErrLost", got, err)
 		}
 		return
 	}
@@ -369,11 +345,11 @@ func TestPulledMsgAcknowledgements(t *testing.T) {
 			}
 			defer sub.Unsubscribe()
 			b.publish(t, 1)
-			pl, err := b.p.start(1, nil)
+			pl, err := b.p.Start(1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := pl.next(ctxTest(t))
+			m, err := pl.Next(ctxTest(t))
 			if m == nil {
 				t.Fatalf("no call: %v", err)
 			}
@@ -406,17 +382,17 @@ func TestPulledMsgAcknowledgements(t *testing.T) {
 // headers and the delivery's metadata.
 func TestPulledMsgReadsTheDelivery(t *testing.T) {
 	b := newPullBench(t, time.Minute)
-	msg := nats.NewMsg(wire.CallSubject("acme", "book", "call-1"))
+	msg := nats.NewMsg("call.call-1")
 	msg.Data = []byte(`{"x":1}`)
 	msg.Header.Set("Nats-Msg-Id", "call-1")
 	if _, err := b.js.PublishMsg(ctxTest(t), msg); err != nil {
 		t.Fatal(err)
 	}
-	pl, err := b.p.start(1, nil)
+	pl, err := b.p.Start(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := pl.next(ctxTest(t))
+	m, err := pl.Next(ctxTest(t))
 	if m == nil {
 		t.Fatalf("no call: %v", err)
 	}
@@ -427,7 +403,7 @@ func TestPulledMsgReadsTheDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if md.Stream != wire.CallStream || md.Consumer != DefaultDurable || md.NumDelivered != 1 ||
+	if md.Stream != testStream || md.Consumer != testConsumer || md.NumDelivered != 1 ||
 		md.Sequence.Stream != 1 || md.Sequence.Consumer != 1 || md.Timestamp.IsZero() {
 		t.Errorf("metadata %+v", md)
 	}
