@@ -393,14 +393,13 @@ func (a *Service) publishAudit(ctx context.Context, ev events.Answer) error {
 	if a.js == nil {
 		return errNoJetStream
 	}
-	data, err := wire.AnswerJSON(ev, a.cfg.Source)
+	msg, err := wire.AnswerMsg(ev, a.cfg.Source, wire.Structured)
 	if err != nil {
 		return err
 	}
-	msg := wire.StructuredMsg(wire.AnswerSubject(ev), data)
 	pause := auditBackoff
 	for attempt := 1; ; attempt++ {
-		_, err = a.js.PublishMsg(ctx, msg, jetstream.WithMsgID(wire.MsgID(ev)), jetstream.WithExpectStream(wire.EventStream))
+		_, err = a.js.PublishMsg(ctx, msg)
 		if err == nil || attempt == auditAttempts || retry.Permanent(err) || !retry.Pause(ctx, pause) {
 			return err
 		}

@@ -116,50 +116,14 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// callMsg checks call and encodes it; see Publish.
+// callMsg checks call and encodes it, from the client's source when it names
+// none, in the client's mode; see Publish and wire.CallMsg.
 func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 	if call.Source == "" {
 		call.Source = c.cfg.Source
 	}
-	subject := wire.CallSubject(call.Tenant, call.Tool, call.CallID)
-	var msg *nats.Msg
-	if c.mode == wire.Structured {
-		data, err := wire.CallJSON(call)
-		if err != nil {
-			return nil, err
-		}
-		msg = wire.StructuredMsg(subject, data)
-	} else {
-		e, err := wire.CallEvent(call)
-		if err != nil {
-			return nil, err
-		}
-		if msg, err = wire.NewMsg(subject, e, c.mode); err != nil {
-			return nil, err
-		}
-	}
-	if call.TraceParent != "" {
-		msg.Header.Set(traceParentHeader, call.TraceParent)
-	}
-	if msg.Header == nil {
-		msg.Header = nats.Header{}
-	}
-	// The stream the call must land in: one of wire version 1, which takes
-	// every call subject, refuses it instead of storing what its executors
-	// cannot read.
-	msg.Header[jetstream.ExpectedStreamHeader] = []string{wire.CallStream}
-	if call.Repeat {
-		markRepeat(msg)
-	}
-	if len(call.Interactions) > 0 {
-		msg.Header[wire.InteractionsHeader] = []string{strings.Join(call.Interactions, ",")}
-	}
-	return msg, nil
+	return wire.CallMsg(call, c.mode)
 }
-
-// markRepeat marks msg as a call that may repeat one published before (see
-// wire.RepeatHeader).
-func markRepeat(msg *nats.Msg) { msg.Header[wire.RepeatHeader] = []string{"true"} }
 
 // Publish stores call in TOOLEXEC_CALLS_V2 and returns the PubAck, without
 // waiting for the answer (see Attach). The stream keeps one call at most under
@@ -196,7 +160,7 @@ func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID stri
 	var refused error // the last try's error other than a context's
 	for attempt := 1; ; attempt++ {
 		if attempt == 2 {
-			markRepeat(msg)
+			wire.MarkRepeat(msg)
 		}
 		pctx, cancel := connloss.Attempt(ctx, c.nc, callPublishAttempt)
 		ack, err := c.js.PublishMsg(pctx, msg)

@@ -758,17 +758,13 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	if w.cfg.BinaryAnswers {
 		mode = wire.Binary
 	}
-	msg, err := answerMsg(a, w.cfg.Source, mode)
+	a.Error = capError(a.Error)
+	// The message carries the answer's message id, which makes a second copy
+	// a duplicate, and expects the events stream.
+	msg, err := wire.AnswerMsg(a, w.cfg.Source, mode)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	if msg.Header == nil {
-		msg.Header = nats.Header{}
-	}
-	// The message id makes a second copy of the answer a duplicate; the stream
-	// it must land in is the events stream.
-	msg.Header[jetstream.MsgIDHeader] = []string{wire.MsgID(a)}
-	msg.Header[jetstream.ExpectedStreamHeader] = []string{wire.EventStream}
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := connloss.Attempt(ctx, w.js.Conn(), publishAttemptTimeout)
 		ack, err := w.js.PublishMsg(pctx, msg)
@@ -795,33 +791,6 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 	}
 }
 
-// answerMsg encodes a as the NATS message that carries it: its event in the
-// given mode, on its subject, with a W3C traceparent header when it has one.
-// Nats-Msg-Id is set by the publisher.
-func answerMsg(a events.Answer, source string, mode wire.Mode) (*nats.Msg, error) {
-	a.Error = capError(a.Error)
-	var msg *nats.Msg
-	if mode == wire.Structured {
-		data, err := wire.AnswerJSON(a, source)
-		if err != nil {
-			return nil, err
-		}
-		msg = wire.StructuredMsg(wire.AnswerSubject(a), data)
-	} else {
-		e, err := wire.AnswerEvent(a, source)
-		if err != nil {
-			return nil, err
-		}
-		if msg, err = wire.NewMsg(wire.AnswerSubject(a), e, mode); err != nil {
-			return nil, err
-		}
-	}
-	if a.TraceParent != "" {
-		msg.Header.Set(traceParentHeader, a.TraceParent)
-	}
-	return msg, nil
-}
-
 // MaxErrorBytes bounds the error text of a published answer. A longer one (a
 // tool's error quoting a whole response, an SDK message quoting a hostile
 // attribute) is cut, on a character boundary, and marked as cut, so that the
@@ -841,17 +810,13 @@ func capError(s string) string {
 	return s[:n] + cutMark
 }
 
-// traceParentHeader is the W3C trace context header, set on answers beside the
-// CloudEvents tracing extension so that NATS-level tracing sees it.
-const traceParentHeader = "traceparent"
-
 // withTraceParent returns ctx with the span context of traceparent, when it
 // is a valid one, for log lines about a call the dispatcher made no span for.
 func withTraceParent(ctx context.Context, traceparent string) context.Context {
 	if traceparent == "" {
 		return ctx
 	}
-	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{traceParentHeader: traceparent})
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{wire.TraceParentHeader: traceparent})
 }
 
 // backoff returns the pause before retry n (n ≥ 1): doubling from minBackoff,
