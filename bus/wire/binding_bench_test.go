@@ -120,3 +120,33 @@ func BenchmarkDecodeAnswer(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallMsg builds a call's complete message, as the client does for
+// every call it publishes.
+func BenchmarkCallMsg(b *testing.B) {
+	for _, mode := range benchModes {
+		b.Run(mode.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := wire.CallMsg(benchCall, mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAnswerMsg builds a completed answer's complete message, as a
+// worker does for every answer it publishes.
+func BenchmarkAnswerMsg(b *testing.B) {
+	for _, mode := range benchModes {
+		b.Run(mode.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := wire.AnswerMsg(benchAnswer, "/toolexec/executor/bench", mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

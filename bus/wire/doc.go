@@ -51,6 +51,14 @@
 // call id and run id it claims, so that a rejection can still be addressed to the
 // caller waiting for it. [Encode] writes an event in either mode.
 //
+// [CallMsg] and [AnswerMsg] build the complete message of a call and of an
+// answer, in either mode, as every publisher sends it: the subject, the event
+// (in structured mode by [CallJSON] and [AnswerJSON], in binary mode by
+// [Encode]) and the headers a call or an answer carries beside it
+// (Nats-Expected-Stream; an answer's Nats-Msg-Id; a call's [RepeatHeader] and
+// [InteractionsHeader]; [TraceParentHeader]). Property tests hold them to the
+// SDK's event written by the SDK.
+//
 // # Schemas
 //
 // The data of every event is held to its JSON Schema, embedded from package
