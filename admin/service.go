@@ -18,6 +18,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/accountcheck"
+	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -380,12 +381,11 @@ func (a *Service) resolveRequest(ctx context.Context, req ResolveRequest) Resolv
 	return resp
 }
 
-// Publishing a resolved event: this many attempts, the first pause this long
-// and doubling.
-const (
-	auditAttempts = 3
-	auditBackoff  = 50 * time.Millisecond
-)
+// Publishing a resolved event: this many attempts, the first pause 50ms and
+// doubling (at most a second).
+const auditAttempts = 3
+
+var auditBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
 
 // publishAudit stores a resolved event (in structured mode, as the executors
 // answer by default), trying a few times.
@@ -397,13 +397,11 @@ func (a *Service) publishAudit(ctx context.Context, ev events.Answer) error {
 	if err != nil {
 		return err
 	}
-	pause := auditBackoff
 	for attempt := 1; ; attempt++ {
 		_, err = a.js.PublishMsg(ctx, msg)
-		if err == nil || attempt == auditAttempts || retry.Permanent(err) || !retry.Pause(ctx, pause) {
+		if err == nil || attempt == auditAttempts || retry.Permanent(err) || !backoff.Sleep(ctx, auditBackoff.Delay(attempt)) {
 			return err
 		}
-		pause *= 2
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/connloss"
-	"github.com/tesserix/toolexec/internal/retry"
 )
 
 // DefaultCallSource is the CloudEvents source of calls whose Source is empty.
@@ -186,7 +186,7 @@ func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID stri
 		}
 		_, reachedBefore := c.reached.Load(tenant)
 		electing := reachedBefore && errors.Is(err, jetstream.ErrNoStreamResponse)
-		if ctx.Err() == nil && (lost || electing) && retry.Pause(ctx, min(backoff(attempt), maxCallPublishPause)) {
+		if ctx.Err() == nil && (lost || electing) && backoff.Sleep(ctx, callPublishBackoff.Delay(attempt)) {
 			continue
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil && refused != nil {
@@ -197,11 +197,12 @@ func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID stri
 }
 
 // Timing of a call's publication (see Client.publish): how long one try
-// waits for its PubAck, and the longest pause between tries. A variable so
-// that tests can shorten it.
-var callPublishAttempt = 5 * time.Second
-
-const maxCallPublishPause = 500 * time.Millisecond
+// waits for its PubAck (a variable so that tests can shorten it), and the
+// pauses between tries: 50ms, doubling, at most half a second.
+var (
+	callPublishAttempt = 5 * time.Second
+	callPublishBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
+)
 
 // A publication's refusal, as storeRefusal reads it.
 const (
@@ -334,11 +335,12 @@ const pendingGrace = 500 * time.Millisecond
 func (c *Client) answeredJustNow(ctx context.Context, tenant, filter string) (events.Answer, bool) {
 	gctx, cancel := context.WithTimeout(ctx, pendingGrace)
 	defer cancel()
-	for pause := 25 * time.Millisecond; ; pause *= 2 {
+	pauses := backoff.Backoff{Initial: 25 * time.Millisecond, Max: pendingGrace}
+	for n := 1; ; n++ {
 		if a, found, err := c.findStored(gctx, tenant, filter); err == nil && found {
 			return a, true
 		}
-		if !retry.Pause(gctx, pause) {
+		if !backoff.Sleep(gctx, pauses.Delay(n)) {
 			return events.Answer{}, false
 		}
 	}
@@ -518,13 +520,10 @@ const (
 // lookAgain looks until look finds the answer, which it sends to out, or ctx
 // ends. Looks that fail are tried again.
 func lookAgain(ctx context.Context, look lookFunc, out chan<- lookupResult) {
-	for pause := lookFirstPause; ; pause = min(2*pause, lookMaxPause) {
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+	pauses := backoff.Backoff{Initial: lookFirstPause, Max: lookMaxPause}
+	for n := 1; ; n++ {
+		if !backoff.Sleep(ctx, pauses.Delay(n)) {
 			return
-		case <-t.C:
 		}
 		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
 		a, found, err := look(lctx)
@@ -705,23 +704,25 @@ func (c *Client) watchJetStream(ctx context.Context, filter string, start watchS
 		stop := context.AfterFunc(ctx, it.Stop)
 		defer stop()
 		defer it.Stop()
-		// pause grows while the iterator keeps failing, so that a lasting error
-		// (a permission refused, a stream gone) is not retried in a tight loop.
-		var pause time.Duration
+		// The pause grows while the iterator keeps failing, so that a lasting
+		// error (a permission refused, a stream gone) is not retried in a tight
+		// loop.
+		failures := 0
 		for {
 			m, err := it.Next()
 			if err != nil {
 				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
 					return
 				}
-				pause = nextPause(pause)
+				failures++
+				pause := watchBackoff.Delay(failures)
 				c.log.Warn("watching events", "filter", filter, "error", err, "retry_in", pause)
-				if !retry.Pause(ctx, pause) {
+				if !backoff.Sleep(ctx, pause) {
 					return
 				}
 				continue
 			}
-			pause = 0
+			failures = 0
 			ev, _, err := decodeEvent(m.Subject(), m.Headers(), m.Data())
 			if err != nil {
 				c.log.Warn("skipping an event that is not a toolexec answer", "subject", m.Subject(), "error", err)
@@ -737,8 +738,6 @@ func (c *Client) watchJetStream(ctx context.Context, filter string, start watchS
 	return out, nil
 }
 
-// nextPause returns the pause before retrying after pause: 50ms at first,
-// doubling up to five seconds.
-func nextPause(pause time.Duration) time.Duration {
-	return min(max(2*pause, 50*time.Millisecond), 5*time.Second)
-}
+// watchBackoff paces a watch's retries after failures in a row: 50ms,
+// doubling, at most five seconds.
+var watchBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: 5 * time.Second}

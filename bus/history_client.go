@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/nats-io/nats.go"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/retry"
+	"github.com/tesserix/toolexec/internal/backoff"
 )
 
 // Bounds of a Watch through the history service.
@@ -269,8 +268,7 @@ func (w *serviceWatch) replay(page *HistoryResponse) bool {
 // nextPage asks for the page after sequence last until it has it, pausing
 // longer after each failure; nil when ctx ends first.
 func (w *serviceWatch) nextPage(last uint64) *HistoryResponse {
-	var pause time.Duration
-	for {
+	for failures := 1; ; failures++ {
 		page, err := w.c.historyPage(w.ctx, w.tenant, HistoryRequest{Filter: w.filter, AfterSeq: last})
 		if err == nil {
 			return page
@@ -278,9 +276,9 @@ func (w *serviceWatch) nextPage(last uint64) *HistoryResponse {
 		if w.ctx.Err() != nil {
 			return nil
 		}
-		pause = nextPause(pause)
+		pause := watchBackoff.Delay(failures)
 		w.c.log.Warn("watching events: history request failed", "filter", w.filter, "error", err, "retry_in", pause)
-		if !retry.Pause(w.ctx, pause) {
+		if !backoff.Sleep(w.ctx, pause) {
 			return nil
 		}
 	}

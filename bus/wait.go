@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"syscall"
@@ -14,8 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/internal/retry"
-	"github.com/tesserix/toolexec/tool"
+	"github.com/tesserix/toolexec/internal/backoff"
 )
 
 // Default pauses of [ConnectWait] between attempts.
@@ -51,9 +49,10 @@ type WaitConfig struct {
 // An attempt under way is not interrupted: it ends within the connect timeout
 // of nats.go (2s a server).
 func ConnectWait(ctx context.Context, cfg ConnectConfig, wait WaitConfig) (*nats.Conn, error) {
-	backoff := tool.Retry{
-		InitialBackoff: cmp.Or(wait.FirstPause, DefaultFirstConnectPause),
-		MaxBackoff:     cmp.Or(wait.MaxPause, DefaultMaxConnectPause),
+	pauses := backoff.Backoff{
+		Initial: cmp.Or(wait.FirstPause, DefaultFirstConnectPause),
+		Max:     cmp.Or(wait.MaxPause, DefaultMaxConnectPause),
+		Jitter:  0.5,
 	}
 	for attempts := 1; ; attempts++ {
 		nc, err := Connect(cfg)
@@ -67,7 +66,7 @@ func ConnectWait(ctx context.Context, cfg ConnectConfig, wait WaitConfig) (*nats
 		if wait.Failed != nil {
 			wait.Failed(attempts, err)
 		}
-		if !retry.Pause(ctx, backoff.Backoff(attempts, rand.Float64())) {
+		if !backoff.Sleep(ctx, pauses.Delay(attempts)) {
 			return nil, fmt.Errorf("bus: connect: gave up after %d attempts: %w (last error: %w)", attempts, ctx.Err(), err)
 		}
 	}

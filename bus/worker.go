@@ -20,6 +20,7 @@ import (
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/connloss"
 	"github.com/tesserix/toolexec/internal/jspull"
 	"github.com/tesserix/toolexec/internal/retry"
@@ -68,9 +69,11 @@ const (
 const (
 	publishAttemptTimeout = 5 * time.Second
 	ackTimeout            = 5 * time.Second
-	minBackoff            = 50 * time.Millisecond
-	maxBackoff            = time.Second
 )
+
+// retryBackoff paces the worker's own retries (a failed pull, an
+// acknowledgement, an answer's publication): 50ms, doubling, at most a second.
+var retryBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
 
 // WorkerConfig configures a [Worker]. The zero value is usable.
 type WorkerConfig struct {
@@ -513,7 +516,7 @@ func release(slots chan<- struct{}, n int) {
 // and the worker is to stop (WorkerConfig.StopWhenStreamGone).
 func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc ConsumerConfig) (stop bool) {
 	w.log.Warn("pulling calls failed; retrying", "error", err, "failures", failures)
-	retry.Pause(ctx, backoff(failures))
+	backoff.Sleep(ctx, retryBackoff.Delay(failures))
 	// A pull that finds no responder has no consumer (or no JetStream) to
 	// answer it either, or its consumer is electing a leader: then the
 	// request to create it goes unanswered until one leads, and tries of
@@ -709,7 +712,7 @@ func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
 				"tenant", a.Tenant, "call_id", a.CallID, "attempts", attempt, "error", err)
 			return
 		}
-		retry.Pause(ctx, backoff(attempt))
+		backoff.Sleep(ctx, retryBackoff.Delay(attempt))
 	}
 }
 
@@ -785,7 +788,7 @@ func (w *Worker) publish(ctx context.Context, a events.Answer) error {
 		w.obs.AnswerPublishRetried()
 		w.log.WarnContext(ctx, "publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
 			"attempt", attempt, "error", err)
-		if !retry.Pause(ctx, backoff(attempt)) {
+		if !backoff.Sleep(ctx, retryBackoff.Delay(attempt)) {
 			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
 		}
 	}
@@ -817,14 +820,4 @@ func withTraceParent(ctx context.Context, traceparent string) context.Context {
 		return ctx
 	}
 	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{wire.TraceParentHeader: traceparent})
-}
-
-// backoff returns the pause before retry n (n ≥ 1): doubling from minBackoff,
-// capped at maxBackoff.
-func backoff(n int) time.Duration {
-	d := minBackoff
-	for i := 1; i < n && d < maxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxBackoff)
 }

@@ -30,7 +30,7 @@ func TestCapError(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
+func TestRetryBackoff(t *testing.T) {
 	tests := []struct {
 		n    int
 		want string
@@ -38,8 +38,8 @@ func TestBackoff(t *testing.T) {
 		{1, "50ms"}, {2, "100ms"}, {3, "200ms"}, {5, "800ms"}, {6, "1s"}, {100, "1s"},
 	}
 	for _, tt := range tests {
-		if got := backoff(tt.n).String(); got != tt.want {
-			t.Errorf("backoff(%d) = %s, want %s", tt.n, got, tt.want)
+		if got := retryBackoff.Delay(tt.n).String(); got != tt.want {
+			t.Errorf("retryBackoff.Delay(%d) = %s, want %s", tt.n, got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -178,7 +179,7 @@ func (r *run) settle(w kvstore.Withdrawer, k bookKey) {
 			r.d.log.WarnContext(r.logCtx, "a claim whose grant was lost could not be read back; it is left to run out", r.logAttrs()...)
 			return
 		}
-		clock.Sleep(r.d.clock, retryPause(i), nil)
+		clock.Sleep(r.d.clock, storeBackoff.Delay(i+1), nil)
 		rec, err := r.d.store.Get(ctx, k.tenant, k.digest)
 		switch {
 		case errors.Is(err, kvstore.ErrNotFound):
@@ -206,11 +207,6 @@ func (r *run) settle(w kvstore.Withdrawer, k bookKey) {
 	}
 }
 
-// retryPause is the pause before the i-th retry of a store operation that
-// found the store away: 50 ms, doubling, at most half a second.
-func retryPause(i int) time.Duration {
-	if i == 0 {
-		return 50 * time.Millisecond
-	}
-	return min(time.Duration(50<<min(i, 4))*time.Millisecond, 500*time.Millisecond)
-}
+// storeBackoff paces the retries of a store operation that found the store
+// away: 50 ms, doubling, at most half a second.
+var storeBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}

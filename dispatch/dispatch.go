@@ -681,7 +681,7 @@ func (r *run) record(ctx context.Context, rn *renewer, out string) {
 		if err == nil || errors.Is(err, kvstore.ErrNotHolder) || errors.Is(err, kvstore.ErrTooLarge) {
 			break
 		}
-		pause := retryPause(i)
+		pause := storeBackoff.Delay(i + 1)
 		if r.d.clock.Now().Add(pause).After(giveUp) {
 			break
 		}

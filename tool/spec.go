@@ -2,8 +2,9 @@ package tool
 
 import (
 	"encoding/json"
-	"math"
 	"time"
+
+	"github.com/tesserix/toolexec/internal/backoff"
 )
 
 // Policy is a tool's idempotency declaration.
@@ -43,24 +44,7 @@ func (r Retry) Attempts() int { return max(r.MaxAttempts, 1) }
 // jittered to a uniformly random point in its upper half: jitter is a number in
 // [0, 1), typically from math/rand.
 func (r Retry) Backoff(n int, jitter float64) time.Duration {
-	initial := r.InitialBackoff
-	if initial <= 0 {
-		initial = 100 * time.Millisecond
-	}
-	limit := r.MaxBackoff
-	if limit <= 0 {
-		limit = 10 * time.Second
-	}
-	mult := r.Multiplier
-	if mult < 1 {
-		mult = 2
-	}
-	d := float64(initial) * math.Pow(mult, float64(max(n-1, 0)))
-	if d > float64(limit) || math.IsInf(d, 0) || math.IsNaN(d) {
-		d = float64(limit)
-	}
-	jitter = min(max(jitter, 0), 1)
-	return time.Duration(d/2 + d/2*jitter)
+	return backoff.Backoff{Initial: r.InitialBackoff, Max: r.MaxBackoff, Multiplier: r.Multiplier, Jitter: 0.5}.DelayAt(n, jitter)
 }
 
 // Spec declares a tool.

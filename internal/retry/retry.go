@@ -1,6 +1,7 @@
 // Package retry holds what the worker's and the admin service's retries share:
-// which publish failures are not worth another try and the wait between tries,
-// and the bounded tries of the JetStream requests that set streams up.
+// which publish failures are not worth another try, and the bounded tries of
+// the JetStream requests that set streams up. The pauses between tries are
+// package backoff's.
 package retry
 
 import (
@@ -10,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tesserix/toolexec/internal/backoff"
 )
 
 // Permanent reports whether publishing err's message again cannot help: it is
@@ -17,19 +20,6 @@ import (
 func Permanent(err error) bool {
 	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) ||
 		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
-}
-
-// Pause waits d before a publication is tried again, or until ctx ends; it
-// reports whether it waited the whole time.
-func Pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Setup runs op, a JetStream API request that is safe to repeat (creating or
@@ -49,7 +39,7 @@ func Setup(ctx context.Context, attempt time.Duration, op func(context.Context) 
 		if err == nil || ctx.Err() != nil || !(lost || notReady(err)) {
 			return err
 		}
-		if !Pause(ctx, min(time.Duration(try)*100*time.Millisecond, time.Second)) {
+		if !backoff.Sleep(ctx, min(time.Duration(try)*100*time.Millisecond, time.Second)) {
 			return err
 		}
 	}

@@ -31,21 +31,6 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
-func TestPause(t *testing.T) {
-	if !Pause(context.Background(), time.Millisecond) {
-		t.Error("Pause with a live context did not wait the whole time")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	start := time.Now()
-	if Pause(ctx, time.Hour) {
-		t.Error("Pause with an ended context reported a whole wait")
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Pause with an ended context took %v", d)
-	}
-}
-
 func TestSetup(t *testing.T) {
 	notReady := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
 	refused := &jetstream.APIError{Code: 400, ErrorCode: 10058, Description: "stream name already in use"}

@@ -871,7 +871,9 @@ func (s *Store) leaseOf(tenant, digest string, rev uint64, v value) kvstore.Leas
 
 // pause waits before a retry: nothing before the first attempt, then 2 ms,
 // doubling up to 100 ms (about half a second over maxAttempts): long enough for a
-// new leader to catch up.
+// new leader to catch up. It returns ctx's error if ctx ends first, else nil.
+// It is internal/backoff's Backoff{Initial: 2ms, Max: 100ms} written out, as a
+// backend is to import only package kvstore and its drivers.
 func pause(ctx context.Context, attempt int) error {
 	if attempt == 0 {
 		return ctx.Err()

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/buildinfo"
 )
 
@@ -496,14 +497,8 @@ func (u *Upstream) supervise() {
 		if closed {
 			return
 		}
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-u.life.Done():
-				t.Stop()
-				return
-			}
+		if wait > 0 && !backoff.Sleep(u.life, wait) {
+			return
 		}
 	}
 }
@@ -617,10 +612,7 @@ func (u *Upstream) start() *session {
 func (u *Upstream) fail(err error) time.Duration {
 	u.failures++
 	u.lastErr = err
-	delay := u.cfg.MinRestartDelay << min(u.failures-1, 30)
-	if delay <= 0 || delay > u.cfg.MaxRestartDelay {
-		delay = u.cfg.MaxRestartDelay
-	}
+	delay := backoff.Backoff{Initial: u.cfg.MinRestartDelay, Max: u.cfg.MaxRestartDelay}.Delay(u.failures)
 	u.retryAt = time.Now().Add(delay)
 	return delay
 }
