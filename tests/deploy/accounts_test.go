@@ -21,6 +21,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -287,7 +288,7 @@ func TestTenantReachesNoJetStream(t *testing.T) {
 	spy := e.view.subscribe(t, admin.Subjects)
 	// The callers heard their answers as they were published; the stream may
 	// store them a moment later.
-	eventually(waitLong, func() bool { return e.lastSeq(t, wire.EventStream) >= 2 })
+	wait.Until(waitLong, func() bool { return e.lastSeq(t, wire.EventStream) >= 2 })
 	before := e.lastSeq(t, wire.EventStream)
 
 	push := `{"stream_name":"TOOLEXEC_EVENTS","config":{"name":"x1","deliver_subject":"toolexec.admin.forget","deliver_group":"toolexec-admin","filter_subject":"toolexec.event.acme.>","deliver_policy":"all","ack_policy":"none"}}`
@@ -924,7 +925,7 @@ func TestAdminReadsEveryTenantsHistory(t *testing.T) {
 	const completedAll = "toolexec.event.*.completed.>"
 	// The callers heard their answers as they were published; the stream may
 	// store them a moment later.
-	if !eventually(waitLong, func() bool { return e.stored(t, wire.EventStream, completedAll) == 2 }) {
+	if !wait.Until(waitLong, func() bool { return e.stored(t, wire.EventStream, completedAll) == 2 }) {
 		t.Fatal("the two bookings' answers were not stored")
 	}
 
