@@ -902,11 +902,9 @@ func TestExpectationProbe(t *testing.T) {
 	if a, err := globex.client.Attach(ctx, waiting.Tenant, waiting.Tool, waiting.RunID, waiting.CallID); err != nil || a.Kind != events.KindCompleted {
 		t.Fatalf("globex's call: %+v, %v", a, err)
 	}
-	for deadline := time.Now().Add(waitLong); probe(3, wire.CallSubject("globex", "book", "booking-42")) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a probe naming globex's answered call is still refused")
-		}
-	}
+	wait.EventuallyNoError(t, waitLong, "a probe naming globex's answered call to be accepted", func() error {
+		return probe(3, wire.CallSubject("globex", "book", "booking-42"))
+	})
 	e.down.onePerKey(t)
 	globex.noErrors(t)
 }
