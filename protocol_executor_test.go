@@ -20,6 +20,7 @@ import (
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/protodoc"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -338,13 +339,9 @@ func TestProtocolDocExecutor(t *testing.T) {
 		subject := fill(t, p.callSubject, map[string]string{"tenant": pageTenant, "tool": held.tool, "call_id": held.callID})
 		left := func(what string) {
 			t.Helper()
-			deadline := time.Now().Add(10 * time.Second)
-			for len(natstest.StreamSubjects(t, js, p.expectedStream[1], subject)) > 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s is still in %s", what, p.expectedStream[1])
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			wait.Eventually(t, 10*time.Second, what+" to leave "+p.expectedStream[1], func() bool {
+				return len(natstest.StreamSubjects(t, js, p.expectedStream[1], subject)) == 0
+			})
 		}
 		left("the answered call")
 		ack := publishCall(t, nc, p, held, true)

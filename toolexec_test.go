@@ -19,6 +19,7 @@ import (
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -270,11 +271,7 @@ func TestCallIDTaken(t *testing.T) {
 			held <- err
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); f.air.count("acme", "SLOW") == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the held call did not start")
-		}
-	}
+	wait.Eventually(t, 10*time.Second, "the held call to start", func() bool { return f.air.count("acme", "SLOW") != 0 })
 	other := f.client(t)
 	for try := range 2 {
 		start := time.Now()

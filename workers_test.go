@@ -20,6 +20,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/natstool"
 	"github.com/tesserix/toolexec/tool/workerset"
@@ -172,17 +173,8 @@ func (f *workerFixture) serveBook(t *testing.T, spec tool.Spec, c *counter, held
 	return w, nc
 }
 
-// waitFor polls cond until it holds, failing the test after a generous time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitLimit is how long these tests wait for what they poll.
+const waitLimit = 15 * time.Second
 
 // call makes one call of book for acme in run run_1.
 func (f *workerFixture) call(t *testing.T, callID, args string) events.Answer {
@@ -206,7 +198,7 @@ func TestWorkerServesEffectfulTool(t *testing.T) {
 	c := &counter{entries: map[string]int{}}
 	held, hold := make(chan struct{}, 1), make(chan struct{})
 	_, workerConn := f.serveBook(t, bookSpec(), c, held, hold)
-	waitFor(t, "the executor to learn book", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
+	wait.Eventually(t, waitLimit, "the executor to learn book", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
 	decls, err := f.client.Tools(context.Background(), "acme")
 	if err != nil || len(decls) != 1 || decls[0].Name != "book" || decls[0].Kind != tool.Effectful || decls[0].TimeoutMillis != 1000 {
 		t.Fatalf("the catalog lists %+v, %v; want book as the worker declares it", decls, err)
@@ -251,7 +243,7 @@ func TestWorkerServesEffectfulTool(t *testing.T) {
 		// By now the dead worker has gone unheard long enough to be forgotten,
 		// and book with it. A new worker comes up, and the key is not run again.
 		f.serveBook(outer, bookSpec(), c, held, hold)
-		waitFor(t, "the executor to learn book again", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
+		wait.Eventually(t, waitLimit, "the executor to learn book again", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
 		again := f.call(t, "kill-2", `{"flight":"HOLD"}`)
 		if again.Kind != events.KindIndeterminate || again.Reason != events.ReasonTimeout || again.Key != a.Key {
 			t.Errorf("the same key again: %s %s; want the same indeterminate answer", again.Kind, again.Reason)
@@ -281,13 +273,13 @@ func TestWorkerConflict(t *testing.T) {
 	f := newWorkerFixture(t)
 	c := &counter{entries: map[string]int{}}
 	first, _ := f.serveBook(t, bookSpec(), c, nil, nil)
-	waitFor(t, "the executor to learn book", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
+	wait.Eventually(t, waitLimit, "the executor to learn book", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
 	if a := f.call(t, "before", `{"flight":"BA117"}`); a.Kind != events.KindCompleted {
 		t.Fatalf("before the conflict: %s", a.Kind)
 	}
 
 	second, _ := f.serveBook(t, bookSpec("flight", "seats"), c, nil, nil)
-	waitFor(t, "the conflict", func() bool { return len(f.ex.Conflicts()) == 1 })
+	wait.Eventually(t, waitLimit, "the conflict", func() bool { return len(f.ex.Conflicts()) == 1 })
 	a := f.call(t, "during", `{"flight":"LH400"}`)
 	if a.Kind != events.KindRejected || a.Code != events.CodeToolConflict {
 		t.Fatalf("during the conflict: %s %s; want rejected tool_conflict", a.Kind, a.Code)
@@ -314,7 +306,7 @@ func TestWorkerConflict(t *testing.T) {
 	if err := second.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "book served again", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
+	wait.Eventually(t, waitLimit, "book served again", func() bool { return strings.Join(f.ex.Tools(), ",") == "book" })
 	if a := f.call(t, "after", `{"flight":"LH400"}`); a.Kind != events.KindCompleted {
 		t.Errorf("after the second worker left: %s %s %s, want completed", a.Kind, a.Code, a.Error)
 	}
@@ -363,7 +355,7 @@ func TestNATSToolsOfTheExecutor(t *testing.T) {
 		t.Fatalf("with a worker declaring book alike: %s %s; want completed, the key freed by the call before", a.Kind, a.Code)
 	}
 	other, _ := f.serveBook(t, bookSpec("flight", "seats"), c, nil, nil)
-	waitFor(t, "the conflict", func() bool { return len(ex.Conflicts()) == 1 })
+	wait.Eventually(t, waitLimit, "the conflict", func() bool { return len(ex.Conflicts()) == 1 })
 	if a := f.call(t, "otherwise", `{"flight":"LH400"}`); a.Kind != events.KindRejected || a.Code != events.CodeToolConflict ||
 		!strings.Contains(a.Error, "the executor") {
 		t.Errorf("with a worker declaring book otherwise: %s %s %q; want rejected tool_conflict naming the executor's declaration", a.Kind, a.Code, a.Error)
@@ -371,7 +363,7 @@ func TestNATSToolsOfTheExecutor(t *testing.T) {
 	if err := other.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the conflict to end", func() bool { return len(ex.Conflicts()) == 0 })
+	wait.Eventually(t, waitLimit, "the conflict to end", func() bool { return len(ex.Conflicts()) == 0 })
 }
 
 // metricValue returns the value of the one series of the gauge or counter

@@ -18,6 +18,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -152,7 +153,7 @@ func TestCallFindsAnswerPublishedWhileDisconnected(t *testing.T) {
 	}
 	proxy.Cut() // the client's connection drops, and stays down
 	close(release)
-	waitFor(t, 10*time.Second, "the answer stored", func() bool {
+	wait.Eventually(t, 10*time.Second, "the answer stored", func() bool {
 		return len(eventSubjects(t, h.js, wire.AnswerFilter("acme", "book", "*", "away"))) > 0
 	})
 	proxy.Restore()
@@ -266,7 +267,7 @@ func TestLostPubAckAfterTheAnswer(t *testing.T) {
 	if err != nil || a.Kind != events.KindCompleted {
 		t.Fatalf("answer %v, %v", a.Kind, err)
 	}
-	waitFor(t, 10*time.Second, "the copy sent again to be taken", func() bool { return wk.w.Stats().Received.Load() == 2 })
+	wait.Eventually(t, 10*time.Second, "the copy sent again to be taken", func() bool { return wk.w.Stats().Received.Load() == 2 })
 	consumerSettled(t, h.js)
 	if n := entered.Load(); n != 1 {
 		t.Errorf("body entered %d times, want 1", n)

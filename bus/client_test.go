@@ -13,6 +13,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -97,7 +98,7 @@ func TestAttachLate(t *testing.T) {
 	if a.Kind != events.KindCompleted || a.CallID != c.CallID || a.Outcome != "booked" {
 		t.Fatalf("early Attach answer %+v", a)
 	}
-	waitFor(t, 5*time.Second, "the answer to be counted", func() bool { return wk.w.Stats().Answered.Load() == 1 })
+	wait.Eventually(t, 5*time.Second, "the answer to be counted", func() bool { return wk.w.Stats().Answered.Load() == 1 })
 
 	// Long after: Attach reads the stored answer.
 	late, err := h.client.Attach(ctxT(t), c.Tenant, c.Tool, c.RunID, c.CallID)

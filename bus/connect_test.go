@@ -22,6 +22,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 func TestConnectConfigOptionsRefusals(t *testing.T) {
@@ -169,7 +170,7 @@ func TestConnectReconnects(t *testing.T) {
 	}
 	defer nc.Close()
 	natstest.Restart(t, s)
-	waitFor(t, 15*time.Second, "the reconnection", func() bool {
+	wait.Eventually(t, 15*time.Second, "the reconnection", func() bool {
 		return nc.IsConnected() && strings.Contains(logs.String(), "NATS reconnected")
 	})
 	if !strings.Contains(logs.String(), "NATS disconnected") {

@@ -16,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -221,7 +222,7 @@ func threeWorkersShareTheConsumer(t *testing.T, startWorker func(t *testing.T, h
 	if info.NumRedelivered != 0 {
 		t.Errorf("consumer redelivered %d calls", info.NumRedelivered)
 	}
-	waitFor(t, 10*time.Second, "the calls stream to empty", func() bool { return streamMsgs(t, h.js, wire.CallStream) == 0 })
+	wait.Eventually(t, 10*time.Second, "the calls stream to empty", func() bool { return streamMsgs(t, h.js, wire.CallStream) == 0 })
 	var received int64
 	for i, w := range workers {
 		n := w.w.Stats().Received.Load()

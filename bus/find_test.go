@@ -10,6 +10,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -29,7 +30,7 @@ func TestFind(t *testing.T) {
 	}
 	// A caller hears an answer when the server routes it, which under load
 	// can come before the events stream stores it; Find reads the stream.
-	waitFor(t, 10*time.Second, "the answer to be stored", func() bool {
+	wait.Eventually(t, 10*time.Second, "the answer to be stored", func() bool {
 		return len(eventSubjects(t, h.js, wire.AnswerFilter("acme", "book", "run-1", "c-1"))) == 1
 	})
 	for name, c := range map[string]*bus.Client{"jetstream": h.client, "service": h.serviceClient(t)} {

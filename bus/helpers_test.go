@@ -18,6 +18,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -185,24 +186,12 @@ func streamSubjects(t *testing.T, js jetstream.JetStream, stream, filter string)
 	return natstest.StreamSubjects(t, js, stream, filter)
 }
 
-// waitFor polls cond every 20ms until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // consumerSettled waits until the shared consumer has nothing pending and nothing
 // waiting for an ack, and returns its info.
 func consumerSettled(t *testing.T, js jetstream.JetStream) *jetstream.ConsumerInfo {
 	t.Helper()
 	var info *jetstream.ConsumerInfo
-	waitFor(t, 15*time.Second, "the consumer to settle", func() bool {
+	wait.Eventually(t, 15*time.Second, "the consumer to settle", func() bool {
 		c, err := js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		if err != nil {
 			return false

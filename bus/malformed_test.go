@@ -17,6 +17,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -190,7 +191,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 	if _, err := h.js.PublishMsg(ctxT(t), structuredMsg("toolexec.call.ac%me.book.c1", event(nil))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the unaddressable call to be terminated", func() bool { return w.Stats().Unaddressable.Load() == 1 })
+	wait.Eventually(t, 10*time.Second, "the unaddressable call to be terminated", func() bool { return w.Stats().Unaddressable.Load() == 1 })
 
 	info := consumerSettled(t, h.js)
 	if info.NumRedelivered != 0 {
@@ -279,7 +280,7 @@ func TestAnswerTooLargeForTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := consumerSettled(t, h.js)
-	waitFor(t, 10*time.Second, "the call to leave the stream", func() bool { return streamMsgs(t, h.js, wire.CallStream) == 0 })
+	wait.Eventually(t, 10*time.Second, "the call to leave the stream", func() bool { return streamMsgs(t, h.js, wire.CallStream) == 0 })
 	if info.NumRedelivered != 0 || wk.w.Stats().Received.Load() != 1 || entered.Load() != 1 {
 		t.Errorf("redelivered %d, received %d, entered %d; want 0, 1, 1",
 			info.NumRedelivered, wk.w.Stats().Received.Load(), entered.Load())

@@ -17,6 +17,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -122,7 +123,7 @@ func TestCallMemory(t *testing.T) {
 			took := int64(after.HeapAlloc - before.HeapAlloc)
 			est := bus.CallMemory(msgBytes, idemkey.DefaultMaxValues)
 			t.Logf("%d-byte message: %d bytes of heap (%.1f a byte), estimated %d", msgBytes, took, float64(took)/float64(msgBytes), est)
-			if took > est && !raceEnabled {
+			if took > est && !testenv.Race {
 				t.Errorf("handling the call took %d bytes of heap, above bus.CallMemory's %d", took, est)
 			}
 		})

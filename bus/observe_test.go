@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -85,7 +86,7 @@ func TestWorkerObserver(t *testing.T) {
 	if _, err := sub.NextMsg(10 * time.Second); err != nil {
 		t.Fatalf("no rejection: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the rejection to be observed", func() bool {
+	wait.Eventually(t, 10*time.Second, "the rejection to be observed", func() bool {
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
 		return len(obs.lines) >= 2
@@ -129,7 +130,7 @@ func TestWorkerLogsAnswers(t *testing.T) {
 		}
 	}
 	want := map[string]string{"c1": "completed", "c2": "deduplicated", "c3": "indeterminate", "c4": "rejected"}
-	waitFor(t, 10*time.Second, "a log line for each answer", func() bool {
+	wait.Eventually(t, 10*time.Second, "a log line for each answer", func() bool {
 		return strings.Count(logs.String(), `"call_id"`) >= len(want)
 	})
 	got := map[string]map[string]any{}

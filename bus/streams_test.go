@@ -12,6 +12,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 func TestEnsureStreams(t *testing.T) {
@@ -144,7 +145,7 @@ func TestWorkerSizesTheConsumer(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker(t, registry(t), bus.WorkerConfig{Concurrency: 1500, AckWait: 9 * time.Second, MaxDeliver: 4}, 0)
 	var cfg jetstream.ConsumerConfig
-	waitFor(t, 10*time.Second, "the consumer", func() bool {
+	wait.Eventually(t, 10*time.Second, "the consumer", func() bool {
 		c, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		if err != nil {
 			return false

@@ -21,6 +21,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 func TestUnreachable(t *testing.T) {
@@ -178,7 +179,7 @@ func TestConnectWaitNoConnectionAfterContext(t *testing.T) {
 	if nc != nil || !errors.Is(err, context.Canceled) {
 		t.Fatalf("ConnectWait = %v, %v; want no connection and Canceled", nc, err)
 	}
-	waitFor(t, 10*time.Second, "the server to lose the connection", func() bool { return s.NumClients() == 0 })
+	wait.Eventually(t, 10*time.Second, "the server to lose the connection", func() bool { return s.NumClients() == 0 })
 }
 
 // TestConnectWaitFailsAtOnce: errors that waiting cannot cure come back from

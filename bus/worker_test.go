@@ -16,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -33,7 +34,7 @@ func TestRunTwice(t *testing.T) {
 	h := newHarness(t)
 	wk := h.startWorker(t, registry(t), bus.WorkerConfig{}, 0)
 	// Run creates the consumer after marking itself started.
-	waitFor(t, 10*time.Second, "the consumer", func() bool {
+	wait.Eventually(t, 10*time.Second, "the consumer", func() bool {
 		_, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		return err == nil
 	})
@@ -119,7 +120,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	// The acknowledgement reached the server before Run returned (it flushes),
 	// but the work queue removes the call a moment after.
-	waitFor(t, 5*time.Second, "TOOLEXEC_CALLS to hold only the call not started", func() bool {
+	wait.Eventually(t, 5*time.Second, "TOOLEXEC_CALLS to hold only the call not started", func() bool {
 		return streamMsgs(t, h.js, wire.CallStream) == 1
 	})
 
@@ -295,7 +296,7 @@ func TestConsumerCreatedAgain(t *testing.T) {
 	wk := h.startWorker(t, reg, bus.WorkerConfig{PullWait: time.Second}, 0)
 	// Deleting the consumer while Run is still creating it fails Run (the
 	// create answers "consumer closed"): wait until the worker is pulling.
-	waitFor(t, 10*time.Second, "the worker's first pull", func() bool {
+	wait.Eventually(t, 10*time.Second, "the worker's first pull", func() bool {
 		c, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		return err == nil && c.CachedInfo().NumWaiting > 0
 	})
@@ -327,7 +328,7 @@ func TestPullsAgainAfterServerRestart(t *testing.T) {
 		return "booked", nil
 	}))
 	h.startWorker(t, reg, bus.WorkerConfig{PullWait: time.Minute}, 0)
-	waitFor(t, 10*time.Second, "the worker's first pull", func() bool {
+	wait.Eventually(t, 10*time.Second, "the worker's first pull", func() bool {
 		c, err := h.js.Consumer(ctxT(t), wire.CallStream, bus.DefaultDurable)
 		return err == nil && c.CachedInfo().NumWaiting > 0
 	})
@@ -365,7 +366,7 @@ func TestRedeliveryOfAnAnsweredCall(t *testing.T) {
 	if err != nil || a.Kind != events.KindIndeterminate || a.Reason != events.ReasonStoreUnavailable || a.BodyEntered {
 		t.Fatalf("answer %+v, %v; want the stored store_unavailable", a, err)
 	}
-	waitFor(t, 10*time.Second, "the redelivery to be acknowledged", func() bool { return wk.w.Stats().AlreadyAnswered.Load() == 1 })
+	wait.Eventually(t, 10*time.Second, "the redelivery to be acknowledged", func() bool { return wk.w.Stats().AlreadyAnswered.Load() == 1 })
 	if n := dispatched.Load(); n != 1 {
 		t.Errorf("dispatched %d times, want once", n)
 	}
@@ -376,7 +377,7 @@ func TestRedeliveryOfAnAnsweredCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "no call pending", func() bool {
+	wait.Eventually(t, 10*time.Second, "no call pending", func() bool {
 		info, err := cons.Info(ctxT(t))
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/clock"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
@@ -121,7 +122,7 @@ func TestLostClaimReplyWithdrawn(t *testing.T) {
 		t.Fatalf("withdrawn %d claims while the store did not answer", n)
 	}
 	s.getsDown.Store(false)
-	eventually(t, "the lost claim to be withdrawn", func() bool { return d.Stats().Withdrawn.Load() == 1 })
+	wait.Eventually(t, waitLimit, "the lost claim to be withdrawn", func() bool { return d.Stats().Withdrawn.Load() == 1 })
 	if _, err := s.Store.Get(ctx, "acme", first.Key); err == nil {
 		t.Fatal("the key is still held after the withdrawal")
 	}
@@ -177,7 +178,7 @@ func TestLostClaimReplyOfARunningCallKept(t *testing.T) {
 	d := faultyDispatcher(t, bookingRegistry(t, b), s, "w1", time.Minute)
 	ctx := context.Background()
 	running := dispatchAsync(ctx, d, call("book", "c1", `{"flight":"BA117"}`))
-	eventually(t, "the body to be entered", func() bool { return b.entered.Load() == 1 })
+	wait.Eventually(t, waitLimit, "the body to be entered", func() bool { return b.entered.Load() == 1 })
 	s.mu.Lock()
 	s.failClaims = 1
 	s.mu.Unlock()
@@ -242,7 +243,7 @@ func TestRecordKeepsTheClaim(t *testing.T) {
 	d := faultyDispatcher(t, bookingRegistry(t, b), s, "w1", lease)
 	ctx := context.Background()
 	holder := dispatchAsync(ctx, d, call("book", "c1", `{"flight":"BA117"}`))
-	eventually(t, "the body to be entered", func() bool { return b.entered.Load() == 1 })
+	wait.Eventually(t, waitLimit, "the body to be entered", func() bool { return b.entered.Load() == 1 })
 	dup := dispatchAsync(ctx, faultyDispatcher(t, bookingRegistry(t, b), s, "w2", lease), call("book", "c2", `{"flight":"BA117"}`))
 	time.Sleep(3 * lease)
 	if s.renewals.Load() == 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -555,7 +556,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 			answers[i] = a
 		})
 	}
-	eventually(t, "the body to be entered", func() bool { return b.entered.Load() == 1 })
+	wait.Eventually(t, waitLimit, "the body to be entered", func() bool { return b.entered.Load() == 1 })
 	close(release)
 	wg.Wait()
 	var completed, deduplicated int
@@ -709,7 +710,7 @@ func TestLeaseRenewedWhileBodyRuns(t *testing.T) {
 	}}
 	e := newEnv(t, newTool(t, "sync", policy(tool.Idempotent, "flight"), tool.Retry{}, b))
 	holder := dispatchAsync(ctx, e.fakeDispatcher(t, "w1"), call("sync", "c1", `{"flight":"BA117"}`))
-	eventually(t, "the body to be entered", func() bool { return b.entered.Load() == 1 })
+	wait.Eventually(t, waitLimit, "the body to be entered", func() bool { return b.entered.Load() == 1 })
 	k, _ := idemkey.Derive("acme", "run_1", "sync", []byte(`{"flight":"BA117"}`), []string{"flight"})
 	waiter := dispatchAsync(ctx, e.fakeDispatcher(t, "w2"), call("sync", "c2", `{"flight":"BA117"}`))
 	// Move time forward by a third of a lease at a time, for three leases, each
@@ -721,7 +722,7 @@ func TestLeaseRenewedWhileBodyRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.clock.Advance(lease / 3)
-		eventually(t, fmt.Sprintf("renewal %d", i+1), func() bool {
+		wait.Eventually(t, waitLimit, fmt.Sprintf("renewal %d", i+1), func() bool {
 			rec, err := e.store.Get(ctx, "acme", k.Digest)
 			return err == nil && rec.Revision != before.Revision
 		})

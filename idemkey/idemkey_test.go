@@ -10,6 +10,7 @@ import (
 
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/idemkey/canonical"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 const bookArgs = `{"seats":2,"flight":"BA117","request_id":"r-1","note":null,"cafe\u0301":"x"}`
@@ -408,7 +409,7 @@ func BenchmarkKeyFiveArgumentsAll(b *testing.B) {
 // (its digest and canonical bytes), whatever the argument types: building the
 // decoded value ParseValue returns must cost Derive nothing.
 func TestDeriveAllocations(t *testing.T) {
-	if raceEnabled {
+	if testenv.Race {
 		t.Skip("the race detector empties sync.Pool at random")
 	}
 	keyArgs := []string{"flight", "seats", "date", "passenger"}

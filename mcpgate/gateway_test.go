@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/mcpgate"
 )
 
@@ -176,19 +178,15 @@ func TestCancelStopsWaitingNotTheCall(t *testing.T) {
 	params.SetProgressToken("tok-1")
 	done := make(chan error, 1)
 	go func() { _, err := cs.CallTool(ctx, params); done <- err }()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	wait.EventuallyNoError(t, time.Minute, "two progress notifications and the call entered", func() error {
 		mu.Lock()
 		n := len(progress)
 		mu.Unlock()
 		if n >= 2 && f.hold.entered.Load() == 1 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a minute: %d progress notifications, %d calls entered", n, f.hold.entered.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("%d progress notifications, %d calls entered", n, f.hold.entered.Load())
+	})
 	mu.Lock()
 	if p := progress[0]; p.ProgressToken != "tok-1" || !strings.Contains(p.Message, "call-cancel-1") {
 		t.Errorf("progress notification %+v, want token tok-1 naming the call", p)
@@ -252,11 +250,7 @@ func TestCallIDRetryFromAnotherSession(t *testing.T) {
 		_, err := connectHTTP(t, url, "", nil).CallTool(ctx, &mcp.CallToolParams{Name: "hold", Arguments: args, Meta: ids})
 		first <- err
 	}()
-	for deadline := time.Now().Add(time.Minute); f.hold.entered.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first call did not start within a minute")
-		}
-	}
+	wait.Eventually(t, time.Minute, "the first call to start", func() bool { return f.hold.entered.Load() != 0 })
 	cancel() // the client goes away; the call runs on
 	if err := <-first; err == nil {
 		t.Fatal("the cancelled request returned no error")
@@ -318,11 +312,7 @@ func TestCallIDsAreTheTenantsOwn(t *testing.T) {
 			before := f.hold.entered.Load()
 			held := make(chan *mcp.CallToolResult, 1)
 			go func() { held <- callTool(t, tr.acme, "hold", map[string]any{"tag": tr.holds}, ids) }()
-			for deadline := time.Now().Add(time.Minute); f.hold.entered.Load() == before; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("acme's call did not start within a minute")
-				}
-			}
+			wait.Eventually(t, time.Minute, "acme's call to start", func() bool { return f.hold.entered.Load() != before })
 			start := time.Now()
 			r := callTool(t, tr.globex, "lookup_fare", map[string]any{"flight": "BA117"}, ids)
 			if r.IsError || metaOf(r, "kind") != "completed" || metaOf(r, "call_id") != tr.callID || !strings.Contains(text(r), "612.40") {

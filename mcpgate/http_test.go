@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/mcpgate"
 )
 
@@ -225,17 +226,12 @@ func TestSessionCap(t *testing.T) {
 	if err := open[0].Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		status, _ := post(t, url, initialize, map[string]string{"Authorization": "Bearer " + acmeToken})
-		if status == http.StatusOK {
-			break
+	wait.EventuallyNoError(t, 10*time.Second, "a new session after one closed", func() error {
+		if status, _ := post(t, url, initialize, map[string]string{"Authorization": "Bearer " + acmeToken}); status != http.StatusOK {
+			return fmt.Errorf("refused: %d", status)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a session closed, a new one is still refused: %d", status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSessionCapBurst: initialize requests sent all at once cannot open more

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/natstool"
 	"github.com/tesserix/toolexec/worker"
@@ -219,10 +220,7 @@ func TestConcurrency(t *testing.T) {
 			errs <- err
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for now.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { return now.Load() >= 2 })
 	time.Sleep(100 * time.Millisecond) // a third body would have started by now
 	close(release)
 	for range 3 {

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // tokenOracle is what readMembers must agree with on valid JSON: the object
@@ -159,7 +161,7 @@ func TestReadMembersKnownNames(t *testing.T) {
 		}
 		buf = got
 	}
-	if raceEnabled {
+	if testenv.Race {
 		return
 	}
 	data := []byte(`{"specversion":"1.0","id":"1","type":"t","data":{}}`)

@@ -13,6 +13,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 const (
@@ -274,7 +275,7 @@ func TestCallTimeoutThenAttach(t *testing.T) {
 	}
 	// The copy was refused while the first waited for its acknowledgement,
 	// or stored once the first had left and acknowledged unrun.
-	waitFor(t, "the calls stream to empty", func() bool { return e.callsStored(t).Msgs == 0 })
+	wait.Eventually(t, waitLimit, "the calls stream to empty", func() bool { return e.callsStored(t).Msgs == 0 })
 	if ran := e.worker.Stats().Received.Load() - e.worker.Stats().AlreadyAnswered.Load(); ran != 1 {
 		t.Fatalf("the call ran %d times, want 1", ran)
 	}

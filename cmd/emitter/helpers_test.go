@@ -22,6 +22,7 @@ import (
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/demo"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -241,7 +242,7 @@ func (e *env) emitBackground(t *testing.T, args ...string) *background {
 // and returns them.
 func (b *background) waitLines(t *testing.T, n int) []string {
 	t.Helper()
-	waitFor(t, "output lines", func() bool { return len(b.stdout.lines()) >= n })
+	wait.Eventually(t, waitLimit, "output lines", func() bool { return len(b.stdout.lines()) >= n })
 	return b.stdout.lines()
 }
 
@@ -258,14 +259,5 @@ func (b *background) stop(t *testing.T) int {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after a generous time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitLimit is how long these tests wait for what they poll.
+const waitLimit = 30 * time.Second

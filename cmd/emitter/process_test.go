@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // buildEmitter builds the emitter binary into a temporary directory.
@@ -93,7 +95,7 @@ func TestProcess(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the stored completed event", func() bool { return len(stdout.lines()) >= 1 })
+		wait.Eventually(t, waitLimit, "the stored completed event", func() bool { return len(stdout.lines()) >= 1 })
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}

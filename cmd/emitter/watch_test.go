@@ -7,6 +7,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // TestWatchLive watches from now on, in text, and sees each answer as it is
@@ -15,7 +16,7 @@ func TestWatchLive(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	w := e.emitBackground(t, "watch", "--tenant", tenant)
-	waitFor(t, "the watch to start", func() bool { return strings.Contains(w.stderr.String(), "watching toolexec.event.acme.*.*.>") })
+	wait.Eventually(t, waitLimit, "the watch to start", func() bool { return strings.Contains(w.stderr.String(), "watching toolexec.event.acme.*.*.>") })
 
 	mustExit(t, e.emit(t, "", "call", "--tenant", tenant, "--run", "run_w", "--call-id", "c1", "--tool", "book", "--args", bookArgs1), exitOK)
 	mustExit(t, e.emit(t, "", "call", "--tenant", tenant, "--run", "run_w", "--call-id", "c2", "--tool", "book", "--args", bookArgs2), exitOK)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // executorProcess is the built executor running as a process of its own.
@@ -43,7 +44,7 @@ func startProcess(t *testing.T, bin, dataDir string) *executorProcess {
 func (p *executorProcess) ready(t *testing.T) (string, time.Duration) {
 	t.Helper()
 	const prefix = "toolexec executor ready: nats="
-	eventually(t, "the executor to be ready", func() bool { return strings.Contains(p.stdout.String(), prefix) })
+	wait.Eventually(t, waitLimit, "the executor to be ready", func() bool { return strings.Contains(p.stdout.String(), prefix) })
 	took := time.Since(p.started)
 	out := p.stdout.String()
 	return strings.Fields(out[strings.Index(out, prefix)+len(prefix):])[0], took

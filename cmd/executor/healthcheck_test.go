@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // runHealthcheck runs `executor healthcheck args...` in process and returns
@@ -42,7 +43,7 @@ func TestHealthcheck(t *testing.T) {
 
 	waiting := testenv.FreeAddr(t)
 	launchExecutor(t, nil, "--demo", "--metrics-addr", waiting, "--nats-url", "nats://"+testenv.FreeAddr(t))
-	eventually(t, "the waiting executor's ops endpoint", func() bool {
+	wait.Eventually(t, waitLimit, "the waiting executor's ops endpoint", func() bool {
 		code, _ := tryGet("http://" + waiting + "/readyz")
 		return code != 0
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
 
@@ -171,10 +172,7 @@ func TestReadiness(t *testing.T) {
 	h2 := httptest.NewServer(opsHandler(runningWith(nc, store2), prometheus.NewRegistry()))
 	defer h2.Close()
 	natstest.Shutdown(srv)
-	deadline := time.Now().Add(10 * time.Second)
-	for nc.IsConnected() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(10*time.Second, func() bool { return !nc.IsConnected() })
 	if code, body := httpGet(t, h2.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "nats:") {
 		t.Fatalf("/readyz with NATS gone: %d %q", code, body)
 	}

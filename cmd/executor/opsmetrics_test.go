@@ -14,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 )
@@ -104,10 +105,7 @@ func TestNoMetricsAddrNoCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for store.counts.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	wait.Until(10*time.Second, func() bool { return store.counts.Load() != 0 })
 	stop()
 	if store.counts.Load() == 0 {
 		t.Error("with --metrics-addr the store was never counted")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // buildExecutor builds the executor binary into a temporary directory.
@@ -73,7 +74,7 @@ func TestProcessWaitingForNATS(t *testing.T) {
 
 	t.Run("SIGTERM while waiting exits 0", func(t *testing.T) {
 		cmd, stderr := start(t, "--nats-url", "nats://"+testenv.FreeAddr(t))
-		eventually(t, "the wait to be logged", func() bool {
+		wait.Eventually(t, waitLimit, "the wait to be logged", func() bool {
 			return strings.Contains(stderr.String(), "NATS not reachable; waiting for it")
 		})
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/tesserix/toolexec/internal/testkit/mcptest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/mcpgate"
 )
 
@@ -174,7 +175,7 @@ func TestProcessUpstreamsComeAndGo(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
-	eventually(t, "the executor to be ready with the web server down", func() bool {
+	wait.Eventually(t, waitLimit, "the executor to be ready with the web server down", func() bool {
 		return strings.Contains(stdout.String(), "toolexec executor ready:")
 	})
 
@@ -267,8 +268,8 @@ func TestProcessUpstreamsComeAndGo(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no notifications/tools/list_changed after the web server came up")
 	}
-	eventually(t, "the web server to be connected", func() bool { return state("web", "connected") })
-	eventually(t, "the imported tools to be listed", func() bool {
+	wait.Eventually(t, waitLimit, "the web server to be connected", func() bool { return state("web", "connected") })
+	wait.Eventually(t, waitLimit, "the imported tools to be listed", func() bool {
 		tl := listed()
 		return tl["web_effect"] != nil && tl["fetch"] != nil && tl["fetch"].Meta[mcpgate.MetaUnavailable] == nil
 	})
@@ -287,7 +288,7 @@ func TestProcessUpstreamsComeAndGo(t *testing.T) {
 	if err := syscall.Kill(first[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stdio server to be down", func() bool { return state("local", "down") })
+	wait.Eventually(t, waitLimit, "the stdio server to be down", func() bool { return state("local", "down") })
 	if a := callTool("book", "l2"); a.Kind != events.KindRejected || a.Code != events.CodeUpstreamUnavailable {
 		t.Fatalf("book while its server cannot start: %+v", a)
 	}
@@ -295,7 +296,7 @@ func TestProcessUpstreamsComeAndGo(t *testing.T) {
 	if err := os.Remove(failFile); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the stdio server to be connected again", func() bool { return state("local", "connected") })
+	wait.Eventually(t, waitLimit, "the stdio server to be connected again", func() bool { return state("local", "connected") })
 	if a := callTool("book", "l2"); a.Kind != events.KindCompleted {
 		t.Fatalf("book once its server is back: %+v", a)
 	}

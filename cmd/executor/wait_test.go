@@ -24,6 +24,7 @@ import (
 	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
@@ -187,17 +188,8 @@ func tryGet(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// eventually polls cond until it holds, failing the test after 30s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitLimit is how long these tests wait for what they poll.
+const waitLimit = 30 * time.Second
 
 // onAddr starts a test server on addr's port.
 func onAddr(t *testing.T, addr string) natstest.Option {
@@ -215,7 +207,7 @@ func readyzWaiting(t *testing.T, opsAddr, url string) {
 	t.Helper()
 	var code int
 	var body string
-	eventually(t, "/readyz to name the wait", func() bool {
+	wait.Eventually(t, waitLimit, "/readyz to name the wait", func() bool {
 		code, body = tryGet("http://" + opsAddr + "/readyz")
 		return code == http.StatusServiceUnavailable &&
 			strings.Contains(body, "nats: waiting for first connection to "+url+" (") &&
@@ -241,7 +233,7 @@ func TestWaitsForNATS(t *testing.T) {
 	}
 
 	natstest.Start(t, onAddr(t, natsAddr))
-	eventually(t, "/readyz to turn 200", func() bool {
+	wait.Eventually(t, waitLimit, "/readyz to turn 200", func() bool {
 		code, body := tryGet("http://" + opsAddr + "/readyz")
 		return code == http.StatusOK && body == "ready\n"
 	})
@@ -284,13 +276,9 @@ func TestStopWhileWaitingForNATS(t *testing.T) {
 	if code, body := tryGet("http://" + opsAddr + "/healthz"); code != 0 {
 		t.Errorf("the ops endpoint still answers: %d %q", code, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !wait.Until(10*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -361,7 +349,7 @@ func TestReadyLineHidesThePassword(t *testing.T) {
 	url := "nats://exec:" + secret + "@" + natsAddr
 	var logs syncBuffer
 	l := launchExecutor(t, func(w *io.Writer) { *w = &logs }, "--demo", "--nats-url", url, "--log-level", "info")
-	eventually(t, "the ready line", func() bool { return strings.Contains(l.out.String(), "toolexec executor ready") })
+	wait.Eventually(t, waitLimit, "the ready line", func() bool { return strings.Contains(l.out.String(), "toolexec executor ready") })
 	if err := l.stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)
 	}

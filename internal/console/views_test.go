@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/internal/tokenfile"
 	"github.com/tesserix/toolexec/kvstore"
 )
@@ -153,7 +154,7 @@ func TestTenantFence(t *testing.T) {
 	if _, data := stream.next(t); !strings.Contains(data, "call_g") {
 		t.Fatalf("bob's stream starts with %s, want globex's event (acme's left out)", data)
 	}
-	waitFor(t, func() bool { _, b := get(t, cl, f.srv.URL+"/"); return strings.Contains(b, "call_g") })
+	wait.Eventually(t, 10*time.Second, "globex's call on the overview", func() bool { _, b := get(t, cl, f.srv.URL+"/"); return strings.Contains(b, "call_g") })
 	_, page := get(t, cl, f.srv.URL+"/")
 	if strings.Contains(page, "call_acme") || strings.Contains(page, `href="/?tenant=acme"`) {
 		t.Error("bob's page shows acme")
@@ -191,17 +192,6 @@ func TestTenantFence(t *testing.T) {
 	if got := f.op.resolutions(); len(got) != 0 {
 		t.Fatalf("bob resolved %+v", got)
 	}
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("timed out")
 }
 
 // TestReleaseAsksFirst: a release without the confirmation changes nothing
@@ -300,7 +290,7 @@ func TestAllTenants(t *testing.T) {
 	f.signIn(t, cl, adaToken, "")
 	f.w.send(t, events.Answer{Kind: events.KindIndeterminate, Tenant: "acme", Tool: "book", RunID: "run_1", CallID: "call_9", Key: key1, Reason: events.ReasonBodyFailed})
 	f.w.send(t, events.Answer{Kind: events.KindIndeterminate, Tenant: "globex", Tool: "pay", RunID: "run_g", CallID: "call_g", Key: key2, Reason: events.ReasonTimeout})
-	waitFor(t, func() bool {
+	wait.Eventually(t, 10*time.Second, "both tenants' calls on /all", func() bool {
 		_, b := get(t, cl, f.srv.URL+"/all")
 		return strings.Contains(b, key1) && strings.Contains(b, key2)
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
@@ -210,13 +211,9 @@ func TestAwaitingKeepsLastCountOnFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for value(t, reg, "toolexec_keys_awaiting_decision", l{"tenant": "acme"}) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("Run never refreshed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Eventually(t, 10*time.Second, "Run to refresh", func() bool {
+		return value(t, reg, "toolexec_keys_awaiting_decision", l{"tenant": "acme"}) == 1
+	})
 	cancel()
 	<-done
 	at := value(t, reg, "toolexec_keys_awaiting_decision_refreshed_timestamp_seconds", l{})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/internal/clock"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
@@ -271,10 +272,7 @@ func TestWaitLeavesNothingBehind(t *testing.T) {
 	if got := memstore.Waiters(s); got != 0 {
 		t.Errorf("%d subscriptions left after every Wait returned", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool { return runtime.NumGoroutine() <= baseline })
 	if got := runtime.NumGoroutine(); got > baseline {
 		t.Errorf("%d goroutines after every Wait returned, %d before", got, baseline)
 	}

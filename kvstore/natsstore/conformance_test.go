@@ -1,7 +1,7 @@
 package natsstore
 
 import (
-	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/kvstoretest"
 )
@@ -73,13 +74,10 @@ func harness(t *testing.T, servers []*server.Server, cfg Config) kvstoretest.Har
 // waitClosed waits until nc has noticed that its server is gone.
 func waitClosed(t *testing.T, nc *nats.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for !nc.IsClosed() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the connection did not notice its server's shutdown: %v", nc.Status())
-		case <-time.After(10 * time.Millisecond):
+	wait.EventuallyNoError(t, 10*time.Second, "the connection to notice its server's shutdown", func() error {
+		if !nc.IsClosed() {
+			return fmt.Errorf("status %v", nc.Status())
 		}
-	}
+		return nil
+	})
 }

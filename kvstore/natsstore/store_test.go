@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -541,17 +543,12 @@ func TestRetentionNeedsNoPerKeyTTL(t *testing.T) {
 	if ttl := msg.Header.Get(jetstream.MsgTTLHeader); ttl != "" {
 		t.Errorf("record written with a per-message TTL %q", ttl)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := s.Get(testCtx(t), tenant, d)
-		if errors.Is(err, kvstore.ErrNotFound) {
-			break
+	wait.EventuallyNoError(t, 15*time.Second, "the record to go, past a retention of 1s", func() error {
+		if _, err := s.Get(testCtx(t), tenant, d); !errors.Is(err, kvstore.ErrNotFound) {
+			return fmt.Errorf("Get: %v, want ErrNotFound", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record still there 15s past a retention of 1s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	// The key is free again.
 	mustClaim(t, s, claimReq(tenant, d, "b", time.Minute))
 }

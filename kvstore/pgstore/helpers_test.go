@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -128,17 +129,8 @@ func mustClaim(t *testing.T, s *Store, r kvstore.ClaimRequest) kvstore.ClaimResu
 	return res
 }
 
-// eventually polls cond every 20 ms until it holds or 20 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// waitLimit is how long these tests wait for what they poll.
+const waitLimit = 20 * time.Second
 
 // rawExec runs SQL against the store's schema; {t} stands for the records table
 // and {seq} for the revision sequence.
@@ -171,7 +163,7 @@ func rowCount(t *testing.T, s *Store, where string, args ...any) int64 {
 // by a re-read.
 func waitRegistered(t *testing.T, s *Store, digest string) {
 	t.Helper()
-	eventually(t, "waiter registered and listener listening", func() bool {
+	wait.Eventually(t, waitLimit, "waiter registered and listener listening", func() bool {
 		s.lis.mu.Lock()
 		defer s.lis.mu.Unlock()
 		return s.lis.pid != 0 && len(s.lis.waiters[digest]) > 0
@@ -226,7 +218,7 @@ func recv(t *testing.T, ch <-chan waitResult) waitResult {
 // with process id pid holds: what describes.
 func waitBlockedBy(t *testing.T, s *Store, pid uint32, what string) {
 	t.Helper()
-	eventually(t, what, func() bool {
+	wait.Eventually(t, waitLimit, what, func() bool {
 		var n int
 		if err := s.pool.QueryRow(ctx(t), `SELECT count(*) FROM pg_stat_activity
 			WHERE $1::int = ANY(pg_blocking_pids(pid))`, int32(pid)).Scan(&n); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -67,7 +68,7 @@ func isWatched(t *testing.T, s *Store, digest string) bool {
 func goWatch(t *testing.T, s *Store, seen kvstore.Record) <-chan waitResult {
 	t.Helper()
 	waiting := goWait(t, s, ctx(t), seen)
-	eventually(t, "the waiter to mark the row watched", func() bool { return isWatched(t, s, seen.Digest) })
+	wait.Eventually(t, waitLimit, "the waiter to mark the row watched", func() bool { return isWatched(t, s, seen.Digest) })
 	return waiting
 }
 
@@ -92,7 +93,7 @@ func startListener(t *testing.T, s *Store) {
 	t.Helper()
 	d := newDigest(t)
 	defer s.lis.unregister(d, s.lis.register(d)) // registering starts the listener
-	eventually(t, "the listener to listen", func() bool { return s.lis.listeningPID() != 0 })
+	wait.Eventually(t, waitLimit, "the listener to listen", func() bool { return s.lis.listeningPID() != 0 })
 }
 
 // expireLease makes the lease of digest run out behind the store's back (no

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testkit/tcpproxy"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -90,7 +91,7 @@ func TestBlackHoleFailsInsteadOfHanging(t *testing.T) {
 	}
 
 	px.Restore()
-	eventually(t, "the store to work again", func() bool {
+	wait.Eventually(t, waitLimit, "the store to work again", func() bool {
 		_, err := s.Get(ctx(t), "acme", held.Record.Digest)
 		return err == nil
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -249,7 +250,7 @@ func TestClaimNeverTakesOverAnExpiredLease(t *testing.T) {
 	d := newDigest(t)
 	first := mustClaim(t, s, req("acme", d, "w1", 100*time.Millisecond))
 	var stale kvstore.Record
-	eventually(t, "lease to run out by the database clock", func() bool {
+	wait.Eventually(t, waitLimit, "lease to run out by the database clock", func() bool {
 		r, err := s.Get(ctx(t), "acme", d)
 		if err != nil {
 			t.Fatal(err)
@@ -489,7 +490,7 @@ func TestExpiredRecordsReadAsAbsent(t *testing.T) {
 	if err := s.Record(ctx(t), res.Lease, "old"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "record to expire", func() bool {
+	wait.Eventually(t, waitLimit, "record to expire", func() bool {
 		_, err := s.Get(ctx(t), "acme", d)
 		return errors.Is(err, kvstore.ErrNotFound)
 	})
@@ -508,7 +509,7 @@ func TestExpiredRecordsReadAsAbsent(t *testing.T) {
 	// A claim whose record expires is fenced off too.
 	d2 := newDigest(t)
 	res2 := mustClaim(t, s, req("acme", d2, "w1", time.Hour))
-	eventually(t, "claim to expire", func() bool {
+	wait.Eventually(t, waitLimit, "claim to expire", func() bool {
 		_, err := s.Get(ctx(t), "acme", d2)
 		return errors.Is(err, kvstore.ErrNotFound)
 	})

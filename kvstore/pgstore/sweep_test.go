@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -25,7 +26,7 @@ func TestSweepDeletesOnlyExpiredRowsInBatches(t *testing.T) {
 		live[d] = true
 		mustClaim(t, long, req("acme", d, "w1", time.Hour))
 	}
-	eventually(t, "the short-lived records to expire", func() bool {
+	wait.Eventually(t, waitLimit, "the short-lived records to expire", func() bool {
 		_, err := short.Get(ctx(t), "acme", last)
 		return errors.Is(err, kvstore.ErrNotFound)
 	})
@@ -59,7 +60,7 @@ func TestBackgroundSweeper(t *testing.T) {
 	for range 3 {
 		mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
 	}
-	eventually(t, "the background sweeper to delete expired rows", func() bool {
+	wait.Eventually(t, waitLimit, "the background sweeper to delete expired rows", func() bool {
 		return rowCount(t, s, "") == 0
 	})
 	if err := s.Close(); err != nil {

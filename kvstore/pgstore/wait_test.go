@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -184,7 +185,7 @@ func TestWaitSurvivesListenerReconnect(t *testing.T) {
 	if r.err != nil || r.rec.State != kvstore.StateCompleted || r.rec.Outcome != "raw" {
 		t.Fatalf("Wait = %+v", r)
 	}
-	eventually(t, "listener to reconnect", func() bool {
+	wait.Eventually(t, waitLimit, "listener to reconnect", func() bool {
 		pid := s.lis.listeningPID()
 		return pid != 0 && pid != oldPID
 	})

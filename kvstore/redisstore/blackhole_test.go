@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -62,7 +63,7 @@ func TestBlackHoleFailsInsteadOfHanging(t *testing.T) {
 	}
 
 	px.Restore()
-	eventually(t, "the store to work again", func() bool {
+	wait.Eventually(t, waitLimit, "the store to work again", func() bool {
 		_, err := s.Get(ctx(t), "acme", held.Record.Digest)
 		return err == nil
 	})

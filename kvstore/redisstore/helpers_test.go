@@ -161,17 +161,8 @@ func wantErr(t testing.TB, what string, err error, wants ...error) {
 	}
 }
 
-// eventually polls cond every 10ms until it holds or 10s pass.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitLimit is how long these tests wait for what they poll.
+const waitLimit = 10 * time.Second
 
 // redisNow reads Redis's clock.
 func redisNow(t testing.TB, c redis.UniversalClient) time.Time {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -152,7 +153,7 @@ func TestWaiterFlag(t *testing.T) {
 		t.Fatalf("flags after a claim: %q", f)
 	}
 	ch := waitInBackground(ctx(t), s, res.Record)
-	eventually(t, "the waiter to flag the record", func() bool {
+	wait.Eventually(t, waitLimit, "the waiter to flag the record", func() bool {
 		return readStored(t, c, key).flags == "2wc0"
 	})
 	ttl := c.PTTL(ctx(t), key).Val()

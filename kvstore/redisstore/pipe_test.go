@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -234,7 +235,7 @@ func TestPipelineCancelledCaller(t *testing.T) {
 			}
 		})
 	}()
-	eventually(t, "the cancelled callers to return while their pipeline is held", func() bool {
+	wait.Eventually(t, waitLimit, "the cancelled callers to return while their pipeline is held", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(doomed) > 0 && gone.Load() == int64(len(doomed))
@@ -311,7 +312,7 @@ func TestPipelineConnectionLost(t *testing.T) {
 		t.Fatalf("%d claims failed, stats %+v: no pipeline met the black hole, the test did not test", failed, st)
 	}
 	px.Restore()
-	eventually(t, "the store to work again", func() bool {
+	wait.Eventually(t, waitLimit, "the store to work again", func() bool {
 		_, err := s.Claim(ctx(t), claimReq("acme", "after", "w1", time.Minute))
 		return err == nil
 	})

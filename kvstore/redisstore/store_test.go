@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -274,7 +275,7 @@ func TestRecordsExpireAfterRetention(t *testing.T) {
 	if err := s.Record(ctx(t), res.Lease, "done"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the record to expire", func() bool {
+	wait.Eventually(t, waitLimit, "the record to expire", func() bool {
 		_, err := s.Get(ctx(t), "acme", req.Digest)
 		return errors.Is(err, kvstore.ErrNotFound)
 	})
@@ -295,7 +296,7 @@ func TestTakeOver(t *testing.T) {
 	wantErr(t, "TakeOver of a live lease", err, kvstore.ErrLeaseHeld)
 
 	var seen kvstore.Record
-	eventually(t, "the lease to run out", func() bool {
+	wait.Eventually(t, waitLimit, "the lease to run out", func() bool {
 		seen, err = s.Get(ctx(t), "acme", req.Digest)
 		return err == nil && seen.LeaseExpired
 	})
@@ -439,7 +440,7 @@ func TestRenew(t *testing.T) {
 	if _, err := s.Renew(ctx(t), l2, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the short lease to run out", func() bool {
+	wait.Eventually(t, waitLimit, "the short lease to run out", func() bool {
 		r, err := s.Get(ctx(t), "acme", req.Digest)
 		return err == nil && r.LeaseExpired
 	})
@@ -656,7 +657,7 @@ func TestScriptFlush(t *testing.T) {
 	flush()
 	res = mustClaim(t, s, claimReq("acme", "flush3", "w1", time.Millisecond))
 	var seen kvstore.Record
-	eventually(t, "lease to run out", func() bool {
+	wait.Eventually(t, waitLimit, "lease to run out", func() bool {
 		seen, err = s.Get(ctx(t), "acme", digest("flush3"))
 		return err == nil && seen.LeaseExpired
 	})

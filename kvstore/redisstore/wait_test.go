@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/redisstore"
 )
@@ -31,7 +32,7 @@ func subscribed(t *testing.T, s *redisstore.Store, tenant, name string, n int64)
 	t.Helper()
 	c := newClient(t)
 	ch := s.Config().Prefix + ":{" + tenant + "}:" + digest(name) + ":chg"
-	eventually(t, "the waiter's subscription", func() bool {
+	wait.Eventually(t, waitLimit, "the waiter's subscription", func() bool {
 		return c.PubSubNumSub(ctx(t), ch).Val()[ch] == n
 	})
 }
@@ -219,10 +220,10 @@ func TestWaitEndsWithContextAndLeavesNothingBehind(t *testing.T) {
 		t.Fatalf("Wait past its deadline: %v", err)
 	}
 
-	eventually(t, "subscriptions to close", func() bool {
+	wait.Eventually(t, waitLimit, "subscriptions to close", func() bool {
 		return c.PubSubNumSub(ctx(t), chName).Val()[chName] == 0
 	})
-	eventually(t, "goroutines to exit", func() bool {
+	wait.Eventually(t, waitLimit, "goroutines to exit", func() bool {
 		return runtime.NumGoroutine() <= base
 	})
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // ev returns a structured call event for tenant as JSON text, written by hand.
@@ -522,7 +523,7 @@ func standInOf(t *testing.T, tenant string) string {
 // redelivered.
 func checkConsumerSettled(t *testing.T) {
 	t.Helper()
-	eventually(t, answerWait, func() error {
+	wait.EventuallyNoError(t, answerWait, "the executors' consumer to settle", func() error {
 		s, err := env.js.Stream(ctxT(t), callStream)
 		if err != nil {
 			return err

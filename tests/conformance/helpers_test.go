@@ -502,23 +502,6 @@ func kvKeys(t *testing.T, tenant string) []string {
 	return keys
 }
 
-// eventually retries check until it returns nil or d passes, then fails the
-// test with its last error.
-func eventually(t *testing.T, d time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // writeFile writes a file under the test's temp dir and returns its path.

@@ -91,7 +91,7 @@ func runMain(m *testing.M) (code int) {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(os.Stderr, "conformance: built executor and emitter in %v (race detector: %v)\n",
-		time.Since(start).Round(time.Millisecond), raceEnabled)
+		time.Since(start).Round(time.Millisecond), testenv.Race)
 
 	s, err := natstest.RunServer(filepath.Join(tmp, "nats"), natstest.WithMaxPayload(serverMaxPayload))
 	if err != nil {
@@ -149,7 +149,7 @@ func runMain(m *testing.M) (code int) {
 // detector when this test binary has it.
 func buildBinaries(dir string) error {
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	if raceEnabled {
+	if testenv.Race {
 		args = append(args, "-race")
 	}
 	args = append(args, "github.com/tesserix/toolexec/cmd/executor", "github.com/tesserix/toolexec/cmd/emitter")

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // settle is how long a test listens for a second answer that must not come.
@@ -333,7 +334,7 @@ func TestPublishedAgain(t *testing.T) {
 	c := newCall(tenant, "book", "again-1", `{"flight":"HOLD","seats":1}`)
 	sub := subscribe(t, "toolexec.event."+tenant+".>")
 	publish(t, c.Msg())
-	eventually(t, answerWait, func() error {
+	wait.EventuallyNoError(t, answerWait, "downstream to see the held request", func() error {
 		if n := len(env.down.forTenant(tenant)); n != 1 {
 			return fmt.Errorf("downstream saw %d requests, want the held one", n)
 		}
@@ -376,7 +377,7 @@ func TestRepeatOfAReadOnlyCall(t *testing.T) {
 	first := checkAnswer(t, next(t, sub), want{Tenant: tenant, Kind: "completed", Tool: "lookup", Run: "r1", Call: c.ID, Outcome: &outcome})
 	requests := func(want int) {
 		t.Helper()
-		eventually(t, answerWait, func() error {
+		wait.EventuallyNoError(t, answerWait, "downstream to see the requests", func() error {
 			if n := len(env.down.forTenant(tenant)); n != want {
 				return fmt.Errorf("downstream saw %d requests, want %d", n, want)
 			}
@@ -414,7 +415,7 @@ func TestCallIDsOfTwoTenants(t *testing.T) {
 	subA := subscribe(t, "toolexec.event."+first+".>")
 	subB := subscribe(t, "toolexec.event."+second+".>")
 	ackA := publish(t, held.Msg())
-	eventually(t, answerWait, func() error {
+	wait.EventuallyNoError(t, answerWait, "downstream to see the held request", func() error {
 		if n := len(env.down.forTenant(first)); n != 1 {
 			return fmt.Errorf("downstream saw %d requests of %s, want the held one", n, first)
 		}
@@ -440,7 +441,7 @@ func TestCallIDsOfTwoTenants(t *testing.T) {
 // call published there was acknowledged or terminated.
 func waitCallsSettled(t *testing.T, subject string) {
 	t.Helper()
-	eventually(t, answerWait, func() error {
+	wait.EventuallyNoError(t, answerWait, "the calls on the subject to settle", func() error {
 		if left := streamSubjects(t, callStream, subject); len(left) != 0 {
 			return fmt.Errorf("%s still holds %v", callStream, left)
 		}

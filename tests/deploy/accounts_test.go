@@ -21,6 +21,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -287,7 +288,7 @@ func TestTenantReachesNoJetStream(t *testing.T) {
 	spy := e.view.subscribe(t, admin.Subjects)
 	// The callers heard their answers as they were published; the stream may
 	// store them a moment later.
-	eventually(waitLong, func() bool { return e.lastSeq(t, wire.EventStream) >= 2 })
+	wait.Until(waitLong, func() bool { return e.lastSeq(t, wire.EventStream) >= 2 })
 	before := e.lastSeq(t, wire.EventStream)
 
 	push := `{"stream_name":"TOOLEXEC_EVENTS","config":{"name":"x1","deliver_subject":"toolexec.admin.forget","deliver_group":"toolexec-admin","filter_subject":"toolexec.event.acme.>","deliver_policy":"all","ack_policy":"none"}}`
@@ -901,11 +902,9 @@ func TestExpectationProbe(t *testing.T) {
 	if a, err := globex.client.Attach(ctx, waiting.Tenant, waiting.Tool, waiting.RunID, waiting.CallID); err != nil || a.Kind != events.KindCompleted {
 		t.Fatalf("globex's call: %+v, %v", a, err)
 	}
-	for deadline := time.Now().Add(waitLong); probe(3, wire.CallSubject("globex", "book", "booking-42")) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a probe naming globex's answered call is still refused")
-		}
-	}
+	wait.EventuallyNoError(t, waitLong, "a probe naming globex's answered call to be accepted", func() error {
+		return probe(3, wire.CallSubject("globex", "book", "booking-42"))
+	})
 	e.down.onePerKey(t)
 	globex.noErrors(t)
 }
@@ -924,7 +923,7 @@ func TestAdminReadsEveryTenantsHistory(t *testing.T) {
 	const completedAll = "toolexec.event.*.completed.>"
 	// The callers heard their answers as they were published; the stream may
 	// store them a moment later.
-	if !eventually(waitLong, func() bool { return e.stored(t, wire.EventStream, completedAll) == 2 }) {
+	if !wait.Until(waitLong, func() bool { return e.stored(t, wire.EventStream, completedAll) == 2 }) {
 		t.Fatal("the two bookings' answers were not stored")
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // An attack is one way tenant acme went, or tried to go, past the fences of a
@@ -212,7 +213,7 @@ func replyOnAnswer(t *testing.T, l layout, send func(t *testing.T, acme *conn, t
 	cl := call("globex", "book", "run-2", "g-book-2", `{"flight":"LH401"}`)
 	target := wire.EventSubject(cl.Tenant, events.KindCompleted, cl.Tool, cl.RunID, cl.CallID)
 	send(t, acme, target)
-	landed := eventually(settle, func() bool { return e.stored(t, wire.EventStream, target) > 0 })
+	landed := wait.Until(settle, func() bool { return e.stored(t, wire.EventStream, target) > 0 })
 
 	// globex's call is answered all the same: Call subscribes before it
 	// publishes and takes the live answer.
@@ -257,7 +258,7 @@ func callReplyOnCall(t *testing.T, l layout) bool {
 	rejected := globex.subscribe(t, wire.EventPrefix+"globex.rejected.>")
 	before := e.lastSeq(t, wire.CallStream)
 	publishCall(t, acme, "a-echo-c", wire.CallSubject("globex", "book", "pub-ack"))
-	landed := eventually(settle, func() bool { return e.lastSeq(t, wire.CallStream) > before+1 })
+	landed := wait.Until(settle, func() bool { return e.lastSeq(t, wire.CallStream) > before+1 })
 	if landed {
 		m, err := rejected.NextMsg(waitLong)
 		if err != nil {

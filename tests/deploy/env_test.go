@@ -546,21 +546,6 @@ func nothingOn(t *testing.T, subs map[string]*nats.Subscription) {
 	}
 }
 
-// eventually reports whether cond holds within d, checking it every few
-// milliseconds.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // apiError is the error member of a JetStream API reply.
 type apiError struct {
 	Code    int    `json:"code"`

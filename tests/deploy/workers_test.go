@@ -16,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/natstool"
 	"github.com/tesserix/toolexec/tool/workerset"
@@ -98,7 +99,7 @@ func (c *conn) serve(t *testing.T, tools ...*tool.Tool) *worker.Worker {
 // which may take any call.
 func (e *env) listsRebook(t *testing.T, c *conn) {
 	t.Helper()
-	if !eventually(waitLong, func() bool {
+	if !wait.Until(waitLong, func() bool {
 		decls, err := c.client.Tools(ctxT(t, waitLong), c.user)
 		return err == nil && slices.ContainsFunc(decls, func(d bus.ToolDecl) bool {
 			return d.Name == "rebook" && d.Kind == tool.Effectful && slices.Equal(d.KeyArguments, []string{"pnr"})
@@ -107,7 +108,7 @@ func (e *env) listsRebook(t *testing.T, c *conn) {
 		t.Fatalf("%s's catalog never listed the workers' rebook", c.user)
 	}
 	for _, x := range e.execs {
-		if !eventually(waitLong, func() bool { return slices.Contains(x.ex.Tools(), "rebook") }) {
+		if !wait.Until(waitLong, func() bool { return slices.Contains(x.ex.Tools(), "rebook") }) {
 			t.Fatalf("an executor never learnt rebook: it serves %v", x.ex.Tools())
 		}
 	}
@@ -307,7 +308,7 @@ func TestWorkerAsExecutorRunsTwice(t *testing.T) {
 	if _, err := body.Call(ctxT(t, waitLong), tool.Context{Tenant: "acme", IdempotencyKey: "k1"}, json.RawMessage(`{"pnr":"K7Q2ZD"}`)); err != nil {
 		t.Fatalf("the body's request: %v", err)
 	}
-	if !eventually(settle, func() bool { return inWorkers.count("k1")+inExecutors.count("k1") == 2 }) {
+	if !wait.Until(settle, func() bool { return inWorkers.count("k1")+inExecutors.count("k1") == 2 }) {
 		t.Errorf("one request ran the body %d times in WORKERS and %d in TOOLEXEC; the warning in accounts.conf expects both",
 			inWorkers.count("k1"), inExecutors.count("k1"))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/tests/faults"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -175,7 +176,7 @@ func executorBinary(t *testing.T) string {
 		}
 		path := filepath.Join(dir, "executor")
 		args := []string{"build", "-o", path}
-		if raceBuild || os.Getenv("FAULTS_RACE") != "" {
+		if testenv.Race || os.Getenv("FAULTS_RACE") != "" {
 			args = append(args, "-race")
 		}
 		args = append(args, "github.com/tesserix/toolexec/cmd/executor")

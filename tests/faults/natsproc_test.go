@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
 // The nats-server binary, built once per test run from the module's own
@@ -47,7 +48,7 @@ func natsServerBinary(t *testing.T) string {
 		}
 		path := filepath.Join(dir, "nats-server")
 		args := []string{"build", "-o", path}
-		if raceBuild || os.Getenv("FAULTS_RACE") != "" {
+		if testenv.Race || os.Getenv("FAULTS_RACE") != "" {
 			args = append(args, "-race")
 		}
 		args = append(args, "github.com/nats-io/nats-server/v2")

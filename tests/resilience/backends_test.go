@@ -25,6 +25,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
@@ -187,19 +188,14 @@ func ctxT(t *testing.T) context.Context {
 // died may fail.
 func waitUsable(t *testing.T, s kvstore.Store) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	wait.EventuallyNoError(t, time.Minute, "the store to come back", func() error {
 		c, cancel := context.WithTimeout(context.Background(), 5*opTimeout)
-		_, err := s.Get(c, tenant, digest("probe"))
-		cancel()
-		if err == nil || errors.Is(err, kvstore.ErrNotFound) {
-			return
+		defer cancel()
+		if _, err := s.Get(c, tenant, digest("probe")); err != nil && !errors.Is(err, kvstore.ErrNotFound) {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the store did not come back within a minute: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 const tenant = "acme"

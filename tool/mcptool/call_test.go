@@ -20,6 +20,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testkit/mcptest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/httptool"
 	"github.com/tesserix/toolexec/tool/mcptool"
@@ -358,7 +359,7 @@ func TestRestart(t *testing.T) {
 	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
+	wait.Eventually(t, 30*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
 	st := f.u.Status()
 	if !errors.Is(st.Err, mcptool.ErrUnavailable) || st.Failures < 1 || st.RetryAt.IsZero() {
 		t.Errorf("status while down: %+v", st)
@@ -368,11 +369,11 @@ func TestRestart(t *testing.T) {
 		!errors.Is(err, tool.ErrUnavailable) || !strings.Contains(err.Error(), "next attempt in") {
 		t.Fatalf("call while the server cannot start: %v; want ErrUnavailable, not sent, naming the next attempt", err)
 	}
-	waitFor(t, 30*time.Second, "two starts to fail", func() bool { return f.u.Status().Failures >= 3 })
+	wait.Eventually(t, 30*time.Second, "two starts to fail", func() bool { return f.u.Status().Failures >= 3 })
 	if err := os.Remove(failFile); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the upstream to be connected again, with no call asking", func() bool {
+	wait.Eventually(t, 30*time.Second, "the upstream to be connected again, with no call asking", func() bool {
 		return f.u.Status().State == mcptool.StateConnected
 	})
 	out, err := f.call(t, tool.Effectful, "effect", callCtx, `{"entity":"e4"}`)
@@ -432,7 +433,7 @@ func TestDownAtStart(t *testing.T) {
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	waitFor(t, 10*time.Second, "the upstream to connect", func() bool { return u.Status().State == mcptool.StateConnected })
+	wait.Eventually(t, 10*time.Second, "the upstream to connect", func() bool { return u.Status().State == mcptool.StateConnected })
 	if out, err := callTool(t, u, tool.Effectful, "effect", callCtx, `{"entity":"e"}`); err != nil || out != "done" {
 		t.Fatalf("call once connected: %q, %v", out, err)
 	}
@@ -464,7 +465,7 @@ func TestHTTPServerGoneNoticed(t *testing.T) {
 		t.Fatalf("with the server up: %+v", st)
 	}
 	f.srv.Close()
-	waitFor(t, 10*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
+	wait.Eventually(t, 10*time.Second, "the upstream to be down", func() bool { return f.u.Status().State == mcptool.StateDown })
 	if got, want := states.compact(), "connected down"; got != want {
 		t.Errorf("states reported: %q, want %q", got, want)
 	}
@@ -585,7 +586,7 @@ func (l *stateLog) compact() string {
 func TestStderrIsLogged(t *testing.T) {
 	logs := &testenv.LogBuffer{}
 	open(t, "stdio", mcptest.Options{}, mcptool.Config{Logger: bufferLogger(logs)})
-	waitFor(t, 30*time.Second, "the server's start-up line in the log", func() bool {
+	wait.Eventually(t, 30*time.Second, "the server's start-up line in the log", func() bool {
 		s := logs.String()
 		return strings.Contains(s, "upstream stderr") && strings.Contains(s, "mcptest: serving on stdio")
 	})

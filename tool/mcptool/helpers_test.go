@@ -141,18 +141,6 @@ func callTool(t *testing.T, u *mcptool.Upstream, k tool.Kind, remote string, tc 
 // callCtx is what the tests' calls carry.
 var callCtx = tool.Context{IdempotencyKey: "4f0c5b0e", Tenant: "acme", RunID: "run_1", CallID: "call_1", Tool: "t", Attempt: 1}
 
-// waitFor polls cond every 10 ms until it holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %s for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // bufferLogger logs everything, as text, to b.
 func bufferLogger(b *testenv.LogBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testkit/mcptest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/mcptool"
 )
@@ -152,7 +153,7 @@ func TestResumptionRefused(t *testing.T) {
 	if n := len(mcptest.Effects(t, f.effects)); n != 1 || calls != 1 || len(resumes) == 0 {
 		t.Errorf("%d effects, %d tools/call requests, resumptions %q; want one effect, one request, a resumption tried", n, calls, resumes)
 	}
-	waitFor(t, 10*time.Second, "the next call to succeed on a new session", func() bool {
+	wait.Eventually(t, 10*time.Second, "the next call to succeed on a new session", func() bool {
 		out, err := f.call(t, tool.ReadOnly, "single", callCtx, `{}`)
 		return err == nil && out == "just this"
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/mcptool"
 )
@@ -210,10 +211,10 @@ func TestStandaloneStreamRequests(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 		_, aside, _ := a.open(t)
-		waitFor(t, 30*time.Second, "the third GET", func() bool { return a.gets.Load() >= 3 })
+		wait.Eventually(t, 30*time.Second, "the third GET", func() bool { return a.gets.Load() >= 3 })
 		// Until the server registered the stream, it refuses to send on it.
 		c := &stubCaller{answer: json.RawMessage(`{"action":"accept","content":{"ok":true}}`)}
-		waitFor(t, 30*time.Second, "the elicitation relayed", func() bool {
+		wait.Eventually(t, 30*time.Second, "the elicitation relayed", func() bool {
 			out, err := aside.Call(tool.WithCaller(testenv.Context(t, time.Minute), c), tool.Context{CallID: "call_1"}, json.RawMessage(`{}`))
 			return err == nil && out == "accept"
 		})

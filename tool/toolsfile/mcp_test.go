@@ -20,6 +20,7 @@ import (
 
 	"github.com/tesserix/toolexec/internal/testkit/mcptest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/mcptool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
@@ -372,7 +373,7 @@ tools:
 	if err := os.Remove(failFile); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the imported tools to be served", func() bool {
+	wait.Eventually(t, 30*time.Second, "the imported tools to be served", func() bool {
 		_, err := reg.Get("later_effect")
 		return err == nil
 	})
@@ -412,7 +413,7 @@ tools:
 	if err := syscall.Kill(e[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the tools to be unavailable again", func() bool {
+	wait.Eventually(t, 30*time.Second, "the tools to be unavailable again", func() bool {
 		_, err := reg.Get("later_text")
 		return errors.Is(err, tool.ErrUnavailable)
 	})
@@ -509,7 +510,7 @@ func TestLoadMCPErrors(t *testing.T) {
 		t.Errorf("%d errors; want 5:\n%v", n, err)
 	}
 	// The server that started was stopped again.
-	waitFor(t, 30*time.Second, "the started server to be stopped", func() bool {
+	wait.Eventually(t, 30*time.Second, "the started server to be stopped", func() bool {
 		return strings.Contains(logs.String(), "mcp server process exited")
 	})
 }
@@ -529,16 +530,4 @@ func TestLoadDuplicateAcrossImport(t *testing.T) {
 // bufferLogger logs everything, as text, to b.
 func bufferLogger(b *testenv.LogBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// waitFor polls cond every 10 ms until it holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %s for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/natstool"
 	"github.com/tesserix/toolexec/tool/workerset"
@@ -417,10 +418,7 @@ func TestRun(t *testing.T) {
 	go func() { set.Run(ctx); close(done) }()
 	h := &harness{srv: srv}
 	h.goWorker(t, build(t, spec("book", tool.Effectful, "flight"), ""))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(reg.Names()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(10*time.Second, func() bool { return len(reg.Names()) != 0 })
 	cancel()
 	<-done
 	if !slices.Equal(reg.Names(), []string{"book"}) {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 func TestStartServesJetStream(t *testing.T) {
@@ -116,13 +117,9 @@ func TestClusterFailover(t *testing.T) {
 	if err := natstest.WaitClusterReady(servers, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !back.JetStreamIsStreamCurrent(natstest.GlobalAccount, "KV_r3") {
-		if time.Now().After(deadline) {
-			t.Fatal("restarted node did not catch up with the stream")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(t, 30*time.Second, "the restarted node to catch up with the stream", func() bool {
+		return back.JetStreamIsStreamCurrent(natstest.GlobalAccount, "KV_r3")
+	})
 	e, err := kv.Get(ctx, "k")
 	if err != nil || string(e.Value()) != "after" {
 		t.Fatalf("Get after restart = %v, %v; want after", e, err)

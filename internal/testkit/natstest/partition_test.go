@@ -2,6 +2,7 @@ package natstest_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // TestProxiedClusterPartition isolates the leader of an R3 bucket: it keeps no
@@ -97,13 +99,11 @@ func TestProxiedClusterPartition(t *testing.T) {
 	}
 	// kv.Get is a direct get, which any replica answers: the healed node's
 	// own copy may still be a moment behind.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	wait.EventuallyNoError(t, 10*time.Second, "the healed node to read the majority's value", func() error {
 		e, err := minorityKV.Get(ctx, "k")
 		if err == nil && string(e.Value()) == "majority" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Get through the healed node = %v, %v; want majority", e, err)
-		}
-	}
+		return fmt.Errorf("Get through the healed node = %v, %v; want majority", e, err)
+	})
 }
