@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
 
@@ -88,54 +87,9 @@ func checkAnswerData(tt *testing.T, kind events.Kind, token, text *rapid.Generat
 // (or the structured encoding of AnswerEvent's event) fails, and otherwise
 // writes the same bytes.
 func TestAnswerJSONMatchesSDK(tt *testing.T) {
-	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
-	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
-	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
-	kinds := []events.Kind{events.KindCompleted, events.KindDeduplicated, events.KindIndeterminate,
-		events.KindFailed, events.KindRejected, events.KindResolved, "bogus"}
 	accepted := 0
 	rapid.Check(tt, func(t *rapid.T) {
-		a := events.Answer{
-			Kind:        rapid.SampledFrom(kinds).Draw(t, "kind"),
-			Tenant:      rapid.SampledFrom([]string{"acme", "acme", "acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
-			Tool:        token.Draw(t, "tool"),
-			RunID:       token.Draw(t, "run"),
-			CallID:      token.Draw(t, "call"),
-			Key:         rapid.SampledFrom([]string{"", strings.Repeat("ab", 32), strings.Repeat("ab", 32), "nothex"}).Draw(t, "key"),
-			TraceParent: rapid.SampledFrom([]string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}).Draw(t, "traceparent"),
-			TraceState:  text.Draw(t, "tracestate"),
-		}
-		// The fields each kind carries, and now and then ones it does not.
-		switch a.Kind {
-		case events.KindCompleted, events.KindDeduplicated:
-			a.Outcome = text.Draw(t, "outcome")
-		case events.KindIndeterminate:
-			a.Reason = rapid.SampledFrom(events.Reasons()).Draw(t, "reason")
-			a.BodyEntered = rapid.Bool().Draw(t, "entered")
-			a.Error = text.Draw(t, "error")
-		case events.KindFailed:
-			a.Error, a.Code = text.Draw(t, "error"), rapid.SampledFrom(events.FailureCodes()).Draw(t, "code")
-		case events.KindRejected:
-			a.Error, a.Code = text.Draw(t, "error"), rapid.SampledFrom(events.RejectionCodes()).Draw(t, "code")
-			a.Field = text.Draw(t, "field")
-		case events.KindResolved:
-			a.Action = rapid.SampledFrom([]events.Action{events.ActionComplete, events.ActionRelease}).Draw(t, "action")
-			a.Operator = rapid.OneOf(rapid.Just("ops@acme"), text).Draw(t, "operator")
-			if a.Action == events.ActionComplete {
-				a.Outcome = text.Draw(t, "outcome")
-			}
-		}
-		if rapid.IntRange(0, 9).Draw(t, "stray") == 0 {
-			a.Outcome, a.Code = text.Draw(t, "stray outcome"), events.Code(text.Draw(t, "stray code"))
-		}
-		if rapid.Bool().Draw(t, "timed") {
-			a.Time = time.Unix(rapid.Int64Range(-1e10, 1e11).Draw(t, "sec"), rapid.Int64Range(0, 999999999).Draw(t, "nsec")).
-				In(time.FixedZone("x", rapid.IntRange(-50000, 50000).Draw(t, "zone")))
-		}
-		source := rapid.OneOf(rapid.Just("/toolexec/executor"), rapid.Just("/toolexec/executor"), rapid.Just("/toolexec/executor"),
-			rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "?", "%zz", "a b", `/"q"`, "/é\u2028"}),
-			rapid.String()).Draw(t, "source")
-
+		a, source := drawAnswer(t)
 		got, gotErr := wire.AnswerJSON(a, source)
 		var want []byte
 		e, wantErr := wire.AnswerEvent(a, source)

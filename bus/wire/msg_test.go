@@ -49,8 +49,8 @@ func drawCall(t *rapid.T) events.Call {
 	return c
 }
 
-// drawAnswer draws an answer of any kind, and a source, as
-// TestAnswerJSONMatchesSDK does.
+// drawAnswer draws an answer of any kind (the fields each kind carries, and
+// now and then ones it does not), and a source.
 func drawAnswer(t *rapid.T) (events.Answer, string) {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
