@@ -437,7 +437,8 @@ func (a *Service) listRequest(ctx context.Context, req ListRequest, maxBytes int
 		req.State = kvstore.StateIndeterminate
 	}
 	if !req.State.Valid() {
-		return ListResponse{Error: badRequest("state must be %q, %q or %q", kvstore.StateIndeterminate, kvstore.StateClaimed, kvstore.StateCompleted)}
+		return ListResponse{Error: badRequest("state must be %q, %q or %q", kvstore.StateIndeterminate, kvstore.StateClaimed,
+			kvstore.StateCompleted)}
 	}
 	switch {
 	case req.Limit < 0:

@@ -292,7 +292,8 @@ func parseCatalogRequest(data []byte) (CatalogRequest, *CatalogError) {
 		return req, nil
 	}
 	if len(data) > MaxCatalogRequestBytes {
-		return req, &CatalogError{Code: CatalogBadRequest, Message: fmt.Sprintf("the request is %d bytes, more than %d", len(data), MaxCatalogRequestBytes)}
+		return req,
+			&CatalogError{Code: CatalogBadRequest, Message: fmt.Sprintf("the request is %d bytes, more than %d", len(data), MaxCatalogRequestBytes)}
 	}
 	if err := json.Unmarshal(data, &req, json.RejectUnknownMembers(true)); err != nil {
 		return CatalogRequest{}, &CatalogError{Code: CatalogBadRequest, Message: fmt.Sprintf("the request is not the JSON expected: %v", err)}

@@ -179,7 +179,8 @@ func (c *Client) publish(ctx context.Context, msg *nats.Msg, tenant, callID stri
 			return nil, fmt.Errorf("%w: call %s of tenant %s (subject %s)", ErrCallPending, callID, tenant, msg.Subject)
 		case stored == refusedOldStream:
 			return nil, fmt.Errorf("%w: a stream other than %s (%s, of wire version 1, where the executors are older) took %s; "+
-				"upgrade the executors before their callers (docs/PROTOCOL.md §11)", ErrOldCallStream, wire.CallStream, wire.LegacyCallStream, msg.Subject)
+				"upgrade the executors before their callers (docs/PROTOCOL.md §11)", ErrOldCallStream, wire.CallStream, wire.LegacyCallStream,
+				msg.Subject)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			refused = err

@@ -78,7 +78,8 @@ func (cfg ConnectConfig) Options() ([]nats.Option, error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, invalidConfig("connect: a TLS client certificate and its key go together")
 	}
-	if p := cfg.InboxPrefix; p != "" && (strings.ContainsAny(p, "*> \t\r\n") || strings.HasSuffix(p, ".") || strings.HasPrefix(p, ".") || strings.Contains(p, "..")) {
+	if p := cfg.InboxPrefix; p != "" &&
+		(strings.ContainsAny(p, "*> \t\r\n") || strings.HasSuffix(p, ".") || strings.HasPrefix(p, ".") || strings.Contains(p, "..")) {
 		return nil, invalidConfig("connect: inbox prefix %q is not a subject without wildcards", p)
 	}
 	log := cfg.Logger

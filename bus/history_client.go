@@ -206,7 +206,9 @@ func (c *Client) watchService(ctx context.Context, filter string, start watchSta
 // watchStart readies a Watch's subscription (pending limits, and a flush so
 // that the server has it before Watch returns) and returns the first page of
 // history that start asks for, nil when it asks for none.
-func (c *Client) watchStart(ctx context.Context, sub *nats.Subscription, tenant, filter string, start watchStart) (*HistoryResponse, error) {
+func (c *Client) watchStart(
+	ctx context.Context, sub *nats.Subscription, tenant, filter string, start watchStart,
+) (*HistoryResponse, error) {
 	if err := sub.SetPendingLimits(WatchPendingMsgs, WatchPendingBytes); err != nil {
 		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
 	}

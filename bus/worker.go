@@ -306,7 +306,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return nil
 	}
 
-	cc := ConsumerConfig{Stream: w.cfg.Stream, Durable: w.cfg.Durable, AckWait: w.cfg.AckWait, MaxDeliver: w.cfg.MaxDeliver, MaxAckPending: w.cfg.MaxAckPending}
+	cc := ConsumerConfig{Stream: w.cfg.Stream, Durable: w.cfg.Durable, AckWait: w.cfg.AckWait, MaxDeliver: w.cfg.MaxDeliver,
+		MaxAckPending: w.cfg.MaxAckPending}
 	if _, err := EnsureConsumer(hctx, w.js, cc); err != nil {
 		if pctx.Err() != nil || w.cfg.StopWhenStreamGone && errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
@@ -427,12 +428,16 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 				continue
 			}
 			if errors.Is(e.err, jspull.ErrSilent) {
-				w.log.Warn("a pull heard no heartbeat from JetStream; it was given up (the consumer's leader may have gone), and calls it may still deliver will return after their ack wait",
+				w.log.Warn(
+					"a pull heard no heartbeat from JetStream; it was given up (the consumer's leader may have gone), and calls it may still deliver "+
+						"will return after their ack wait",
 					"pull_wait", w.cfg.PullWait)
 				continue
 			}
 			if errors.Is(e.err, jspull.ErrGivenUp) {
-				w.log.Warn("JetStream did not end a pull within PullWait of its expiry; it was given up, and calls it may still deliver will return after their ack wait",
+				w.log.Warn(
+					"JetStream did not end a pull within PullWait of its expiry; it was given up, and calls it may still deliver will return after "+
+						"their ack wait",
 					"pull_wait", w.cfg.PullWait)
 				continue
 			}

@@ -176,7 +176,8 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 			return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "%s is not a media type", short(ct))
 		}
 		if mt != StructuredJSON {
-			return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "event format %s is not supported: send %s", short(mt), StructuredJSON)
+			return event.Event{},
+				events.Reject(events.CodeNotCloudEvent, ContentType, "event format %s is not supported: send %s", short(mt), StructuredJSON)
 		}
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
 			return event.Event{}, events.Reject(events.CodeNotCloudEvent, ContentType, "charset %s: only utf-8 is accepted", short(cs))
@@ -215,7 +216,8 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	sv := event.CloudEventsVersionV1
 	if string(raw) != `"`+event.CloudEventsVersionV1+`"` {
 		if sv, ok = jsonString(raw); !ok {
-			return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "specversion must be the string %q", event.CloudEventsVersionV1)
+			return event.Event{},
+				events.Reject(events.CodeBadSpecVersion, "specversion", "specversion must be the string %q", event.CloudEventsVersionV1)
 		}
 	}
 	if sv != event.CloudEventsVersionV1 {
@@ -249,12 +251,14 @@ func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 	}
 	if len(attrs) == 0 {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "",
-			"not a CloudEvent: the message has neither a %s: %s header (structured mode) nor %sspecversion and the other attribute headers (binary mode)",
+			"not a CloudEvent: the message has neither a %s: %s header (structured mode) nor %sspecversion and the other attribute headers "+
+				"(binary mode)",
 			ContentType, StructuredJSON, HeaderPrefix)
 	}
 	sv, ok := attrs["specversion"]
 	if !ok {
-		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "specversion", "binary-mode message without a %sspecversion header", HeaderPrefix)
+		return event.Event{},
+			events.Reject(events.CodeNotCloudEvent, "specversion", "binary-mode message without a %sspecversion header", HeaderPrefix)
 	}
 	if sv != event.CloudEventsVersionV1 {
 		return event.Event{}, events.Reject(events.CodeBadSpecVersion, "specversion", "got %s, want %q", short(sv), event.CloudEventsVersionV1)

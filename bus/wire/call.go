@@ -172,10 +172,14 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (events.Cal
 		return events.Call{}, err
 	}
 	if present && tenant != subjectTenant {
-		return events.Call{}, events.Reject(events.CodeTenantMismatch, ExtTenant, "extension says %s but the call was published for tenant %q", quote(tenant), subjectTenant)
+		return events.Call{},
+			events.Reject(events.CodeTenantMismatch, ExtTenant, "extension says %s but the call was published for tenant %q", quote(tenant),
+				subjectTenant)
 	}
 	if hasSubject(e) && e.Subject() != subjectTool {
-		return events.Call{}, events.Reject(events.CodeToolMismatch, "subject", "attribute says %s but the call was published for tool %q", quote(e.Subject()), subjectTool)
+		return events.Call{},
+			events.Reject(events.CodeToolMismatch, "subject", "attribute says %s but the call was published for tool %q", quote(e.Subject()),
+				subjectTool)
 	}
 	// A tracestate means nothing without a traceparent (W3C Trace Context), and
 	// CallEvent would not write one back.
@@ -203,7 +207,8 @@ func CheckSubjectCallID(c events.Call, subjectCallID string) error {
 	if subjectCallID == "" || c.CallID == subjectCallID {
 		return nil
 	}
-	return events.Reject(events.CodeCallIDMismatch, "id", "the event's id is %s but the call was published as call %q", quote(c.CallID), subjectCallID)
+	return events.Reject(events.CodeCallIDMismatch, "id", "the event's id is %s but the call was published as call %q", quote(c.CallID),
+		subjectCallID)
 }
 
 // callArguments checks the data of a call and returns its raw arguments. It
@@ -300,7 +305,8 @@ func checkJSONContentType(e event.Event) error {
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return &events.RejectError{Code: events.CodeBadContentType, Field: "datacontenttype", Msg: fmt.Sprintf("%s is not a media type", quote(ct)), Err: err}
+		return &events.RejectError{Code: events.CodeBadContentType, Field: "datacontenttype",
+			Msg: fmt.Sprintf("%s is not a media type", quote(ct)), Err: err}
 	}
 	if mt != event.ApplicationJSON && mt != event.TextJSON && !strings.HasSuffix(mt, "+json") {
 		return events.Reject(events.CodeBadContentType, "datacontenttype", "got %s, want application/json", quote(ct))
