@@ -177,7 +177,8 @@ func answerStatus(g *globalOptions, a events.Answer) error {
 			"  Retrying is safe (the key still guards it): run the same call again once the store is back", err)}
 	case !a.BodyEntered && a.Reason == events.ReasonKeyUnderivable:
 		return &exitError{code: exitIndeterminate, err: fmt.Errorf("%w\n"+
-			"  nothing ran: a key argument is missing, so the call cannot be told apart from its repeats; call it again with every key argument", err)}
+			"  nothing ran: a key argument is missing, so the call cannot be told apart from its repeats; call it again with every key argument",
+			err)}
 	case a.Key == "":
 		return &exitError{code: exitIndeterminate, err: err}
 	}

@@ -191,7 +191,9 @@ func verdict(rep benchReport) (bool, string) {
 	case c.BodiesEntered > c.DistinctKeys:
 		problems = append(problems, fmt.Sprintf("bodies entered %d > distinct keys %d", c.BodiesEntered, c.DistinctKeys))
 	case c.BodiesEntered < c.DistinctKeys:
-		problems = append(problems, fmt.Sprintf("bodies entered %d < distinct keys %d (see the failed, rejected and indeterminate answers)", c.BodiesEntered, c.DistinctKeys))
+		problems = append(problems,
+			fmt.Sprintf("bodies entered %d < distinct keys %d (see the failed, rejected and indeterminate answers)", c.BodiesEntered,
+				c.DistinctKeys))
 	}
 	if len(problems) > 0 {
 		return false, strings.Join(problems, "; ")
@@ -223,7 +225,8 @@ func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
 func writeBenchText(w io.Writer, rep benchReport, toolDesc string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d calls of %s (%s), tenant %s, run %s\n", rep.Calls, rep.Tool, toolDesc, rep.Tenant, rep.RunID)
-	fmt.Fprintf(&b, "  %.0f%% duplicates, %d distinct keys, %d in flight, arguments %.0f bytes", rep.Duplicates*100, rep.DistinctKeys, rep.Concurrency, rep.ArgBytes)
+	fmt.Fprintf(&b, "  %.0f%% duplicates, %d distinct keys, %d in flight, arguments %.0f bytes", rep.Duplicates*100, rep.DistinctKeys,
+		rep.Concurrency, rep.ArgBytes)
 	if rep.Warmup > 0 {
 		fmt.Fprintf(&b, ", after %d warm-up calls", rep.Warmup)
 	}
@@ -326,7 +329,8 @@ func (p *progress) draw() {
 	done := p.r.answered.Load()
 	el := time.Since(p.start)
 	rate := float64(done) / el.Seconds()
-	line := fmt.Sprintf("%s %d/%d answered  %.0f calls/s  %d in flight  %s", p.what, done, n, rate, p.r.inFlight.Load(), el.Truncate(100*time.Millisecond))
+	line := fmt.Sprintf("%s %d/%d answered  %.0f calls/s  %d in flight  %s", p.what, done, n, rate, p.r.inFlight.Load(),
+		el.Truncate(100*time.Millisecond))
 	if rate > 0 && int(done) < n {
 		eta := time.Duration(float64(n-int(done)) / rate * float64(time.Second))
 		line += fmt.Sprintf("  ~%s left", eta.Truncate(time.Second))

@@ -58,7 +58,8 @@ token is printed. The executor reads the file when it starts.`,
 			if g.json {
 				return json.NewEncoder(out).Encode(map[string]string{"operator": o.operator, "token": token, "operators_file_line": line})
 			}
-			_, err = fmt.Fprintf(out, "# %s's sign-in token for the console:\n%s\n# the line for the executor's --console-operators-file:\n%s\n", o.operator, token, line)
+			_, err = fmt.Fprintf(out, "# %s's sign-in token for the console:\n%s\n# the line for the executor's --console-operators-file:\n%s\n",
+				o.operator, token, line)
 			return err
 		},
 	}

@@ -97,10 +97,12 @@ func runForget(cmd *cobra.Command, g *globalOptions, o *forgetOptions) error {
 		return err
 	}
 	if n < 0 {
-		_, err = fmt.Fprintf(out, "forgot tenant %s: its records were erased (the store does not count them); its calls and events were purged\n", o.tenant)
+		_, err = fmt.Fprintf(out, "forgot tenant %s: its records were erased (the store does not count them); its calls and events were purged\n",
+			o.tenant)
 		return err
 	}
-	_, err = fmt.Fprintf(out, "forgot tenant %s: %d %s erased; its calls and events were purged\n", o.tenant, n, plural(n, "record", "records"))
+	_, err = fmt.Fprintf(out, "forgot tenant %s: %d %s erased; its calls and events were purged\n", o.tenant, n,
+		plural(n, "record", "records"))
 	return err
 }
 

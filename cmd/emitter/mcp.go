@@ -47,8 +47,10 @@ Logs go to standard error; standard output carries MCP messages only.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.tenant, "tenant", "", "the tenant of every call (required)")
-	f.DurationVar(&o.maxWait, "max-wait", mcpgate.DefaultMaxWait, "how long a tools/call waits for its answer before returning one that names the call, to ask again")
-	f.DurationVar(&o.progressEvery, "progress-every", mcpgate.DefaultProgressEvery, "how often a client that sent a progressToken hears that its call still waits")
+	f.DurationVar(&o.maxWait, "max-wait", mcpgate.DefaultMaxWait,
+		"how long a tools/call waits for its answer before returning one that names the call, to ask again")
+	f.DurationVar(&o.progressEvery, "progress-every", mcpgate.DefaultProgressEvery,
+		"how often a client that sent a progressToken hears that its call still waits")
 	mustRequire(cmd, "tenant")
 	return cmd
 }
@@ -117,7 +119,8 @@ exist), and then only the token is printed.`,
 			if g.json {
 				return json.NewEncoder(out).Encode(map[string]string{"tenant": o.tenant, "token": token, "tokens_file_line": line})
 			}
-			_, err := fmt.Fprintf(out, "# the bearer token, for the MCP client of %s:\n%s\n# the line for the executor's --mcp-tokens-file:\n%s\n", o.tenant, token, line)
+			_, err := fmt.Fprintf(out, "# the bearer token, for the MCP client of %s:\n%s\n# the line for the executor's --mcp-tokens-file:\n%s\n",
+				o.tenant, token, line)
 			return err
 		},
 	}

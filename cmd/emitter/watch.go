@@ -151,7 +151,9 @@ func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
 	if errors.Is(err, bus.ErrNoHistoryService) && o.tenant == "" {
 		// Every tenant's history is the operators' (toolexec.admin.history),
 		// which a tenant's account does not reach.
-		return badInput(fmt.Errorf("%w\n(this account reads events through the executors' history service, and only the operators' account reads every tenant's: give --tenant)", err))
+		return badInput(fmt.Errorf(
+			"%w\n(this account reads events through the executors' history service, and only the operators' account reads every tenant's: give "+
+				"--tenant)", err))
 	}
 	if err != nil {
 		return noStreamHint(err)

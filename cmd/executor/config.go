@@ -78,11 +78,17 @@ func (c *config) register(fs *pflag.FlagSet) {
 	// variables still work. No selected nats CLI context: without a server the
 	// executor runs its own.
 	c.nats.Register(fs, natsflags.Config{ProgramEnv: storeflags.EnvPrefix})
-	fs.DurationVar(&c.natsWait, "nats-wait", 0, "with --server: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files fail at once")
+	fs.DurationVar(&c.natsWait, "nats-wait", 0,
+		"with --server: how long to wait at start-up for a server that cannot be reached (retrying with growing pauses, /readyz saying so) "+
+			"before giving up with exit status 1; 0 waits until stopped. Refused credentials, a bad URL or unreadable credentials or TLS files "+
+			"fail at once")
 	fs.StringVar(&c.natsHost, "nats-host", "127.0.0.1", "embedded server: address to listen on")
 	fs.IntVar(&c.natsPort, "nats-port", 4222, "embedded server: client port (-1 picks a free one)")
-	fs.StringVar(&c.dataDir, "data-dir", ".toolexec", "embedded server: where JetStream keeps its data (in <dir>/nats), for one executor at a time: another started on it exits at once with status 1, naming the first's pid and URL")
-	fs.DurationVar(&c.syncInterval, "sync-interval", 0, "embedded server: fsync period; 0 syncs every write before acknowledging it (safe default)")
+	fs.StringVar(&c.dataDir, "data-dir", ".toolexec",
+		"embedded server: where JetStream keeps its data (in <dir>/nats), for one executor at a time: another started on it exits at once "+
+			"with status 1, naming the first's pid and URL")
+	fs.DurationVar(&c.syncInterval, "sync-interval", 0,
+		"embedded server: fsync period; 0 syncs every write before acknowledging it (safe default)")
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the streams and the KV bucket (3 on a cluster)")
 	fs.DurationVar(&c.eventMaxAge, "event-max-age", 7*24*time.Hour, "how long TOOLEXEC_EVENTS keeps answers and audit events")
 
@@ -90,29 +96,52 @@ func (c *config) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.lease, "lease", 15*time.Second, "claim lease, renewed while a tool runs")
 
 	fs.IntVar(&c.concurrency, "concurrency", 64, "calls this executor runs at once")
-	fs.IntVar(&c.maxOutcome, "max-outcome-bytes", 0, "largest outcome a tool may return; 0: an eighth of the server's max_payload, so that any outcome, escaped into its answer event, still fits")
-	fs.IntVar(&c.limits.Members, "max-members", idemkey.DefaultMaxMembers, "most members one object of a call's arguments may have (more: rejected too_many_values)")
-	fs.IntVar(&c.limits.Elements, "max-elements", idemkey.DefaultMaxElements, "most elements one array of a call's arguments may have (more: rejected too_many_values)")
-	fs.IntVar(&c.limits.Values, "max-values", idemkey.DefaultMaxValues, "most values a call's arguments may hold in all, containers included (more: rejected too_many_values)")
-	fs.IntVar(&c.inflightMiB, "max-inflight-memory-mib", bus.DefaultMaxInFlightMemory>>20, "memory, in MiB, the calls in flight may take together; a large call waits for room")
+	fs.IntVar(&c.maxOutcome, "max-outcome-bytes", 0,
+		"largest outcome a tool may return; 0: an eighth of the server's max_payload, so that any outcome, escaped into its answer event, "+
+			"still fits")
+	fs.IntVar(&c.limits.Members, "max-members", idemkey.DefaultMaxMembers,
+		"most members one object of a call's arguments may have (more: rejected too_many_values)")
+	fs.IntVar(&c.limits.Elements, "max-elements", idemkey.DefaultMaxElements,
+		"most elements one array of a call's arguments may have (more: rejected too_many_values)")
+	fs.IntVar(&c.limits.Values, "max-values", idemkey.DefaultMaxValues,
+		"most values a call's arguments may hold in all, containers included (more: rejected too_many_values)")
+	fs.IntVar(&c.inflightMiB, "max-inflight-memory-mib", bus.DefaultMaxInFlightMemory>>20,
+		"memory, in MiB, the calls in flight may take together; a large call waits for room")
 	fs.DurationVar(&c.ackWait, "ack-wait", 30*time.Second, "how long a call may go unacknowledged before JetStream redelivers it")
 	fs.IntVar(&c.maxDeliver, "max-deliver", 10, "deliveries of one call before JetStream gives up on it")
 	fs.BoolVar(&c.binaryAnswers, "binary-answers", false, "publish answers in CloudEvents binary mode instead of structured mode")
 
 	fs.StringVar(&c.toolsFile, "tools-file", "", "YAML file declaring the tools (HTTP endpoints, MCP servers)")
 	fs.BoolVar(&c.demo, "demo", false, "serve the demo airline tools (lookup_fare, book, update_profile)")
-	fs.BoolVar(&c.workers.on, "workers", true, "learn the tools of the workers that serve tool bodies over NATS (docs/PROTOCOL.md §12): ask $SRV.INFO.toolexec-worker at start and every --workers-interval; a tool whose declarations disagree is not run (calls rejected tool_conflict) and is listed on /readyz")
-	fs.DurationVar(&c.workers.interval, "workers-interval", workerset.DefaultInterval, "with --workers: how often to ask the workers for their tools (one request, answered by each worker); a worker unheard for 3 intervals is forgotten")
-	fs.DurationVar(&c.workers.window, "workers-window", workerset.DefaultWindow, "with --workers: how long to gather the workers' replies to each request")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
-	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute, "how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on PostgreSQL, over all its records on JetStream and Redis; a slow count stretches the interval so that counting takes at most a twentieth of the time); 0: not counted")
+	fs.BoolVar(&c.workers.on, "workers", true,
+		"learn the tools of the workers that serve tool bodies over NATS (docs/PROTOCOL.md §12): ask $SRV.INFO.toolexec-worker at start and "+
+			"every --workers-interval; a tool whose declarations disagree is not run (calls rejected tool_conflict) and is listed on /readyz")
+	fs.DurationVar(&c.workers.interval, "workers-interval", workerset.DefaultInterval,
+		"with --workers: how often to ask the workers for their tools (one request, answered by each worker); a worker unheard for 3 "+
+			"intervals is forgotten")
+	fs.DurationVar(&c.workers.window, "workers-window", workerset.DefaultWindow,
+		"with --workers: how long to gather the workers' replies to each request")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "",
+		"address serving /metrics, /healthz and /readyz (e.g. 127.0.0.1:9090); empty: off (--health-addr is another name for it)")
+	fs.DurationVar(&c.awaitingInterval, "awaiting-interval", time.Minute,
+		"how often to count the keys awaiting an operator's decision for /metrics (one pass over the store's indeterminate records on "+
+			"PostgreSQL, over all its records on JetStream and Redis; a slow count stretches the interval so that counting takes at most a "+
+			"twentieth of the time); 0: not counted")
 	c.console.register(fs)
-	fs.StringVar(&c.mcp.addr, "mcp-addr", "", "address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, and the tokens file on any address but loopback")
+	fs.StringVar(&c.mcp.addr, "mcp-addr", "",
+		"address of the MCP server (Streamable HTTP, path /mcp; e.g. 127.0.0.1:8090); empty: off; needs --mcp-tenant or --mcp-tokens-file, "+
+			"and the tokens file on any address but loopback")
 	fs.StringVar(&c.mcp.tenant, "mcp-tenant", "", "the tenant of every MCP request (one tenant per gateway)")
-	fs.StringVar(&c.mcp.tokensFile, "mcp-tokens-file", "", "file of \"<tenant> <token>\" lines: each MCP request acts for the tenant of its bearer token (write tokens hashed: emitter mcp-token)")
-	fs.IntVar(&c.mcp.maxSessions, "mcp-max-sessions", mcpgate.DefaultMaxSessions, "the most MCP sessions one tenant may hold open; an initialize beyond it is refused 429 until one closes or idles out (30 min); 0: the default")
-	fs.StringSliceVar(&c.mcp.origins, "mcp-allowed-origins", nil, "browser origins (scheme://host[:port]) whose MCP requests are served; a request from any other Origin is refused 403")
-	fs.StringVar(&c.adminAccount, "admin-account", "", "serve admin requests (toolexec.admin.>, the operators' history included) only from this NATS account, as the server names it where a request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
+	fs.StringVar(&c.mcp.tokensFile, "mcp-tokens-file", "",
+		"file of \"<tenant> <token>\" lines: each MCP request acts for the tenant of its bearer token (write tokens hashed: emitter mcp-token)")
+	fs.IntVar(&c.mcp.maxSessions, "mcp-max-sessions", mcpgate.DefaultMaxSessions,
+		"the most MCP sessions one tenant may hold open; an initialize beyond it is refused 429 until one closes or idles out (30 min); 0: "+
+			"the default")
+	fs.StringSliceVar(&c.mcp.origins, "mcp-allowed-origins", nil,
+		"browser origins (scheme://host[:port]) whose MCP requests are served; a request from any other Origin is refused 403")
+	fs.StringVar(&c.adminAccount, "admin-account", "",
+		"serve admin requests (toolexec.admin.>, the operators' history included) only from this NATS account, as the server names it where a "+
+			"request crosses a service import (ADMIN with deploy/accounts.conf); empty: from anyone who reaches toolexec.admin.>")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if alias, ok := flagAliases[name]; ok {
 			name = alias
@@ -172,7 +201,8 @@ func (c *config) check() error {
 	for _, l := range []struct {
 		flag string
 		v    int
-	}{{"--max-members", c.limits.Members}, {"--max-elements", c.limits.Elements}, {"--max-values", c.limits.Values}, {"--max-inflight-memory-mib", c.inflightMiB}} {
+	}{{"--max-members", c.limits.Members}, {"--max-elements", c.limits.Elements}, {"--max-values", c.limits.Values},
+		{"--max-inflight-memory-mib", c.inflightMiB}} {
 		if l.v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: must be at least 1", l.flag, l.v))
 		}
@@ -190,7 +220,10 @@ func (c *config) check() error {
 		errs = append(errs, err)
 	}
 	if c.adminAccount != "" && c.embedded() {
-		errs = append(errs, errors.New("--admin-account needs --server: the embedded server has one account, so no admin request would come from another and all would be refused"))
+		errs = append(errs,
+			errors.New(
+				"--admin-account needs --server: the embedded server has one account, so no admin request would come from another and all would be "+
+					"refused"))
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.logFormat))

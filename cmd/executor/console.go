@@ -21,9 +21,14 @@ type consoleFlags struct {
 }
 
 func (f *consoleFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.addr, "console-addr", "", "address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-operators-file or --console-token")
-	fs.StringVar(&f.operatorsFile, "console-operators-file", "", "file of \"<operator> sha256:<hex> admin|tenants=<t>,…\" lines: each operator signs in to the console with their own token, and the audit trail names them (make a line with: emitter console-token)")
-	fs.StringVar(&f.token, "console-token", "", "a token shared by whoever signs in to the console with it: an admin, recorded by the name typed, marked unverified; prefer --console-operators-file (and TOOLEXEC_CONSOLE_TOKEN to this flag: flags show in ps)")
+	fs.StringVar(&f.addr, "console-addr", "",
+		"address of the operators' web console (e.g. 127.0.0.1:8081); empty: off; needs --console-operators-file or --console-token")
+	fs.StringVar(&f.operatorsFile, "console-operators-file", "",
+		"file of \"<operator> sha256:<hex> admin|tenants=<t>,…\" lines: each operator signs in to the console with their own token, and the "+
+			"audit trail names them (make a line with: emitter console-token)")
+	fs.StringVar(&f.token, "console-token", "",
+		"a token shared by whoever signs in to the console with it: an admin, recorded by the name typed, marked unverified; prefer "+
+			"--console-operators-file (and TOOLEXEC_CONSOLE_TOKEN to this flag: flags show in ps)")
 }
 
 // check refuses a console nobody can sign in to, and console settings with no
@@ -33,7 +38,9 @@ func (f consoleFlags) check() error {
 	case f.addr == "" && (f.token != "" || f.operatorsFile != ""):
 		return errors.New("--console-token and --console-operators-file need --console-addr")
 	case f.addr != "" && f.token == "" && f.operatorsFile == "":
-		return errors.New("--console-addr needs operators: set --console-operators-file (TOOLEXEC_CONSOLE_OPERATORS_FILE), or a shared token in TOOLEXEC_CONSOLE_TOKEN (or --console-token)")
+		return errors.New(
+			"--console-addr needs operators: set --console-operators-file (TOOLEXEC_CONSOLE_OPERATORS_FILE), or a shared token in " +
+				"TOOLEXEC_CONSOLE_TOKEN (or --console-token)")
 	case f.token != "" && utf8.RuneCountInString(f.token) < console.MinTokenLength:
 		return fmt.Errorf("the shared console token (TOOLEXEC_CONSOLE_TOKEN or --console-token) is %d characters; it must have at least %d, "+
 			"so that nobody guesses it (emitter console-token --operator NAME --admin draws a 256-bit one for an operators file)",

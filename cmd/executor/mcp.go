@@ -45,7 +45,9 @@ func (f mcpFlags) check() error {
 			return fmt.Errorf("--mcp-tenant: %w", err)
 		}
 		if !loopback(f.addr) {
-			return fmt.Errorf("--mcp-addr %s is not a loopback address: anyone who reaches it would act as tenant %s; give --mcp-tokens-file instead of --mcp-tenant", f.addr, f.tenant)
+			return fmt.Errorf(
+				"--mcp-addr %s is not a loopback address: anyone who reaches it would act as tenant %s; give --mcp-tokens-file instead of --mcp-tenant",
+				f.addr, f.tenant)
 		}
 	}
 	return nil

@@ -238,7 +238,9 @@ func loadTools(ctx context.Context, cfg config, log *slog.Logger) (*tool.Registr
 // cannot be reached (see waitForNATS), or starts the embedded one and connects
 // to it. It returns the connection, the URL for clients, and a function that
 // stops the embedded server (a no-op otherwise).
-func connectNATS(ctx context.Context, cfg config, ready *readiness, log *slog.Logger, logOut io.Writer) (*nats.Conn, string, func(), error) {
+func connectNATS(
+	ctx context.Context, cfg config, ready *readiness, log *slog.Logger, logOut io.Writer,
+) (*nats.Conn, string, func(), error) {
 	cc := cfg.conn.ConnectConfig()
 	cc.Name, cc.Logger = "toolexec-executor", log
 	if !cfg.embedded() {

@@ -114,8 +114,10 @@ func loadContext(dir, name string, lookup Lookup) (*contextFile, string, error) 
 		}
 	}
 	if len(unsupported) > 0 {
-		return nil, "", invalid("context %s (%s) sets %s, which toolexec cannot honour; give the connection options as flags instead (with --no-context where the context is the selected one)",
-			name, path, strings.Join(unsupported, ", "))
+		return nil, "",
+			invalid("context %s (%s) sets %s, which toolexec cannot honour; give the connection options as flags instead (with --no-context "+
+				"where the context is the selected one)",
+				name, path, strings.Join(unsupported, ", "))
 	}
 	home, _ := lookup("HOME")
 	expand := func(p string) string {

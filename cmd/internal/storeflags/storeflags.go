@@ -105,18 +105,23 @@ func (f *Flags) Register(fs *pflag.FlagSet, use Use) {
 		// The URLs, schema, prefix and retention take the executor's TOOLEXEC_*
 		// variables when --store is given (see Check); they are read then, not
 		// shown as flag defaults: --help must not print a URL's password.
-		fs.StringVar(&f.Kind, FlagStore, "", "work on this idempotency store directly instead of asking an executor: jetstream (the NATS server of --server), postgres or redis")
+		fs.StringVar(&f.Kind, FlagStore, "",
+			"work on this idempotency store directly instead of asking an executor: jetstream (the NATS server of --server), postgres or redis")
 		fs.StringVar(&f.PostgresURL, FlagPostgresURL, "", "PostgreSQL URL, with --store postgres (default $TOOLEXEC_POSTGRES_URL)")
-		fs.StringVar(&f.PostgresSchema, FlagPostgresSchema, pgstore.DefaultSchema, "PostgreSQL schema holding the records, with --store postgres ($TOOLEXEC_POSTGRES_SCHEMA if set)")
+		fs.StringVar(&f.PostgresSchema, FlagPostgresSchema, pgstore.DefaultSchema,
+			"PostgreSQL schema holding the records, with --store postgres ($TOOLEXEC_POSTGRES_SCHEMA if set)")
 		fs.StringVar(&f.RedisURL, FlagRedisURL, "", "Redis URL, with --store redis (default $TOOLEXEC_REDIS_URL)")
-		fs.StringVar(&f.RedisPrefix, FlagRedisPrefix, redisstore.DefaultPrefix, "prefix of the Redis keys holding the records, with --store redis ($TOOLEXEC_REDIS_PREFIX if set)")
-		fs.DurationVar(&f.Retention, FlagRetention, DefaultRetention, "with --store postgres or redis: how long a resolved record is kept; give the executors' --retention ($TOOLEXEC_RETENTION if set)")
+		fs.StringVar(&f.RedisPrefix, FlagRedisPrefix, redisstore.DefaultPrefix,
+			"prefix of the Redis keys holding the records, with --store redis ($TOOLEXEC_REDIS_PREFIX if set)")
+		fs.DurationVar(&f.Retention, FlagRetention, DefaultRetention,
+			"with --store postgres or redis: how long a resolved record is kept; give the executors' --retention ($TOOLEXEC_RETENTION if set)")
 		return
 	}
 	fs.StringVar(&f.Kind, FlagStore, JetStream, "idempotency store: jetstream, postgres, redis or memory")
 	fs.StringVar(&f.PostgresURL, FlagPostgresURL, "", "PostgreSQL URL for --store postgres")
 	fs.StringVar(&f.PostgresSchema, FlagPostgresSchema, pgstore.DefaultSchema, "PostgreSQL schema holding the records")
-	fs.IntVar(&f.PostgresMaxBatch, FlagPostgresMaxBatch, pgstore.DefaultMaxBatch, "most claims and record writes one PostgreSQL transaction carries when they arrive together (group commit); 1: each its own")
+	fs.IntVar(&f.PostgresMaxBatch, FlagPostgresMaxBatch, pgstore.DefaultMaxBatch,
+		"most claims and record writes one PostgreSQL transaction carries when they arrive together (group commit); 1: each its own")
 	fs.StringVar(&f.RedisURL, FlagRedisURL, "", "Redis URL for --store redis (run Redis with AOF: without it a restart forgets every record)")
 	fs.StringVar(&f.RedisPrefix, FlagRedisPrefix, redisstore.DefaultPrefix, "prefix of the Redis keys holding the records")
 	fs.BoolVar(&f.EnsureSchema, FlagEnsureSchema, false, "create or migrate the PostgreSQL schema at start-up")
