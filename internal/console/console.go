@@ -58,7 +58,8 @@ const (
 
 // ErrNoToken is returned by [New] with neither operators nor a token: the
 // console is never open.
-var ErrNoToken = errors.New("console: operators or a token are required (--console-operators-file, or --console-token / TOOLEXEC_CONSOLE_TOKEN)")
+var ErrNoToken = errors.New(
+	"console: operators or a token are required (--console-operators-file, or --console-token / TOOLEXEC_CONSOLE_TOKEN)")
 
 // MinTokenLength is the shortest shared Config.Token New accepts: the
 // throttle lets the right token in whatever wrong ones it has seen, so a token
@@ -133,7 +134,8 @@ func New(cfg Config) (*Console, error) {
 		return nil, ErrNoToken
 	}
 	if n := utf8.RuneCountInString(cfg.Token); cfg.Token != "" && n < MinTokenLength {
-		return nil, fmt.Errorf("console: the shared token is %d characters; it must have at least %d, so that nobody guesses it", n, MinTokenLength)
+		return nil,
+			fmt.Errorf("console: the shared token is %d characters; it must have at least %d, so that nobody guesses it", n, MinTokenLength)
 	}
 	if cfg.Operator == nil || cfg.Watcher == nil {
 		return nil, errors.New("console: Config.Operator and Config.Watcher are required")
@@ -234,7 +236,9 @@ func (c *Console) Handler() http.Handler {
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
-		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("Content-Security-Policy",
+			"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors "+
+				"'none'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("Cache-Control", "no-store")

@@ -132,7 +132,8 @@ func (t *throttle) wrong(remote string, now time.Time) time.Duration {
 	case noteLockedOut:
 		t.log.Warn("console: an address is locked out after wrong tokens", "remote", remote, "wrong", v.wrong, "for", v.retry)
 	case noteGlobalSpent:
-		t.log.Warn("console: too many wrong tokens from all addresses together: each address is locked out at its first", "remote", remote, "for", v.retry)
+		t.log.Warn("console: too many wrong tokens from all addresses together: each address is locked out at its first", "remote", remote, "for",
+			v.retry)
 	}
 	return v.retry
 }

@@ -113,7 +113,8 @@ func (m *Metrics) Awaiting(reg prometheus.Registerer, cfg AwaitingConfig) (*Awai
 	a := &Awaiting{
 		cfg: cfg, m: m,
 		count: prometheus.NewDesc(name("keys_awaiting_decision"),
-			"Keys whose outcome is indeterminate and that wait for an operator's decision, by tenant, as the store counts them (every executor reports the store's number: take max over executors, not sum).",
+			"Keys whose outcome is indeterminate and that wait for an operator's decision, by tenant, as the store counts them (every executor "+
+				"reports the store's number: take max over executors, not sum).",
 			[]string{"tenant"}, nil),
 		oldest: prometheus.NewDesc(name("keys_awaiting_decision_oldest_timestamp_seconds"),
 			"When the longest-waiting key of the tenant became indeterminate (its record's last write), as a Unix time.",

@@ -79,7 +79,8 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	}
 	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: durationBuckets}, labels)
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: durationBuckets},
+			labels)
 	}
 	single := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
@@ -88,18 +89,23 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
 	}
 	m := &Metrics{
-		calls:        counter("calls_total", "Calls dispatched, by tool and answer kind (no_answer: handed back for redelivery).", "tool", "kind"),
+		calls: counter("calls_total", "Calls dispatched, by tool and answer kind (no_answer: handed back for redelivery).", "tool",
+			"kind"),
 		callDuration: histogram("call_duration_seconds", "Time from taking a call to its answer, by tool and answer kind.", "tool", "kind"),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "calls_in_flight",
 			Help: "Calls being dispatched now, by tool."}, []string{"tool"}),
 		bodies:       counter("bodies_entered_total", "Tool bodies entered, retries included, by tool.", "tool"),
 		deduplicated: counter("deduplicated_total", "Calls answered from another call's recorded outcome, by tool.", "tool"),
 		indetermin:   counter("indeterminate_total", "Indeterminate answers, by tool and reason.", "tool", "reason"),
-		unguarded:    counter("unguarded_runs_total", "Idempotent calls run without a claim, by tool and reason (key_underivable, store_unavailable).", "tool", "reason"),
-		holderWait:   histogram("holder_wait_seconds", "Time calls spent waiting for another caller holding their key, by tool.", "tool"),
+		unguarded: counter("unguarded_runs_total",
+			"Idempotent calls run without a claim, by tool and reason (key_underivable, store_unavailable).", "tool", "reason"),
+		holderWait: histogram("holder_wait_seconds", "Time calls spent waiting for another caller holding their key, by tool.", "tool"),
 
-		storeDuration: histogram("store_operation_duration_seconds", "Idempotency store operations, by store and operation.", "store", "operation"),
-		storeErrors:   counter("store_errors_total", "Idempotency store operations that failed, by store, operation and error (unavailable, invalid, too_large, other); answers such as not found or not holder are not errors.", "store", "operation", "error"),
+		storeDuration: histogram("store_operation_duration_seconds", "Idempotency store operations, by store and operation.", "store",
+			"operation"),
+		storeErrors: counter("store_errors_total",
+			"Idempotency store operations that failed, by store, operation and error (unavailable, invalid, too_large, other); answers such as "+
+				"not found or not holder are not errors.", "store", "operation", "error"),
 
 		received:    single("messages_received_total", "Calls delivered to this executor by JetStream."),
 		redelivered: single("redeliveries_total", "Deliveries of calls that JetStream had delivered before."),
@@ -107,13 +113,15 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 		handedBack:  single("calls_handed_back_total", "Calls negatively acknowledged for redelivery."),
 		pubRetries:  single("answer_publish_retries_total", "Answer publications tried again after a failure."),
 
-		workers:         gauge("workers", "Workers serving tool bodies over NATS that this executor knows of (heard from within the last rounds of discovery)."),
+		workers: gauge("workers",
+			"Workers serving tool bodies over NATS that this executor knows of (heard from within the last rounds of discovery)."),
 		workerTools:     gauge("worker_tools", "Tools workers serve without conflict."),
 		workerConflicts: gauge("worker_tool_conflicts", "Tools whose declarations conflict now: not run, their calls rejected tool_conflict."),
 		workerRefused:   gauge("worker_declarations_refused", "Workers' endpoints whose declarations are refused."),
 		conflictsBegun:  single("worker_conflicts_total", "Conflicts between the declarations of a tool that began."),
 		extraReplies: counter("worker_extra_replies_total",
-			"Requests for a tool's body answered more than once, by subject: more than one group of workers serves it, so the body ran more than once.", "subject"),
+			"Requests for a tool's body answered more than once, by subject: more than one group of workers serves it, so the body ran more than "+
+				"once.", "subject"),
 		discoveryFailure: single("worker_discovery_failures_total",
 			"Rounds of discovery of workers whose request could not be sent."),
 	}

@@ -77,7 +77,8 @@ func Consumer(reg prometheus.Registerer, timeout time.Duration, stats func(conte
 	c := &consumerCollector{
 		stats: stats, timeout: timeout,
 		pending: prometheus.NewDesc(name("pending_messages"),
-			"Calls in the calls stream not yet delivered to any executor (the shared consumer's lag; the same on every executor: take max).", nil, nil),
+			"Calls in the calls stream not yet delivered to any executor (the shared consumer's lag; the same on every executor: take max).", nil,
+			nil),
 		ackPending: prometheus.NewDesc(name("ack_pending_messages"),
 			"Calls delivered to executors and not yet acknowledged.", nil, nil),
 		redelivered: prometheus.NewDesc(name("redelivered_messages"),

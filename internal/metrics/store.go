@@ -201,7 +201,8 @@ func GroupCommits(reg prometheus.Registerer, store string, stats func() (batches
 	}{
 		{"store_group_commits_total", "Transactions (or batches) of two store writes or more, by store.", func(b, _, _ int64) int64 { return b }},
 		{"store_group_commit_writes_total", "Store writes carried by group commits, by store.", func(_, w, _ int64) int64 { return w }},
-		{"store_group_commits_refused_total", "Group commits the store refused, whose writes were then made one by one, by store.", func(_, _, r int64) int64 { return r }},
+		{"store_group_commits_refused_total", "Group commits the store refused, whose writes were then made one by one, by store.",
+			func(_, _, r int64) int64 { return r }},
 	} {
 		f := prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: Namespace, Name: c.name, Help: c.help, ConstLabels: prometheus.Labels{"store": store},

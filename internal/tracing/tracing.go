@@ -132,10 +132,13 @@ func exporterName() (string, error) {
 		case "grpc", "http/protobuf":
 			return "otlp (" + proto + ")", nil
 		}
-		return "", fmt.Errorf("%w: %s=%q: the executor sends OTLP as grpc (collector port 4317) or http/protobuf (port 4318)", ErrUnsupported, from, proto)
+		return "", fmt.Errorf("%w: %s=%q: the executor sends OTLP as grpc (collector port 4317) or http/protobuf (port 4318)", ErrUnsupported,
+			from, proto)
 	}
 	if strings.Contains(v, ",") {
-		return "", fmt.Errorf("%w: %s=%q: one exporter at a time (otlp, console or none); to send spans to several places, send them to a collector", ErrUnsupported, envExporter, v)
+		return "", fmt.Errorf(
+			"%w: %s=%q: one exporter at a time (otlp, console or none); to send spans to several places, send them to a collector", ErrUnsupported,
+			envExporter, v)
 	}
 	return "", fmt.Errorf("%w: %s=%q: the executor exports with otlp or console, or none", ErrUnsupported, envExporter, v)
 }

@@ -279,7 +279,8 @@ func NewServer(o Options) *mcp.Server {
 	if page == 0 {
 		page = 3
 	}
-	opts := &mcp.ServerOptions{PageSize: page, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}}
+	opts := &mcp.ServerOptions{PageSize: page,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}}
 	if o.Legacy {
 		opts.SupportedProtocolVersions = []string{"2025-11-25"}
 	}
@@ -366,7 +367,8 @@ func NewServer(o Options) *mcp.Server {
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "half way"})
 		return textResult("done"), nil
 	})
-	effectSchema := json.RawMessage(`{"type":"object","properties":{"entity":{"type":"string"},"note":{"type":"string"}},"required":["entity"]}`)
+	effectSchema := json.RawMessage(
+		`{"type":"object","properties":{"entity":{"type":"string"},"note":{"type":"string"}},"required":["entity"]}`)
 	s.AddTool(&mcp.Tool{Name: "effect", Description: "Writes a line.", InputSchema: effectSchema},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if err := appendEffect(o.EffectsFile, "effect", req.Params.Arguments); err != nil {

@@ -40,7 +40,8 @@ var Scenarios = []Scenario{
 	{Name: "server-initialize", Applies: true,
 		Reason: "the initialize handshake, which every server completes"},
 	{Name: "logging-set-level",
-		Reason: "logging/setLevel belongs to the logging capability, which a tools-only server does not declare (a Go SDK server answers it all the same, so passes)"},
+		Reason: "logging/setLevel belongs to the logging capability, which a tools-only server does not declare (a Go SDK server answers it " +
+			"all the same, so passes)"},
 	{Name: "ping", Applies: true,
 		Reason: "ping answered with an empty result, which every server must do"},
 	{Name: "completion-complete",
@@ -73,24 +74,28 @@ var Scenarios = []Scenario{
 	{Name: "elicitation-sep1034-defaults", Tools: []string{"test_elicitation_sep1034_defaults"},
 		Reason: "elicitation: a request from the server to the client"},
 	{Name: "server-sse-polling", Tools: []string{"test_reconnection"}, Strict: true,
-		Reason: "a call whose response stream the server closes mid-call (SEP-1699): a priming event with an id first, a retry field, and the result on the stream resumed with Last-Event-ID; its checks are SHOULDs, reported as warnings (pending suite)"},
+		Reason: "a call whose response stream the server closes mid-call (SEP-1699): a priming event with an id first, a retry field, and the " +
+			"result on the stream resumed with Last-Event-ID; its checks are SHOULDs, reported as warnings (pending suite)"},
 	{Name: "server-sse-multiple-streams", Applies: true,
 		Reason: "three concurrent POST requests (tools/list) on one session are all answered; every Streamable HTTP server with sessions"},
 	{Name: "elicitation-sep1330-enums", Tools: []string{"test_elicitation_sep1330_enums"},
 		Reason: "elicitation: a request from the server to the client"},
-	{Name: "resources-list", Reason: "resources (a Go SDK server answers resources/list with an empty list, so passes)", Exception: resourcesException},
+	{Name: "resources-list", Reason: "resources (a Go SDK server answers resources/list with an empty list, so passes)",
+		Exception: resourcesException},
 	{Name: "resources-read-text", Reason: "resources", Exception: resourcesException},
 	{Name: "resources-read-binary", Reason: "resources", Exception: resourcesException},
 	{Name: "resources-templates-read", Reason: "resources", Exception: resourcesException},
 	{Name: "resources-subscribe", Reason: "resources", Exception: resourcesException},
 	{Name: "resources-unsubscribe", Reason: "resources", Exception: resourcesException},
-	{Name: "prompts-list", Reason: "prompts (a Go SDK server answers prompts/list with an empty list, so passes)", Exception: promptsException},
+	{Name: "prompts-list", Reason: "prompts (a Go SDK server answers prompts/list with an empty list, so passes)",
+		Exception: promptsException},
 	{Name: "prompts-get-simple", Reason: "prompts", Exception: promptsException},
 	{Name: "prompts-get-with-args", Reason: "prompts", Exception: promptsException},
 	{Name: "prompts-get-embedded-resource", Reason: "prompts", Exception: promptsException},
 	{Name: "prompts-get-with-image", Reason: "prompts", Exception: promptsException},
 	{Name: "dns-rebinding-protection", Applies: true,
-		Reason: "a server on a loopback address answers a request with a foreign Host and Origin with 4xx, and one with a loopback Host with 2xx; the MCP spec asks every local HTTP server to check"},
+		Reason: "a server on a loopback address answers a request with a foreign Host and Origin with 4xx, and one with a loopback Host with " +
+			"2xx; the MCP spec asks every local HTTP server to check"},
 }
 
 // The exceptions shared by several scenarios.

@@ -477,7 +477,9 @@ func runNSC(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("operator: %s\nsystem_account: %s\nresolver: {\n  type: full\n  dir: './jwt'\n  allow_delete: false\n  interval: \"2m\"\n}\nresolver_preload: {\n  %s: %s\n}\n",
+		fmt.Printf(
+			"operator: %s\nsystem_account: %s\nresolver: {\n  type: full\n  dir: './jwt'\n  allow_delete: false\n  interval: "+
+				"\"2m\"\n}\nresolver_preload: {\n  %s: %s\n}\n",
 			st.Operator.JWT, c.Subject, c.Subject, st.Accounts[sysAccount].JWT)
 		return nil
 	case "push ":
