@@ -120,7 +120,8 @@ func checkTenantIsolation(e *env) {
 	e.noErr("Record in the first tenant", e.s.Record(e.ctx, la, "first-tenant"))
 	e.wantClaimedBy("Get in the second tenant after a Record in the first", e.getIn(other, d), reqB)
 	e.noErr("Release in the second tenant", e.s.Release(e.ctx, lb))
-	if rec := e.get(d); e.wantState("Get in the first tenant after a Release in the second", rec, kvstore.StateCompleted) && rec.Outcome != "first-tenant" {
+	if rec := e.get(d); e.wantState("Get in the first tenant after a Release in the second", rec, kvstore.StateCompleted) &&
+		rec.Outcome != "first-tenant" {
 		e.t.Errorf("Get in the first tenant: Outcome = %q, want %q", rec.Outcome, "first-tenant")
 	}
 	e.wantGone("in the second tenant after its Release", other, d)

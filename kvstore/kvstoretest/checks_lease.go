@@ -197,7 +197,8 @@ func checkTakeOverChanged(e *env) {
 
 	cur2 := e.get(d2)
 	if cur2.Revision == seen2.Revision {
-		e.t.Errorf("a key released and claimed again has the revision %d of its first claim; revisions must never repeat for a key", cur2.Revision)
+		e.t.Errorf("a key released and claimed again has the revision %d of its first claim; revisions must never repeat for a key",
+			cur2.Revision)
 	}
 	_, err = e.s.TakeOver(e.ctx, seen2, e.req(d2, "holder-b", longLease))
 	e.wantErr("TakeOver with a record of an earlier claim of the key (released, then claimed again)", err, kvstore.ErrLeaseHeld)

@@ -92,8 +92,9 @@ func checkList(e *env) {
 			e.t.Errorf("List(indeterminate)[%d]: CreatedAt %v, UpdatedAt %v; an operator needs the record's age", i, r.CreatedAt, r.UpdatedAt)
 		}
 	}
-	if got := list("indeterminate, limit 2", e.tenant, kvstore.StateIndeterminate, 2); digests(got) != digestsOf(want[:2], func(p parked) string { return p.req.Digest }) {
-		e.t.Errorf("List(indeterminate, limit 2) = %s; want the two oldest: %s", digests(got), digestsOf(want[:2], func(p parked) string { return p.req.Digest }))
+	oldest := digestsOf(want[:2], func(p parked) string { return p.req.Digest })
+	if got := list("indeterminate, limit 2", e.tenant, kvstore.StateIndeterminate, 2); digests(got) != oldest {
+		e.t.Errorf("List(indeterminate, limit 2) = %s; want the two oldest: %s", digests(got), oldest)
 	}
 	if got := list("completed", e.tenant, kvstore.StateCompleted, 0); digests(got) != "["+short(completed)+"]" {
 		e.t.Errorf("List(completed) = %s; want only %s", digests(got), short(completed))
@@ -118,13 +119,16 @@ func checkList(e *env) {
 	if _, err := e.s.Resolve(e.ctx, e.tenant, want[1].req.Digest, kvstore.Resolution{Release: true}); err != nil {
 		e.t.Fatalf("Resolve by release: unexpected error %v", err)
 	}
-	if got := list("indeterminate after resolving two", e.tenant, kvstore.StateIndeterminate, 0); digests(got) != "["+short(want[2].req.Digest)+"]" {
+	got = list("indeterminate after resolving two", e.tenant, kvstore.StateIndeterminate, 0)
+	if digests(got) != "["+short(want[2].req.Digest)+"]" {
 		e.t.Errorf("List(indeterminate) after resolving two of three = %s; want only %s", digests(got), short(want[2].req.Digest))
 	}
-	if got := list("completed after a resolution", e.tenant, kvstore.StateCompleted, 0); !slices.ContainsFunc(got, func(r kvstore.Record) bool {
+	got = list("completed after a resolution", e.tenant, kvstore.StateCompleted, 0)
+	if !slices.ContainsFunc(got, func(r kvstore.Record) bool {
 		return r.Digest == want[0].req.Digest && r.Outcome == "by operator"
 	}) {
-		e.t.Errorf("List(completed) after resolving %s with an outcome = %s; want it listed with that outcome", short(want[0].req.Digest), digests(got))
+		e.t.Errorf("List(completed) after resolving %s with an outcome = %s; want it listed with that outcome", short(want[0].req.Digest),
+			digests(got))
 	}
 
 	for _, bad := range []struct {

@@ -152,10 +152,12 @@ func (e *env) outageCall(outage string, op outageOp) {
 			e.t.Errorf("%s with the server out of reach (%s): error %v, want %v", op.name, outage, r.err, kvstore.ErrUnavailable)
 		}
 		if r.answer != "" {
-			e.t.Errorf("%s with the server out of reach (%s): answered %s; an unreachable store answers nothing but the error", op.name, outage, r.answer)
+			e.t.Errorf("%s with the server out of reach (%s): answered %s; an unreachable store answers nothing but the error", op.name, outage,
+				r.answer)
 		}
 	case <-time.After(e.patience):
-		e.t.Errorf("%s with the server out of reach (%s): no answer within %v; it must fail promptly with %v", op.name, outage, e.patience, kvstore.ErrUnavailable)
+		e.t.Errorf("%s with the server out of reach (%s): no answer within %v; it must fail promptly with %v", op.name, outage, e.patience,
+			kvstore.ErrUnavailable)
 	}
 }
 

@@ -32,7 +32,9 @@ func checkRetention(e *env) {
 	case e.realClock() && time.Since(wrote) >= r:
 		e.t.Logf("note: the machine took %v to get here; not judging whether retention counts from the last write", time.Since(wrote))
 	case err != nil:
-		e.t.Errorf("Get %v after a record's last write with a retention of %v: error %v; retention must count from the last write (as JetStream KV MaxAge does)", r*6/10, r, err)
+		e.t.Errorf(
+			"Get %v after a record's last write with a retention of %v: error %v; retention must count from the last write (as JetStream KV "+
+				"MaxAge does)", r*6/10, r, err)
 	default:
 		e.wantState("Get within the retention of the last write", rec, kvstore.StateCompleted)
 	}
@@ -151,7 +153,8 @@ func checkResolveComplete(e *env) {
 	if got := e.get(d); got.State != kvstore.StateCompleted || got.Outcome != "operator: seat was booked" {
 		e.t.Errorf("Get after Resolve: %s, want completed with the outcome", fmtRecord(got))
 	}
-	if again := e.claimRefused(e.req(d, "holder-b", longLease)); again.State != kvstore.StateCompleted || again.Outcome != "operator: seat was booked" {
+	if again := e.claimRefused(e.req(d, "holder-b", longLease)); again.State != kvstore.StateCompleted ||
+		again.Outcome != "operator: seat was booked" {
 		e.t.Errorf("Claim after Resolve: existing record %s, want completed with the outcome", fmtRecord(again))
 	}
 }

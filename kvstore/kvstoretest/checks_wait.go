@@ -59,8 +59,10 @@ func checkWaitMark(e *env) {
 	if !e.noErr("Wait woken by MarkIndeterminate", r.err) {
 		return
 	}
-	if e.wantState("Wait woken by MarkIndeterminate", r.rec, kvstore.StateIndeterminate) && (r.rec.Reason != "body_failed" || !r.rec.BodyEntered) {
-		e.t.Errorf("Wait woken by MarkIndeterminate: Reason = %q, BodyEntered = %t; want %q, true", r.rec.Reason, r.rec.BodyEntered, "body_failed")
+	if e.wantState("Wait woken by MarkIndeterminate", r.rec, kvstore.StateIndeterminate) &&
+		(r.rec.Reason != "body_failed" || !r.rec.BodyEntered) {
+		e.t.Errorf("Wait woken by MarkIndeterminate: Reason = %q, BodyEntered = %t; want %q, true", r.rec.Reason, r.rec.BodyEntered,
+			"body_failed")
 	}
 }
 
@@ -126,7 +128,8 @@ func checkWaitAlreadyChanged(e *env) {
 		e.t.Fatalf("Renew: unexpected error %v", err)
 	}
 	r := now("a Renew", seen)
-	if e.noErr("Wait on a record renewed since", r.err) && (r.rec.State != kvstore.StateClaimed || r.rec.Revision == seen.Revision || r.rec.LeaseExpired) {
+	if e.noErr("Wait on a record renewed since", r.err) &&
+		(r.rec.State != kvstore.StateClaimed || r.rec.Revision == seen.Revision || r.rec.LeaseExpired) {
 		e.t.Errorf("Wait on a record renewed since: %s, want claimed, a new revision, not expired (seen %s)", fmtRecord(r.rec), fmtRecord(seen))
 	}
 

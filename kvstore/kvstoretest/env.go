@@ -130,7 +130,8 @@ func (e *env) claim(req kvstore.ClaimRequest) kvstore.Lease {
 		e.t.Fatalf("Claim(%s) by %q: unexpected error %v", short(req.Digest), req.Holder, err)
 	}
 	if !res.Claimed {
-		e.t.Fatalf("Claim(%s) by %q on a free key: Claimed = false, want true (existing record: %s)", short(req.Digest), req.Holder, fmtRecord(res.Record))
+		e.t.Fatalf("Claim(%s) by %q on a free key: Claimed = false, want true (existing record: %s)", short(req.Digest), req.Holder,
+			fmtRecord(res.Record))
 	}
 	e.checkLease("Claim", res.Lease, req)
 	return res.Lease
@@ -148,7 +149,8 @@ func (e *env) claimRefused(req kvstore.ClaimRequest) kvstore.Record {
 		e.t.Fatalf("Claim(%s) by %q on a taken key: Claimed = true, want false: the key was granted twice", short(req.Digest), req.Holder)
 	}
 	if res.Record.Tenant != req.Tenant || res.Record.Digest != req.Digest {
-		e.t.Errorf("Claim(%s) refused: existing record names tenant %q digest %s, want %q %s", short(req.Digest), res.Record.Tenant, short(res.Record.Digest), req.Tenant, short(req.Digest))
+		e.t.Errorf("Claim(%s) refused: existing record names tenant %q digest %s, want %q %s", short(req.Digest), res.Record.Tenant,
+			short(res.Record.Digest), req.Tenant, short(req.Digest))
 	}
 	return res.Record
 }
@@ -158,7 +160,8 @@ func (e *env) claimRefused(req kvstore.ClaimRequest) kvstore.Record {
 func (e *env) checkLease(op string, l kvstore.Lease, req kvstore.ClaimRequest) {
 	e.t.Helper()
 	if l.Tenant != req.Tenant || l.Digest != req.Digest || l.Holder != req.Holder {
-		e.t.Errorf("%s: Lease names tenant %q digest %s holder %q, want %q %s %q", op, l.Tenant, short(l.Digest), l.Holder, req.Tenant, short(req.Digest), req.Holder)
+		e.t.Errorf("%s: Lease names tenant %q digest %s holder %q, want %q %s %q", op, l.Tenant, short(l.Digest), l.Holder, req.Tenant,
+			short(req.Digest), req.Holder)
 	}
 	if l.Token == "" {
 		e.t.Errorf("%s: Lease.Token is empty; a lease needs a fencing token", op)

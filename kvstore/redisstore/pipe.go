@@ -223,7 +223,8 @@ func (p *pipeliner) pipeline(ctx context.Context, runs []*scriptRun) (noScript [
 // cannot run now (loading its data, a replica, no quorum, too many clients):
 // go-redis retries a command alone on them, so a run in a pipeline that gets
 // one goes back to its caller to run alone.
-var notNowReplies = [...]string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "max number of clients reached"}
+var notNowReplies = [...]string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS",
+	"max number of clients reached"}
 
 // notNow reports whether err is one of notNowReplies.
 func notNow(err error) bool {
