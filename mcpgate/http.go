@@ -124,7 +124,9 @@ func (g *Gateway) Handler(cfg HTTPConfig) (http.Handler, error) {
 // that holds max initialized sessions already. A tenant's initialize requests
 // are served one at a time, their bodies read first, so that a burst cannot
 // slip past the bound between the count and the session's start.
-func (g *Gateway) capSessions(max int, maxBytes int64, idle time.Duration, tenantOf func(*http.Request) (string, bool), next http.Handler) http.Handler {
+func (g *Gateway) capSessions(
+	max int, maxBytes int64, idle time.Duration, tenantOf func(*http.Request) (string, bool), next http.Handler,
+) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant, ok := tenantOf(r)
 		if !ok || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {

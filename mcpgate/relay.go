@@ -181,7 +181,8 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 				if len(n.Data) == 0 {
 					data = nil
 				}
-				if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: n.Logger, Data: data}); err != nil && ctx.Err() == nil {
+				if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(n.Level), Logger: n.Logger, Data: data}); err != nil &&
+					ctx.Err() == nil {
 					ts.g.log.Debug("mcp: log notification failed", "call_id", callID, "error", err)
 				}
 			}
@@ -289,7 +290,8 @@ func (ts *tenantServer) ask(ctx context.Context, ss *mcp.ServerSession, ix *bus.
 	if err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
-			if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: int(we.Code), Message: we.Message, Data: we.Data}); err != nil && ctx.Err() == nil {
+			if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: int(we.Code), Message: we.Message, Data: we.Data}); err != nil &&
+				ctx.Err() == nil {
 				ts.g.log.Debug("mcp: answering an interaction failed", "id", in.ID, "error", err)
 			}
 			return

@@ -144,7 +144,9 @@ func (r Report) String() string {
 			fmt.Fprintf(&b, " indeterminate/%s=%d", reason, n)
 		}
 	}
-	fmt.Fprintf(&b, " effects=%d effect_keys=%d idempotent_repeats=%d holder_lost_unrun=%d holder_lost_unrecorded=%d faults=%d lost=%d double_effects=%d violations=%d",
+	fmt.Fprintf(&b,
+		" effects=%d effect_keys=%d idempotent_repeats=%d holder_lost_unrun=%d holder_lost_unrecorded=%d faults=%d lost=%d double_effects=%d "+
+			"violations=%d",
 		r.Effects, r.EffectKeys, r.Repeats, r.Unrun, r.Unrecorded, r.Faults, r.Count(RuleLostCall), r.Count(RuleDoubleEffect), len(r.Violations))
 	for i, v := range r.Violations {
 		if i == 20 {

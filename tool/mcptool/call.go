@@ -71,7 +71,9 @@ func (u *Upstream) call(ctx context.Context, tc tool.Context, remote string, eff
 
 // callOn makes one tools/call on s. stale reports that it failed because the
 // session is no longer usable, without any effect.
-func (u *Upstream) callOn(ctx context.Context, s *session, tc tool.Context, remote string, effectful bool, args json.RawMessage) (out string, stale bool, err error) {
+func (u *Upstream) callOn(
+	ctx context.Context, s *session, tc tool.Context, remote string, effectful bool, args json.RawMessage,
+) (out string, stale bool, err error) {
 	var arguments any = args
 	if len(bytes.TrimSpace(args)) == 0 {
 		arguments = map[string]any{}
@@ -172,7 +174,8 @@ func (u *Upstream) classify(ctx context.Context, s *session, remote string, p *p
 	}
 	err = u.redact(err)
 	if code := int(p.status.Load()); code != 0 && (code < 200 || code > 299) {
-		serr := fmt.Errorf("%s: %w (%w)", what, &httptool.StatusError{StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code))}, err)
+		serr := fmt.Errorf("%s: %w (%w)", what,
+			&httptool.StatusError{StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code))}, err)
 		if httptool.RefusedStatus(code) {
 			// 404 on a session is how a server says it forgot it: a new one
 			// is needed, and the call may be tried on it. (A sessionless

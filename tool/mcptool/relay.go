@@ -57,7 +57,8 @@ func (c *probeConn) answer(req *jsonrpc.Request, p *probe) {
 			err = &tool.CallerError{Code: tool.CallerCodeMethodNotFound, Message: "toolexec does not answer " + req.Method}
 		case p == nil:
 			err = &tool.CallerError{Code: tool.CallerCodeInternal,
-				Message: "toolexec cannot tell which call " + req.Method + " belongs to: send it on the stream of the tools/call it serves, or while that call is the only one in flight"}
+				Message: "toolexec cannot tell which call " + req.Method + " belongs to: send it on the stream of the tools/call it serves, or " +
+					"while that call is the only one in flight"}
 		default:
 			result, err = p.caller.Ask(p.ctx, req.Method, req.Params)
 		}
@@ -291,20 +292,26 @@ type inputRequired struct {
 // after the other, and returns the responses to send back with the retried
 // tools/call. Any request the caller does not answer makes it fail: the
 // upstream did not proceed, so the call fails without effect.
-func (u *Upstream) fulfil(ctx context.Context, tc tool.Context, remote string, raw json.RawMessage) (responses map[string]json.RawMessage, state string, err error) {
+func (u *Upstream) fulfil(
+	ctx context.Context, tc tool.Context, remote string, raw json.RawMessage,
+) (responses map[string]json.RawMessage, state string, err error) {
 	var ir inputRequired
 	if err := json.Unmarshal(raw, &ir); err != nil || len(ir.InputRequests) == 0 {
-		return nil, "", tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: it asked for nothing it can be given", ErrInputRequired, u.cfg.Name, remote))
+		return nil, "",
+			tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: it asked for nothing it can be given", ErrInputRequired, u.cfg.Name, remote))
 	}
 	caller := tool.CallerFrom(ctx)
 	responses = make(map[string]json.RawMessage, len(ir.InputRequests))
 	for id, r := range ir.InputRequests {
 		if r.Method != methodElicit && r.Method != methodSample {
-			return nil, "", tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: toolexec does not answer %s", ErrInputRequired, u.cfg.Name, remote, r.Method))
+			return nil, "",
+				tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: toolexec does not answer %s", ErrInputRequired, u.cfg.Name, remote,
+					r.Method))
 		}
 		res, err := caller.Ask(ctx, r.Method, r.Params)
 		if err != nil {
-			return nil, "", tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: %s: %w", ErrInputRequired, u.cfg.Name, remote, r.Method, err))
+			return nil, "",
+				tool.NoEffect(fmt.Errorf("%w: mcp server %q: tools/call %q: %s: %w", ErrInputRequired, u.cfg.Name, remote, r.Method, err))
 		}
 		responses[id] = res
 	}

@@ -194,12 +194,14 @@ func (c *compiled) call(ctx context.Context, tc tool.Context, args json.RawMessa
 	select {
 	case m := <-w.first:
 		if noResponders(m) {
-			return "", fmt.Errorf("%s: a no-responders status came after the request was delivered, which the server never sends: the effect is unknown", c.subject)
+			return "", fmt.Errorf(
+				"%s: a no-responders status came after the request was delivered, which the server never sends: the effect is unknown", c.subject)
 		}
 		replied = true
 		return c.classify(m)
 	case st := <-lost:
-		return "", fmt.Errorf("%s: the connection was %s while the request was out: a reply sent meanwhile is lost, the effect unknown", c.subject, strings.ToLower(st.String()))
+		return "", fmt.Errorf("%s: the connection was %s while the request was out: a reply sent meanwhile is lost, the effect unknown",
+			c.subject, strings.ToLower(st.String()))
 	case <-ctx.Done():
 		return "", fmt.Errorf("%s: no reply: %w", c.subject, ctx.Err())
 	}

@@ -27,7 +27,9 @@ func expand(s string, env func(string) (string, bool)) (out string, unset []stri
 			}
 			name := s[i+2 : i+2+end]
 			if !validVarName(name) {
-				return "", nil, fmt.Errorf("${%s} is not a variable reference (names are letters, digits and _, not starting with a digit; write $$ for a literal $)", name)
+				return "", nil,
+					fmt.Errorf("${%s} is not a variable reference (names are letters, digits and _, not starting with a digit; write $$ for a literal $)",
+						name)
 			}
 			v, ok := env(name)
 			if !ok {

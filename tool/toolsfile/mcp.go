@@ -204,8 +204,10 @@ func (p *parser) restartDelay(e entry, w *where) (lo, hi time.Duration) {
 			*b.dst = d
 		}
 	}
-	if lo > 0 && hi > 0 && lo > hi || hi > 0 && lo == 0 && hi < mcptool.DefaultMinRestartDelay || lo > 0 && hi == 0 && lo > mcptool.DefaultMaxRestartDelay {
-		p.fail(resolve(e.val).Line, w, "restart_delay", "min exceeds max (defaults: min %s, max %s)", mcptool.DefaultMinRestartDelay, mcptool.DefaultMaxRestartDelay)
+	if lo > 0 && hi > 0 && lo > hi || hi > 0 && lo == 0 && hi < mcptool.DefaultMinRestartDelay || lo > 0 && hi == 0 &&
+		lo > mcptool.DefaultMaxRestartDelay {
+		p.fail(resolve(e.val).Line, w, "restart_delay", "min exceeds max (defaults: min %s, max %s)", mcptool.DefaultMinRestartDelay,
+			mcptool.DefaultMaxRestartDelay)
 	}
 	return lo, hi
 }

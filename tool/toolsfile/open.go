@@ -159,7 +159,8 @@ func (f *File) Open(ctx context.Context, opts Options) (*Toolset, error) {
 		s, up, name := u.server, u.up, u.server.Config.Name
 		listed, err := up.ListTools(ctx)
 		if errors.Is(err, mcptool.ErrUnavailable) && !cannotRun(err) {
-			ts.log.Warn("mcp server cannot be reached at start: its tools are listed as unavailable until it is, and it is tried again in the background",
+			ts.log.Warn(
+				"mcp server cannot be reached at start: its tools are listed as unavailable until it is, and it is tried again in the background",
 				"mcp_server", name, "imports_waiting", s.Import != nil, "error", err)
 			for _, m := range f.MCPTools {
 				if m.Server != name {

@@ -370,7 +370,9 @@ func describe(n *yaml.Node) string {
 
 // tool reads the i-th entry of the tools list: an HTTP tool, an MCP tool or a
 // tool served over NATS, nil for all three when it is wrong.
-func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[string]*serverUse) (*Declaration, *MCPDeclaration, *NATSDeclaration) {
+func (p *parser) tool(
+	i int, raw *yaml.Node, first map[string]int, servers map[string]*serverUse,
+) (*Declaration, *MCPDeclaration, *NATSDeclaration) {
 	n := resolve(raw)
 	w := &where{index: i}
 	before := len(p.errs)
@@ -437,7 +439,8 @@ func (p *parser) tool(i int, raw *yaml.Node, first map[string]int, servers map[s
 		p.fail(f[bodies[1]].key.Line, w, bodies[1], "a tool has one body, http, mcp or nats, not both %s and %s", bodies[0], bodies[1])
 		return nil, nil, nil
 	case len(bodies) == 0:
-		p.fail(n.Line, w, "http", "is required: give http (an HTTP endpoint), mcp (a tool of an MCP server) or nats (a body workers serve over NATS)")
+		p.fail(n.Line, w, "http",
+			"is required: give http (an HTTP endpoint), mcp (a tool of an MCP server) or nats (a body workers serve over NATS)")
 		return nil, nil, nil
 	case isMCP:
 		m := &MCPDeclaration{File: p.file, Line: n.Line, Spec: spec, site: st}

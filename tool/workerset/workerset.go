@@ -310,7 +310,9 @@ func readClaim(worker string, ep micro.EndpointInfo) claim {
 	case spec.Name != ep.Name:
 		c.err = fmt.Errorf("the endpoint %q declares the tool %q: an endpoint is named as its tool", ep.Name, spec.Name)
 	case ep.QueueGroup != wire.BodyQueue:
-		c.err = fmt.Errorf("the endpoint is in the queue group %q, not %s: every request for the tool would reach it besides the worker that takes it", ep.QueueGroup, wire.BodyQueue)
+		c.err = fmt.Errorf(
+			"the endpoint is in the queue group %q, not %s: every request for the tool would reach it besides the worker that takes it",
+			ep.QueueGroup, wire.BodyQueue)
 	default:
 		if err := natstool.CheckSubject(ep.Subject); err != nil {
 			c.err = fmt.Errorf("the endpoint's subject %v", err)
