@@ -136,8 +136,8 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 // again. A try that no stream answered while the calls stream elects a leader
 // is made again too: once this client has stored a call of the tenant, no
 // responders means that election (a crashed leader's followers wait out their
-// election timeout first, 4 to 9 s on nats-server); before, it means no stream
-// takes the tenant's calls, and Publish fails at once with an error matching
+// election timeout first); before, it means no stream takes the tenant's
+// calls, and Publish fails at once with an error matching
 // jetstream.ErrNoStreamResponse.
 //
 // A call that is not well formed (a token that is not valid, arguments that are
@@ -391,8 +391,8 @@ func (c *Client) await(ctx context.Context, callID string, ch <-chan *nats.Msg, 
 // the stored answer once, and returns whichever comes first. Through JetStream
 // (see HistoryPath) the look is one message get from TOOLEXEC_EVENTS, the
 // first event under the answer subject: no consumer is made, so attaches leave
-// nothing behind on the server (they used to make a consumer each, which lived
-// 30 s: a thousand attaches in that time met the server's consumer limit).
+// nothing behind on the server and never meet its consumer limit, however
+// many there are.
 // Through the history service it asks the service (on the tenant's subject, or
 // the operators': see HistoryViaService).
 //

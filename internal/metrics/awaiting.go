@@ -27,15 +27,15 @@ const (
 	DefaultAwaitingInterval   = time.Minute
 	DefaultAwaitingMaxTenants = 100
 	// DefaultAwaitingTimeout is how long one count may take before it is
-	// cut off: a JetStream bucket is read at some 250,000 records a second
-	// on 2 cores, so 10 minutes is over 100 million records.
+	// cut off; Refresh then returns the count's error, and the gauges keep
+	// their last numbers.
 	DefaultAwaitingTimeout = 10 * time.Minute
 )
 
 // awaitingDuty bounds the share of time Run spends counting: after a count
 // that took d, the next starts no sooner than d/awaitingDuty after it began.
-// A store of ten million live records on JetStream (30-40 s a count) is thus
-// counted every 10-13 minutes rather than every minute, by each executor.
+// A store whose count takes 30 s is thus counted every 10 minutes (give or
+// take awaitingJitter) rather than every minute, by each executor.
 const awaitingDuty = 0.05
 
 // awaitingJitter spreads the executors' counts over ±10 % of the wait, so
