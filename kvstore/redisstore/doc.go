@@ -50,11 +50,11 @@
 // Config.Pipelines callers send scripts at a time; the scripts of callers that
 // arrive meanwhile go out together with the next sender's, as one pipeline of up
 // to Config.MaxBatch EVALSHA commands, so that 64 calls in flight cost a few
-// system calls where each used to cost its own. A caller that finds a sender
-// free goes at once, alone. A pipeline is never sent twice: a script Redis
-// refused with NOSCRIPT is loaded and sent again (it had not run), and one whose
-// reply the connection lost goes back to its caller, who runs it alone with the
-// client's retries, as every script ran before pipelining.
+// system calls rather than one each. A caller that finds a sender free goes at
+// once, alone. A pipeline is never sent twice: a script Redis refused with
+// NOSCRIPT is loaded and sent again (it had not run), and one whose reply the
+// connection lost goes back to its caller, who runs it alone with the client's
+// retries.
 //
 // Leases are judged by Redis's clock alone: scripts read TIME to write a deadline
 // and to decide whether it has passed; the worker's clock is never compared with
