@@ -88,9 +88,8 @@ type Config struct {
 	// connections, so that reads and waiters always find a connection. Fewer
 	// writers make larger batches, so fewer commits, each costing the database
 	// CPU and a WAL flush; more let batches overlap where there are CPUs to
-	// run them. On two CPUs one writer did best: make bench's PostgreSQL row
-	// went from about 4,800 calls/s with four to about 5,700 with one. Must not
-	// be negative.
+	// run them (docs/BENCHMARKS.md, row (c), compares one writer with four).
+	// New returns an error matching ErrBadConfig when it is negative.
 	BatchWriters int
 
 	// Logger receives errors from the background sweeper and the notification
