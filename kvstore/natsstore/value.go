@@ -96,10 +96,9 @@ func (v *value) encode() *[]byte {
 // with HTML escaping off (fields in declaration order, the omitempty ones
 // left out when empty, a text of invalid UTF-8 as {"b64":...}), which every
 // release has stored. Written by hand because it is on every claim's and
-// record's path: encoding/json took 3.0-3.6 µs and 19 allocations for a
-// completed record (BenchmarkValueJSON/encode), 4 % of the executor's process
-// CPU on the KV store's bench row. TestAppendValueMatchesEncodingJSON holds
-// the two to the same bytes.
+// record's path (docs/BENCHMARKS.md measures it against encoding/json with
+// BenchmarkValueJSON/encode). TestAppendValueMatchesEncodingJSON holds the two
+// to the same bytes.
 func appendValue(b []byte, v *value) []byte {
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(v.Version), 10)

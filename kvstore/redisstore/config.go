@@ -56,11 +56,9 @@ type Config struct {
 
 	// Pipelines is how many callers may send scripts at once, each on a
 	// connection of the client's pool. Fewer make larger pipelines; more let
-	// them overlap where there are CPUs to run them. On two CPUs one did as
-	// well as two or four, or a little better: make bench's Redis row (-only
-	// mem,redis -rounds 3) ran 9.9-10.2k calls/s at 154-163 µs of CPU and 28
-	// of Redis's a call with one (17 runs a pipeline), 9.6-9.9k at 153-168 and
-	// 30-31 with two (13 a pipeline). Default 1. Must not be negative.
+	// them overlap where there are CPUs to run them (docs/BENCHMARKS.md
+	// compares one with two). Default 1. New returns an error matching
+	// kvstore.ErrInvalid when it is negative.
 	Pipelines int
 }
 
