@@ -25,6 +25,7 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
+from conftest import REPO
 from live import Process, clean_env, free_port, run
 from toolexec import (
     Idempotency,
@@ -32,6 +33,7 @@ from toolexec import (
     NoEffect,
     ToolContext,
     Worker,
+    _wire,
     tool,
 )
 from toolexec.worker import _barrier
@@ -669,3 +671,22 @@ def test_no_effect() -> None:
     back = pickle.loads(pickle.dumps(NoEffect("said so")))
     assert isinstance(back, NoEffect)
     assert str(back) == "said so"
+
+
+def test_body_wire_names_are_the_go_sides() -> None:
+    # docs/PROTOCOL.md §12 names them; the Go side's are in tool/context.go
+    # (the headers) and bus/wire (the subjects and the metadata).
+    sources = [REPO / "tool" / "context.go", *(REPO / "bus" / "wire").glob("*.go")]
+    go = "".join(p.read_text() for p in sources if not p.name.endswith("_test.go"))
+    for name in (
+        _wire.KEY_HEADER,
+        _wire.TENANT_HEADER,
+        _wire.RUN_HEADER,
+        _wire.CALL_HEADER,
+        _wire.TOOL_HEADER,
+        _wire.ATTEMPT_HEADER,
+        _wire.BODY_PREFIX,
+        _wire.BODY_QUEUE,
+        _wire.DECLARATION_METADATA,
+    ):
+        assert f'"{name}"' in go, name

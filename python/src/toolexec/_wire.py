@@ -52,6 +52,22 @@ TRACEPARENT_HEADER: Final = "traceparent"
 #: Where a JetStream request goes for one message of the events stream.
 MSG_GET_SUBJECT: Final = "$JS.API.STREAM.MSG.GET." + EVENT_STREAM
 
+# --- tool bodies served by workers (§12) -------------------------------------------
+
+#: A tool's body requests go to BODY_PREFIX + <tool>, in the queue group BODY_QUEUE.
+BODY_PREFIX: Final = "toolexec.body."
+BODY_QUEUE: Final = "toolexec.body"
+#: The endpoint metadata holding a tool's declaration.
+DECLARATION_METADATA: Final = "toolexec.declaration"
+#: The headers of a body request (the HTTP tool's too): the call's key,
+#: tenant, run, call id, tool and attempt, and its trace context.
+KEY_HEADER: Final = "Idempotency-Key"
+TENANT_HEADER: Final = "Toolexec-Tenant"
+RUN_HEADER: Final = "Toolexec-Run-Id"
+CALL_HEADER: Final = "Toolexec-Call-Id"
+TOOL_HEADER: Final = "Toolexec-Tool"
+ATTEMPT_HEADER: Final = "Toolexec-Attempt"
+
 #: JetStream's error codes the client tells apart.
 ERR_STORE_FAILED: Final = 10077  # "maximum messages per subject exceeded", among others
 ERR_STREAM_NOT_MATCH: Final = 10060  # "expected stream does not match"

@@ -75,7 +75,7 @@ from nats.aio.subscription import Subscription
 from nats.micro.request import Request
 from nats.micro.service import Service, ServiceConfig
 
-from . import _connect, _convert, _schema
+from . import _connect, _convert, _schema, _wire
 from .errors import NoEffect
 from .tools import Tool, ToolContext
 
@@ -103,16 +103,6 @@ DEFAULT_CONCURRENCY: Final = 64
 #: executors wait as long for its reply.
 DEFAULT_TIMEOUT: Final = 30.0
 
-_BODY_QUEUE: Final = "toolexec.body"
-_BODY_PREFIX: Final = "toolexec.body."
-_DECLARATION_METADATA: Final = "toolexec.declaration"
-_H_KEY: Final = "Idempotency-Key"
-_H_TENANT: Final = "Toolexec-Tenant"
-_H_RUN: Final = "Toolexec-Run-Id"
-_H_CALL: Final = "Toolexec-Call-Id"
-_H_TOOL: Final = "Toolexec-Tool"
-_H_ATTEMPT: Final = "Toolexec-Attempt"
-_H_TRACEPARENT: Final = "traceparent"
 # An error reply's description travels in a header: one line, bounded.
 _MAX_DESCRIPTION: Final = 1024
 # How long start and stop wait for the server to have (or drop) the
@@ -198,7 +188,7 @@ class Worker:
         self._served = tuple(
             _Served(
                 tool=t,
-                subject=subjects.get(t.name, _BODY_PREFIX + t.name),
+                subject=subjects.get(t.name, _wire.BODY_PREFIX + t.name),
                 declaration=_declaration(t),
                 timeout=t.timeout if t.timeout is not None else DEFAULT_TIMEOUT,
                 binding=_convert.bind(t.fn, t.context_parameter),
@@ -332,8 +322,8 @@ class Worker:
                     name=s.tool.name,
                     handler=functools.partial(self._take, s),
                     subject=s.subject,
-                    queue_group=_BODY_QUEUE,
-                    metadata={_DECLARATION_METADATA: s.declaration},
+                    queue_group=_wire.BODY_QUEUE,
+                    metadata={_wire.DECLARATION_METADATA: s.declaration},
                 )
             await service.start()
             await _barrier(self._nc)
@@ -584,7 +574,7 @@ class Worker:
                 "the reply to a call of %s could not be sent; the executor will not learn "
                 "the outcome (call %s): %s",
                 served.tool.name,
-                (req.headers or {}).get(_H_CALL, "?"),
+                (req.headers or {}).get(_wire.CALL_HEADER, "?"),
                 e,
             )
 
@@ -770,17 +760,17 @@ def _context(headers: Mapping[str, str], name: str) -> ToolContext:
     """The call's context, from a request's headers (their names as §12
     spells them)."""
     try:
-        attempt = int(headers.get(_H_ATTEMPT, ""))
+        attempt = int(headers.get(_wire.ATTEMPT_HEADER, ""))
     except ValueError:
         attempt = 0
     return ToolContext(
-        tenant=headers.get(_H_TENANT, ""),
-        run_id=headers.get(_H_RUN, ""),
-        call_id=headers.get(_H_CALL, ""),
-        tool=headers.get(_H_TOOL) or name,
-        idempotency_key=headers.get(_H_KEY) or None,
+        tenant=headers.get(_wire.TENANT_HEADER, ""),
+        run_id=headers.get(_wire.RUN_HEADER, ""),
+        call_id=headers.get(_wire.CALL_HEADER, ""),
+        tool=headers.get(_wire.TOOL_HEADER) or name,
+        idempotency_key=headers.get(_wire.KEY_HEADER) or None,
         attempt=attempt,
-        traceparent=headers.get(_H_TRACEPARENT) or None,
+        traceparent=headers.get(_wire.TRACEPARENT_HEADER) or None,
     )
 
 
