@@ -233,17 +233,24 @@ func (w *Worker) run(t *tool.Tool, req micro.Request) (out string, err error) {
 	return t.Call(ctx, contextOf(req.Headers(), t.Name()), req.Data())
 }
 
-// reply sends the outcome, or err as an error reply.
+// reply sends the outcome, or err as an error reply in the service API's
+// form. It publishes to the request's reply subject itself rather than
+// through req: a body's reply comes from a goroutine of its own, after the
+// service's handler returned, and the service reads req's state then (its
+// error statistics), so that answering through req would race with it.
 func (w *Worker) reply(req micro.Request, t *tool.Tool, out string, err error) {
-	var rerr error
-	if err == nil {
-		rerr = req.Respond([]byte(out))
-	} else {
+	msg := &nats.Msg{Subject: req.Reply(), Data: []byte(out)}
+	if err != nil {
 		code := CodeToolError
 		if tool.IsNoEffect(err) {
 			code = natstool.CodeNoEffect
 		}
-		rerr = req.Error(code, describe(err), nil)
+		msg.Data = nil
+		msg.Header = nats.Header{micro.ErrorHeader: []string{describe(err)}, micro.ErrorCodeHeader: []string{code}}
+	}
+	rerr := nats.ErrMsgNoReply
+	if msg.Subject != "" {
+		rerr = w.nc.PublishMsg(msg)
 	}
 	if rerr != nil {
 		w.log.Error("worker: the reply could not be sent; the executor will not learn the outcome",
