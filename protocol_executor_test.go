@@ -266,7 +266,7 @@ func TestProtocolDocExecutor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return k.Digest
+		return k.Hex
 	}
 
 	var driven []string

@@ -23,7 +23,7 @@ func parkKeys(t *testing.T, store kvstore.Store, tenant string, n int) []string 
 	var keys []string
 	for i := range n {
 		k := digest(fmt.Sprintf("%s-%d", tenant, i))
-		res, err := store.Claim(ctxT(t), kvstore.ClaimRequest{Tenant: tenant, Digest: k, Holder: "w1", Lease: time.Minute,
+		res, err := store.Claim(ctxT(t), kvstore.ClaimRequest{Tenant: tenant, Key: k, Holder: "w1", Lease: time.Minute,
 			Tool: "book", RunID: "run-1", CallID: fmt.Sprintf("call-%d", i)})
 		if err != nil || !res.Claimed {
 			t.Fatalf("claim: %+v, %v", res, err)
@@ -118,7 +118,7 @@ func TestListFitsAReply(t *testing.T) {
 	t.Cleanup(func() { _ = adm.Close() })
 	big := strings.Repeat("x", 8<<10)
 	for i := range 20 {
-		res, err := store.Claim(ctxT(t), kvstore.ClaimRequest{Tenant: "acme", Digest: digest(fmt.Sprint(i)), Holder: "w", Lease: time.Minute})
+		res, err := store.Claim(ctxT(t), kvstore.ClaimRequest{Tenant: "acme", Key: digest(fmt.Sprint(i)), Holder: "w", Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

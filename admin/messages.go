@@ -139,7 +139,7 @@ func NewRecordInfo(r kvstore.Record) *RecordInfo {
 		return &v
 	}
 	ri := &RecordInfo{
-		Tenant: r.Tenant, Key: r.Digest, State: r.State, Outcome: r.Outcome, Reason: r.Reason,
+		Tenant: r.Tenant, Key: r.Key, State: r.State, Outcome: r.Outcome, Reason: r.Reason,
 		BodyEntered: r.BodyEntered, CheckDigest: r.CheckDigest, Tool: r.Tool, RunID: r.RunID, CallID: r.CallID,
 		Holder: r.Holder, LeaseUntil: t(r.LeaseUntil), LeaseExpired: r.LeaseExpired, Revision: r.Revision,
 		CreatedAt: t(r.CreatedAt), UpdatedAt: t(r.UpdatedAt), ExpiresAt: t(r.ExpiresAt),

@@ -41,7 +41,7 @@ func TestRoundTrips(t *testing.T) {
 	k1, k2 := digest("acme-1"), digest("globex-1")
 	claim := func(tenant, key string) kvstore.Lease {
 		t.Helper()
-		res, err := store.Claim(ctx, kvstore.ClaimRequest{Tenant: tenant, Digest: key, Holder: "w1", Lease: time.Minute,
+		res, err := store.Claim(ctx, kvstore.ClaimRequest{Tenant: tenant, Key: key, Holder: "w1", Lease: time.Minute,
 			Tool: "book", RunID: "run-1", CallID: "call-1"})
 		if err != nil || !res.Claimed {
 			t.Fatalf("claim: %+v, %v", res, err)

@@ -35,7 +35,7 @@ type claimBook struct {
 	settlers int
 }
 
-type bookKey struct{ tenant, digest string }
+type bookKey struct{ tenant, key string }
 
 type bookEntry struct {
 	asking   int  // Claim and TakeOver calls in flight
@@ -180,7 +180,7 @@ func (r *run) settle(w kvstore.Withdrawer, k bookKey) {
 			return
 		}
 		clock.Sleep(r.d.clock, storeBackoff.Delay(i+1), nil)
-		rec, err := r.d.store.Get(ctx, k.tenant, k.digest)
+		rec, err := r.d.store.Get(ctx, k.tenant, k.key)
 		switch {
 		case errors.Is(err, kvstore.ErrNotFound):
 			return // the claim never landed, or is gone already

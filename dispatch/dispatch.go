@@ -296,8 +296,8 @@ func (r *run) do(ctx context.Context) (answered, error) {
 			"tool", c.Tool, "tenant", c.Tenant, "run_id", c.RunID, "call_id", c.CallID, "error", err)
 		return r.unguarded(ctx)
 	}
-	r.key = key.Digest
-	r.base.Key = key.Digest
+	r.key = key.Hex
+	r.base.Key = key.Hex
 	r.check = args.CheckDigest(pol.CheckArguments)
 	return r.guarded(ctx)
 }
@@ -500,7 +500,7 @@ func (r *run) logAttrs(kv ...any) []any {
 func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, error) {
 	effectful := r.tool.Policy().Kind == tool.Effectful
 	req := kvstore.ClaimRequest{
-		Tenant: r.call.Tenant, Digest: r.key, Holder: r.d.holder, Lease: r.d.lease,
+		Tenant: r.call.Tenant, Key: r.key, Holder: r.d.holder, Lease: r.d.lease,
 		CheckDigest: r.check, Tool: r.call.Tool, RunID: r.call.RunID, CallID: r.call.CallID,
 	}
 	storeAway := func(err error) (*kvstore.Lease, *events.Answer, error) {
@@ -709,7 +709,7 @@ func (r *run) endedBy(err error) {
 
 func (r *run) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
 	ctx, span := r.span(ctx, SpanClaim)
-	k := bookKey{req.Tenant, req.Digest}
+	k := bookKey{req.Tenant, req.Key}
 	r.d.book.asking(k)
 	res, err := r.d.store.Claim(ctx, req)
 	r.d.book.answered(k, err == nil && res.Claimed)
@@ -747,7 +747,7 @@ func (r *run) wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, er
 
 func (r *run) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
 	ctx, span := r.span(ctx, SpanTakeOver)
-	k := bookKey{req.Tenant, req.Digest}
+	k := bookKey{req.Tenant, req.Key}
 	r.d.book.asking(k)
 	l, err := r.d.store.TakeOver(ctx, seen, req)
 	r.d.book.answered(k, err == nil)

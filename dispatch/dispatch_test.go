@@ -135,8 +135,8 @@ func TestToolContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := b.contexts()[0]
-	if got.IdempotencyKey != want.Digest || a.Key != want.Digest {
-		t.Errorf("key: context %q, answer %q, want %q", got.IdempotencyKey, a.Key, want.Digest)
+	if got.IdempotencyKey != want.Hex || a.Key != want.Hex {
+		t.Errorf("key: context %q, answer %q, want %q", got.IdempotencyKey, a.Key, want.Hex)
 	}
 	if got.Tenant != "acme" || got.RunID != "run_1" || got.CallID != "c7" || got.Tool != "book" || got.Attempt != 1 || got.TraceParent != c.TraceParent {
 		t.Errorf("context = %+v", got)
@@ -584,7 +584,7 @@ func holdKey(t *testing.T, s kvstore.Store, toolName, args string, keyArgs []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Claim(context.Background(), kvstore.ClaimRequest{Tenant: "acme", Digest: k.Digest, Holder: "crashed", Lease: lease, Tool: toolName, RunID: "run_1", CallID: "c0"})
+	res, err := s.Claim(context.Background(), kvstore.ClaimRequest{Tenant: "acme", Key: k.Hex, Holder: "crashed", Lease: lease, Tool: toolName, RunID: "run_1", CallID: "c0"})
 	if err != nil || !res.Claimed {
 		t.Fatalf("claim as the crashed holder: %+v, %v", res, err)
 	}
@@ -717,13 +717,13 @@ func TestLeaseRenewedWhileBodyRuns(t *testing.T) {
 	// time waiting until the holder has renewed.
 	for i := range 9 {
 		e.clock.BlockUntil(2, nil) // the renewal timer and the waiter's lease timer
-		before, err := e.store.Get(ctx, "acme", k.Digest)
+		before, err := e.store.Get(ctx, "acme", k.Hex)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Advance(lease / 3)
 		wait.Eventually(t, waitLimit, fmt.Sprintf("renewal %d", i+1), func() bool {
-			rec, err := e.store.Get(ctx, "acme", k.Digest)
+			rec, err := e.store.Get(ctx, "acme", k.Hex)
 			return err == nil && rec.Revision != before.Revision
 		})
 	}

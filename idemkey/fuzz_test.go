@@ -36,7 +36,7 @@ func FuzzDerive(f *testing.F) {
 		args, perr := idemkey.Parse(raw)
 		if perr == nil {
 			key2, err2 := args.Key(tenant, "run_1", "book", keyArgs)
-			if idemkey.Code(err) != idemkey.Code(err2) || key.Digest != key2.Digest || !bytes.Equal(key.Canonical, key2.Canonical) {
+			if idemkey.Code(err) != idemkey.Code(err2) || key.Hex != key2.Hex || !bytes.Equal(key.Canonical, key2.Canonical) {
 				t.Fatalf("Derive = %v, %v; Parse+Key = %v, %v", key, err, key2, err2)
 			}
 		} else if idemkey.Code(perr) != idemkey.Code(err) {
@@ -46,7 +46,7 @@ func FuzzDerive(f *testing.F) {
 			if idemkey.Code(err) == "" {
 				t.Fatalf("error %v has no code", err)
 			}
-			if key.Digest != "" || key.Canonical != nil {
+			if key.Hex != "" || key.Canonical != nil {
 				t.Fatalf("key %v returned with error %v", key, err)
 			}
 			return

@@ -55,17 +55,17 @@ func (l Limits) canonical() canonical.Limits {
 
 // Key is a derived idempotency key.
 type Key struct {
-	// Digest is the key: the lowercase hex SHA-256 of Canonical, 64 characters.
-	Digest string
+	// Hex is the key: the lowercase hex SHA-256 of Canonical, 64 characters.
+	Hex string
 	// Canonical is the canonical envelope that was hashed. It holds the key
-	// arguments' values: log or store Digest, never Canonical.
+	// arguments' values: log or store Hex, never Canonical.
 	Canonical []byte
 }
 
 var _ fmt.Stringer = Key{}
 
-// String returns the digest.
-func (k Key) String() string { return k.Digest }
+// String returns the key in hex (Hex).
+func (k Key) String() string { return k.Hex }
 
 // Arguments are a call's arguments, validated and canonicalised once. An Arguments is
 // immutable and safe for concurrent use.
@@ -265,7 +265,7 @@ func derive(obj *canonical.Object, tenant, runID, tool string, keyArguments []st
 		return Key{}, fmt.Errorf("idemkey: tool: %w", err)
 	}
 	buf = append(buf, '}')
-	return Key{Digest: hexSum(buf), Canonical: buf}, nil
+	return Key{Hex: hexSum(buf), Canonical: buf}, nil
 }
 
 func hexSum(b []byte) string {

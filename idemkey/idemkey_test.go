@@ -66,7 +66,7 @@ func TestKeySelection(t *testing.T) {
 				if idemkey.Code(err) != idemkey.CodeUnderivable || !strings.Contains(err.Error(), "absent") {
 					t.Errorf("error %q (code %q) should name the absent argument", err, idemkey.Code(err))
 				}
-				if key.Digest != "" || key.Canonical != nil {
+				if key.Hex != "" || key.Canonical != nil {
 					t.Errorf("Key returned %v with its error", key)
 				}
 				return
@@ -78,8 +78,8 @@ func TestKeySelection(t *testing.T) {
 			if string(key.Canonical) != want {
 				t.Fatalf("canonical\n got %s\nwant %s", key.Canonical, want)
 			}
-			if key.Digest != sha(want) || key.String() != key.Digest {
-				t.Fatalf("digest %s, want %s", key.Digest, sha(want))
+			if key.Hex != sha(want) || key.String() != key.Hex {
+				t.Fatalf("digest %s, want %s", key.Hex, sha(want))
 			}
 		})
 	}
@@ -121,7 +121,7 @@ func TestKeyDiffers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if key.Digest == base.Digest {
+		if key.Hex == base.Hex {
 			t.Errorf("%s: same key as the base call", tt.name)
 		}
 	}
@@ -132,10 +132,10 @@ func TestKeyDiffers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
-		if prev, ok := seen[key.Digest]; ok {
+		if prev, ok := seen[key.Hex]; ok {
 			t.Errorf("%s and %s give the same key", prev, v)
 		}
-		seen[key.Digest] = v
+		seen[key.Hex] = v
 	}
 }
 
@@ -155,9 +155,9 @@ func TestKeySameForRespellings(t *testing.T) {
 			t.Fatalf("%s: %v", s, err)
 		}
 		if i == 0 {
-			want = key.Digest
-		} else if key.Digest != want {
-			t.Errorf("spelling %s gives %s, want %s (%s)", s, key.Digest, want, key.Canonical)
+			want = key.Hex
+		} else if key.Hex != want {
+			t.Errorf("spelling %s gives %s, want %s (%s)", s, key.Hex, want, key.Canonical)
 		}
 	}
 }
@@ -332,7 +332,7 @@ func TestManyKeyArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all.Digest != named.Digest {
+	if all.Hex != named.Hex {
 		t.Fatalf("naming all 40 arguments differs from nil:\n%s\n%s", all.Canonical, named.Canonical)
 	}
 }
@@ -350,8 +350,8 @@ func TestConcurrentUse(t *testing.T) {
 			var got string
 			for range 200 {
 				k, _ := args.Key("acme", "run_1", "book", []string{"flight"})
-				got = k.Digest
-				if d, _ := idemkey.Derive("acme", "run_1", "book", []byte(bookArgs), []string{"flight"}); d.Digest != got {
+				got = k.Hex
+				if d, _ := idemkey.Derive("acme", "run_1", "book", []byte(bookArgs), []string{"flight"}); d.Hex != got {
 					got = "mismatch"
 				}
 			}
@@ -359,8 +359,8 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	for range 8 {
-		if got := <-done; got != want.Digest {
-			t.Fatalf("concurrent derivation gave %s, want %s", got, want.Digest)
+		if got := <-done; got != want.Hex {
+			t.Fatalf("concurrent derivation gave %s, want %s", got, want.Hex)
 		}
 	}
 }

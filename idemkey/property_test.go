@@ -60,8 +60,8 @@ func TestPropRespelledCallsShareTheKey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("spelling %q: %v", spelled, err)
 		}
-		if got.Digest != want.Digest || !bytes.Equal(got.Canonical, want.Canonical) {
-			t.Fatalf("spelling %q changed the key\n got %s %s\nwant %s %s", spelled, got.Digest, got.Canonical, want.Digest, want.Canonical)
+		if got.Hex != want.Hex || !bytes.Equal(got.Canonical, want.Canonical) {
+			t.Fatalf("spelling %q changed the key\n got %s %s\nwant %s %s", spelled, got.Hex, got.Canonical, want.Hex, want.Canonical)
 		}
 		checkKey(t, got)
 	})
@@ -88,7 +88,7 @@ func TestPropAllNamedIsAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if named.Digest != all.Digest {
+		if named.Hex != all.Hex {
 			t.Fatalf("naming every argument gives %s, nil gives %s", named.Canonical, all.Canonical)
 		}
 	})
@@ -123,7 +123,7 @@ func TestPropTrueIsNotOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kb.Digest == kn.Digest {
+		if kb.Hex == kn.Hex {
 			t.Fatalf("%v and %s give the same key %s", b, num, kb.Canonical)
 		}
 	})
@@ -170,8 +170,8 @@ type fataler interface {
 // the four envelope members.
 func checkKey(t fataler, key idemkey.Key) {
 	t.Helper()
-	if key.Digest != sha(string(key.Canonical)) {
-		t.Fatalf("digest %s is not the SHA-256 of %q", key.Digest, key.Canonical)
+	if key.Hex != sha(string(key.Canonical)) {
+		t.Fatalf("digest %s is not the SHA-256 of %q", key.Hex, key.Canonical)
 	}
 	again, err := canonical.Canonicalize(key.Canonical)
 	if err != nil || !bytes.Equal(again, key.Canonical) {

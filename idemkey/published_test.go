@@ -142,8 +142,8 @@ func buildPublished(t *testing.T) []byte {
 		if err != nil {
 			v.Error = idemkey.Code(err)
 		} else {
-			v.Canonical, v.Key = string(key.Canonical), key.Digest
-			if first, ok := byKey[key.Digest]; ok && own {
+			v.Canonical, v.Key = string(key.Canonical), key.Hex
+			if first, ok := byKey[key.Hex]; ok && own {
 				same := fmt.Sprintf("same key as '%s'", first)
 				if v.Note == "" {
 					v.Note = same
@@ -151,7 +151,7 @@ func buildPublished(t *testing.T) []byte {
 					v.Note += "; " + same
 				}
 			} else if !ok {
-				byKey[key.Digest] = v.Name
+				byKey[key.Hex] = v.Name
 			}
 		}
 		out.Vectors = append(out.Vectors, v)

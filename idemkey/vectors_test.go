@@ -63,18 +63,18 @@ func checkVector(t *testing.T, v vector) {
 	if err2 == nil {
 		key2, err2 = args.Key(v.Tenant, v.RunID, v.Tool, v.KeyArguments)
 	}
-	if idemkey.Code(err) != idemkey.Code(err2) || key.Digest != key2.Digest || !bytes.Equal(key.Canonical, key2.Canonical) {
+	if idemkey.Code(err) != idemkey.Code(err2) || key.Hex != key2.Hex || !bytes.Equal(key.Canonical, key2.Canonical) {
 		t.Errorf("Derive = %v, %v; Parse+Key = %v, %v", key, err, key2, err2)
 	}
 
 	if v.Error != "" {
 		if err == nil {
-			t.Fatalf("Derive = %s (%s), want error %s", key.Digest, key.Canonical, v.Error)
+			t.Fatalf("Derive = %s (%s), want error %s", key.Hex, key.Canonical, v.Error)
 		}
 		if got := idemkey.Code(err); got != v.Error {
 			t.Fatalf("Code(%v) = %q, want %q", err, got, v.Error)
 		}
-		if key.Digest != "" || key.Canonical != nil {
+		if key.Hex != "" || key.Canonical != nil {
 			t.Errorf("Derive returned %v with its error", key)
 		}
 		return
@@ -85,8 +85,8 @@ func checkVector(t *testing.T, v vector) {
 	if string(key.Canonical) != v.Canonical {
 		t.Errorf("canonical\n got %s\nwant %s", key.Canonical, v.Canonical)
 	}
-	if key.Digest != v.Key {
-		t.Errorf("key %s, want %s", key.Digest, v.Key)
+	if key.Hex != v.Key {
+		t.Errorf("key %s, want %s", key.Hex, v.Key)
 	}
 	// The key is the SHA-256 of the canonical form, which is its own canonical form.
 	sum := sha256.Sum256([]byte(v.Canonical))

@@ -32,7 +32,7 @@ var (
 	ErrUnavailable = errors.New("kvstore: store unavailable")
 
 	// ErrInvalid is returned for a request the store refuses before touching the
-	// backend: an empty or malformed tenant or digest, an empty holder or lease
+	// backend: an empty or malformed tenant or key, an empty holder or lease
 	// token, a non-positive lease, a take-over request for another key than the
 	// record seen. The contract's checks ([ClaimRequest.Validate],
 	// [Lease.Validate], [CheckKey], ...) say which.

@@ -24,7 +24,7 @@ const (
 // Record is what a store keeps for one key. It never holds the call's arguments.
 type Record struct {
 	Tenant string // the tenant the key belongs to
-	Digest string // the idempotency key: 64 lower-case hex digits
+	Key string // the idempotency key: 64 lower-case hex digits
 
 	State State
 
@@ -71,7 +71,7 @@ type Record struct {
 // ClaimRequest asks for a key.
 type ClaimRequest struct {
 	Tenant string
-	Digest string
+	Key string
 	// Holder identifies the claiming worker; it is stored in the record so that an
 	// ambiguous write can be recognised as one's own.
 	Holder string
@@ -90,7 +90,7 @@ type ClaimRequest struct {
 // may be refused.
 type Lease struct {
 	Tenant string
-	Digest string
+	Key string
 	Holder string
 	// Token is the backend's fencing token (a revision, a random claim id): opaque
 	// to callers.
@@ -134,7 +134,7 @@ type Store interface {
 	Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error)
 
 	// Get returns the live record for the key, or ErrNotFound.
-	Get(ctx context.Context, tenant, digest string) (Record, error)
+	Get(ctx context.Context, tenant, key string) (Record, error)
 
 	// Record stores the outcome and moves the claim to StateCompleted. It returns
 	// ErrNotHolder if the lease is no longer current, ErrTooLarge if the outcome
@@ -175,7 +175,7 @@ type Store interface {
 	// Resolve applies an operator's decision to an indeterminate record and returns
 	// the record as it now is (for a release, the record as it was). It returns
 	// ErrNotIndeterminate for a record in another state and ErrNotFound if none.
-	Resolve(ctx context.Context, tenant, digest string, res Resolution) (Record, error)
+	Resolve(ctx context.Context, tenant, key string, res Resolution) (Record, error)
 
 	// Close releases the store's resources. It does not close clients it was given.
 	Close() error
@@ -187,7 +187,7 @@ type Store interface {
 // in this module all implement it.
 type Lister interface {
 	// List returns up to limit live records of tenant in state, oldest first by
-	// UpdatedAt (ties broken by Digest); limit ≤ 0 means no limit. Records are
+	// UpdatedAt (ties broken by Key); limit ≤ 0 means no limit. Records are
 	// as Get returns them, except that LeaseExpired may be left unset. It returns
 	// ErrInvalid for a malformed tenant or a state that is not one of
 	// StateClaimed, StateCompleted and StateIndeterminate. Listing is a read for
@@ -227,10 +227,10 @@ func (s State) Valid() bool {
 }
 
 // CompareAge orders records as [Lister.List] returns them: by UpdatedAt, oldest
-// first, then by Digest. It suits slices.SortFunc.
+// first, then by Key. It suits slices.SortFunc.
 func CompareAge(a, b Record) int {
 	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Digest, b.Digest)
+	return strings.Compare(a.Key, b.Key)
 }

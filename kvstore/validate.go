@@ -26,19 +26,19 @@ func CheckTenant(tenant string) error {
 }
 
 // CheckKey returns an error wrapping [ErrInvalid] unless tenant passes
-// [CheckTenant] and digest is 64 lower-case hex digits. Stores call it before
+// [CheckTenant] and key is 64 lower-case hex digits. Stores call it before
 // touching their backend.
-func CheckKey(tenant, digest string) error {
+func CheckKey(tenant, key string) error {
 	if err := CheckTenant(tenant); err != nil {
 		return err
 	}
-	ok := len(digest) == 64
-	for i := 0; ok && i < len(digest); i++ {
-		c := digest[i]
+	ok := len(key) == 64
+	for i := 0; ok && i < len(key); i++ {
+		c := key[i]
 		ok = '0' <= c && c <= '9' || 'a' <= c && c <= 'f'
 	}
 	if !ok {
-		return fmt.Errorf("%w: digest %q must be 64 lower-case hex digits", ErrInvalid, digest)
+		return fmt.Errorf("%w: key %q must be 64 lower-case hex digits", ErrInvalid, key)
 	}
 	return nil
 }
@@ -56,7 +56,7 @@ func CheckLeaseDuration(d time.Duration) error {
 // ([CheckKey]), a holder and a positive lease: the checks [Store.Claim] makes.
 // CheckDigest, Tool, RunID and CallID are free text and may be empty.
 func (r ClaimRequest) Validate() error {
-	if err := CheckKey(r.Tenant, r.Digest); err != nil {
+	if err := CheckKey(r.Tenant, r.Key); err != nil {
 		return err
 	}
 	if r.Holder == "" {
@@ -69,15 +69,15 @@ func (r ClaimRequest) Validate() error {
 // valid key, r passes [ClaimRequest.Validate] and r names seen's key: the
 // checks [Store.TakeOver] makes.
 func (r ClaimRequest) ValidateTakeOver(seen Record) error {
-	if err := CheckKey(seen.Tenant, seen.Digest); err != nil {
+	if err := CheckKey(seen.Tenant, seen.Key); err != nil {
 		return err
 	}
 	if err := r.Validate(); err != nil {
 		return err
 	}
-	if r.Tenant != seen.Tenant || r.Digest != seen.Digest {
+	if r.Tenant != seen.Tenant || r.Key != seen.Key {
 		return fmt.Errorf("%w: request names %s/%s but the record seen is %s/%s",
-			ErrInvalid, r.Tenant, r.Digest, seen.Tenant, seen.Digest)
+			ErrInvalid, r.Tenant, r.Key, seen.Tenant, seen.Key)
 	}
 	return nil
 }
@@ -86,7 +86,7 @@ func (r ClaimRequest) ValidateTakeOver(seen Record) error {
 // valid key, is in StateClaimed and is held by holder (not empty): the checks
 // [Withdrawer.Withdraw] makes.
 func ValidateWithdraw(seen Record, holder string) error {
-	if err := CheckKey(seen.Tenant, seen.Digest); err != nil {
+	if err := CheckKey(seen.Tenant, seen.Key); err != nil {
 		return err
 	}
 	switch {
@@ -105,7 +105,7 @@ func ValidateWithdraw(seen Record, holder string) error {
 // (Record, Release, MarkIndeterminate, Renew) makes. Whether the lease is still
 // current is the backend's to say ([ErrNotHolder]).
 func (l Lease) Validate() error {
-	if err := CheckKey(l.Tenant, l.Digest); err != nil {
+	if err := CheckKey(l.Tenant, l.Key); err != nil {
 		return err
 	}
 	if l.Holder == "" {

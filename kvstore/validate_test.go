@@ -11,9 +11,9 @@ import (
 
 var (
 	okDigest = strings.Repeat("0", 64)
-	okReq    = kvstore.ClaimRequest{Tenant: "acme", Digest: okDigest, Holder: "w1", Lease: time.Minute}
-	okLease  = kvstore.Lease{Tenant: "acme", Digest: okDigest, Holder: "w1", Token: "t"}
-	okSeen   = kvstore.Record{Tenant: "acme", Digest: okDigest, State: kvstore.StateClaimed, Holder: "w0", Revision: 1}
+	okReq    = kvstore.ClaimRequest{Tenant: "acme", Key: okDigest, Holder: "w1", Lease: time.Minute}
+	okLease  = kvstore.Lease{Tenant: "acme", Key: okDigest, Holder: "w1", Token: "t"}
+	okSeen   = kvstore.Record{Tenant: "acme", Key: okDigest, State: kvstore.StateClaimed, Holder: "w0", Revision: 1}
 )
 
 // TestChecks: each of the contract's checks accepts the valid forms and refuses
@@ -35,31 +35,31 @@ func TestChecks(t *testing.T) {
 		{"tenant with a NUL", func() error { return kvstore.CheckTenant("a\x00b") }, "tenant"},
 		{"key", func() error { return kvstore.CheckKey("acme", strings.Repeat("f", 64)) }, ""},
 		{"key with a bad tenant", func() error { return kvstore.CheckKey("=clock", okDigest) }, "tenant"},
-		{"short digest", func() error { return kvstore.CheckKey("acme", okDigest[:63]) }, "digest"},
-		{"upper-case digest", func() error { return kvstore.CheckKey("acme", strings.Repeat("F", 64)) }, "digest"},
-		{"empty digest", func() error { return kvstore.CheckKey("acme", "") }, "digest"},
+		{"short digest", func() error { return kvstore.CheckKey("acme", okDigest[:63]) }, "key"},
+		{"upper-case digest", func() error { return kvstore.CheckKey("acme", strings.Repeat("F", 64)) }, "key"},
+		{"empty digest", func() error { return kvstore.CheckKey("acme", "") }, "key"},
 		{"lease duration", func() error { return kvstore.CheckLeaseDuration(time.Nanosecond) }, ""},
 		{"zero lease duration", func() error { return kvstore.CheckLeaseDuration(0) }, "lease"},
 		{"negative lease duration", func() error { return kvstore.CheckLeaseDuration(-time.Second) }, "lease"},
 		{"claim", func() error { return okReq.Validate() }, ""},
 		{"claim without text fields", func() error {
-			return kvstore.ClaimRequest{Tenant: "acme", Digest: okDigest, Holder: "w", Lease: time.Second}.Validate()
+			return kvstore.ClaimRequest{Tenant: "acme", Key: okDigest, Holder: "w", Lease: time.Second}.Validate()
 		}, ""},
 		{"claim with a bad tenant", func() error { return withReq(func(r *kvstore.ClaimRequest) { r.Tenant = "a b" }).Validate() }, "tenant"},
-		{"claim with a bad digest", func() error { return withReq(func(r *kvstore.ClaimRequest) { r.Digest = "zz" }).Validate() }, "digest"},
+		{"claim with a bad digest", func() error { return withReq(func(r *kvstore.ClaimRequest) { r.Key = "zz" }).Validate() }, "key"},
 		{"claim without holder", func() error { return withReq(func(r *kvstore.ClaimRequest) { r.Holder = "" }).Validate() }, "holder"},
 		{"claim with a zero lease", func() error { return withReq(func(r *kvstore.ClaimRequest) { r.Lease = 0 }).Validate() }, "lease"},
 		{"take over", func() error { return okReq.ValidateTakeOver(okSeen) }, ""},
 		{"take over of a bad seen", func() error {
 			seen := okSeen
-			seen.Digest = "zz"
+			seen.Key = "zz"
 			return okReq.ValidateTakeOver(seen)
-		}, "digest"},
+		}, "key"},
 		{"take over naming no key", func() error {
-			return withReq(func(r *kvstore.ClaimRequest) { r.Tenant, r.Digest = "", "" }).ValidateTakeOver(okSeen)
+			return withReq(func(r *kvstore.ClaimRequest) { r.Tenant, r.Key = "", "" }).ValidateTakeOver(okSeen)
 		}, "tenant"},
 		{"take over of another key", func() error {
-			return withReq(func(r *kvstore.ClaimRequest) { r.Digest = strings.Repeat("1", 64) }).ValidateTakeOver(okSeen)
+			return withReq(func(r *kvstore.ClaimRequest) { r.Key = strings.Repeat("1", 64) }).ValidateTakeOver(okSeen)
 		}, "record seen"},
 		{"take over of another tenant", func() error {
 			return withReq(func(r *kvstore.ClaimRequest) { r.Tenant = "other" }).ValidateTakeOver(okSeen)
@@ -73,7 +73,7 @@ func TestChecks(t *testing.T) {
 		{"lease", func() error { return okLease.Validate() }, ""},
 		{"zero lease", func() error { return kvstore.Lease{}.Validate() }, "tenant"},
 		{"lease with a bad tenant", func() error { return withLease(func(l *kvstore.Lease) { l.Tenant = "a b" }).Validate() }, "tenant"},
-		{"lease with a bad digest", func() error { return withLease(func(l *kvstore.Lease) { l.Digest = "" }).Validate() }, "digest"},
+		{"lease with a bad digest", func() error { return withLease(func(l *kvstore.Lease) { l.Key = "" }).Validate() }, "key"},
 		{"lease without holder", func() error { return withLease(func(l *kvstore.Lease) { l.Holder = "" }).Validate() }, "holder"},
 		{"lease without token", func() error { return withLease(func(l *kvstore.Lease) { l.Token = "" }).Validate() }, "token"},
 		{"state claimed", func() error { return kvstore.StateClaimed.Validate() }, ""},

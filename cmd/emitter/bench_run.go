@@ -160,7 +160,7 @@ func (r *benchRun) one(ctx context.Context, i int, timer *time.Timer) {
 	if s.decl != nil {
 		if p := s.decl.Policy(); p != nil && p.Kind.Deduplicated() {
 			if k, err := idemkey.Derive(s.tenant, s.runID, s.tool, args, p.KeyArguments); err == nil {
-				rec.want = k.Digest
+				rec.want = k.Hex
 			}
 		}
 	}

@@ -175,7 +175,7 @@ func bookKey(t *testing.T, tenant, run, args string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k.Digest
+	return k.Hex
 }
 
 // callsStored returns the state of TOOLEXEC_CALLS.

@@ -89,7 +89,7 @@ func runKey(cmd *cobra.Command, o *keyOptions) error {
 		}
 		return badInput(fmt.Errorf("no key can be derived (%s): %w", code, err))
 	}
-	out := key.Digest
+	out := key.Hex
 	if o.canonical {
 		out = string(key.Canonical)
 	}

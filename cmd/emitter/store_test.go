@@ -74,7 +74,7 @@ func keyOf(name string) string {
 func park(t *testing.T, s kvstore.Store, tenant, name string) string {
 	t.Helper()
 	key := keyOf(name)
-	res, err := s.Claim(ctxT(t), kvstore.ClaimRequest{Tenant: tenant, Digest: key, Holder: "x1", Lease: time.Minute,
+	res, err := s.Claim(ctxT(t), kvstore.ClaimRequest{Tenant: tenant, Key: key, Holder: "x1", Lease: time.Minute,
 		Tool: "book", RunID: "run_d", CallID: "call-" + name})
 	if err != nil || !res.Claimed {
 		t.Fatalf("claim %s: %+v, %v", name, res, err)

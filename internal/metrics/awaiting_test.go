@@ -32,7 +32,7 @@ func park(t *testing.T, s kvstore.Store, tenant string, n int) []string {
 	var out []string
 	for i := range n {
 		d := fmt.Sprintf("%064x", time.Now().UnixNano()+int64(i))
-		res, err := s.Claim(context.Background(), kvstore.ClaimRequest{Tenant: tenant, Digest: d, Holder: "w1", Lease: time.Minute})
+		res, err := s.Claim(context.Background(), kvstore.ClaimRequest{Tenant: tenant, Key: d, Holder: "w1", Lease: time.Minute})
 		if err != nil || !res.Claimed {
 			t.Fatalf("claim: %+v %v", res, err)
 		}
@@ -152,7 +152,7 @@ func mustOnly(t *testing.T, s kvstore.Store, tenant string) string {
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("List: %d records, %v", len(recs), err)
 	}
-	return recs[0].Digest
+	return recs[0].Key
 }
 
 // TestAwaitingBoundsTenants: past MaxTenants, the tenants with the fewest

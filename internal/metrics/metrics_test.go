@@ -124,7 +124,7 @@ func TestDispatchMetrics(t *testing.T) {
 	call("nope", "c6", `{}`)
 
 	// A wait for a holder: hold a key, then let a call wait for it.
-	res, err := mem.Claim(context.Background(), kvstore.ClaimRequest{Tenant: "acme", Digest: keyOf(t, "book", "LH4"), Holder: "other", Lease: time.Minute})
+	res, err := mem.Claim(context.Background(), kvstore.ClaimRequest{Tenant: "acme", Key: keyOf(t, "book", "LH4"), Holder: "other", Lease: time.Minute})
 	if err != nil || !res.Claimed {
 		t.Fatalf("hold: %+v %v", res, err)
 	}
@@ -177,7 +177,7 @@ func keyOf(t *testing.T, toolName, flight string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k.Digest
+	return k.Hex
 }
 
 // noIdentities fails if any label of any series holds one of the values, or
@@ -305,7 +305,7 @@ func TestStoreErrors(t *testing.T) {
 	if _, err := s.Get(ctx, "acme", d); !errors.Is(err, kvstore.ErrNotFound) {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, kvstore.Lease{Tenant: "acme", Digest: d, Holder: "w1", Token: "1"}); !errors.Is(err, kvstore.ErrNotHolder) {
+	if err := s.Release(ctx, kvstore.Lease{Tenant: "acme", Key: d, Holder: "w1", Token: "1"}); !errors.Is(err, kvstore.ErrNotHolder) {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "not a tenant", d); !errors.Is(err, kvstore.ErrInvalid) {
@@ -340,7 +340,7 @@ func TestStoreErrors(t *testing.T) {
 			t.Errorf("the wrapper of %s offers Withdraw: %v, want %v", c.name, ok, c.withdraws)
 		}
 	}
-	res, err := s.Claim(ctx, kvstore.ClaimRequest{Tenant: "acme", Digest: d, Holder: "w1", Lease: time.Minute})
+	res, err := s.Claim(ctx, kvstore.ClaimRequest{Tenant: "acme", Key: d, Holder: "w1", Lease: time.Minute})
 	if err != nil || !res.Claimed {
 		t.Fatalf("claim: %+v %v", res, err)
 	}

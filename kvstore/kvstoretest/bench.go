@@ -18,7 +18,7 @@ var benchSeq atomic.Int64
 func FreshClaim(tenant string) kvstore.ClaimRequest {
 	n := benchSeq.Add(1)
 	return kvstore.ClaimRequest{
-		Tenant: tenant, Digest: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
+		Tenant: tenant, Key: fmt.Sprintf("%064x", n), Holder: "bench-worker", Lease: 15 * time.Second,
 		Tool: "book", RunID: "run_1", CallID: fmt.Sprintf("call-%d", n),
 	}
 }

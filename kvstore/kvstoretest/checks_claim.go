@@ -222,7 +222,7 @@ func checkRenew(e *env) {
 	if err != nil {
 		e.t.Fatalf("Renew(%v): unexpected error %v", longLease, err)
 	}
-	if nl.Tenant != l.Tenant || nl.Digest != l.Digest || nl.Holder != l.Holder || nl.Token == "" {
+	if nl.Tenant != l.Tenant || nl.Key != l.Key || nl.Holder != l.Holder || nl.Token == "" {
 		e.t.Errorf("Renew returned lease %+v for lease %+v", nl, l)
 	}
 	rec := e.get(d)

@@ -218,7 +218,7 @@ func checkTakeOverGone(e *env) {
 	e.wantGone("after a TakeOver of a released record", e.tenant, d)
 
 	never := e.digest()
-	ghost := kvstore.Record{Tenant: e.tenant, Digest: never, State: kvstore.StateClaimed, Holder: "holder-a", Revision: seen.Revision}
+	ghost := kvstore.Record{Tenant: e.tenant, Key: never, State: kvstore.StateClaimed, Holder: "holder-a", Revision: seen.Revision}
 	_, err = e.s.TakeOver(e.ctx, ghost, e.req(never, "holder-b", longLease))
 	e.wantErr("TakeOver of a key never claimed", err, kvstore.ErrNotFound)
 	e.wantGone("after a TakeOver of a key never claimed", e.tenant, never)

@@ -60,16 +60,16 @@ func checkList(e *env) {
 	l = e.claim(e.req(released, "holder-e", longLease))
 	e.noErr("Release", e.s.Release(e.ctx, l))
 	other := randomTenant()
-	l = e.claim(e.reqIn(other, want[0].req.Digest, "holder-o", longLease)) // the same digest, another tenant
+	l = e.claim(e.reqIn(other, want[0].req.Key, "holder-o", longLease)) // the same digest, another tenant
 	e.noErr("MarkIndeterminate in another tenant", e.s.MarkIndeterminate(e.ctx, l, "body_failed", true))
 
 	got := list("indeterminate, no limit", e.tenant, kvstore.StateIndeterminate, 0)
-	if digests(got) != digestsOf(want, func(p parked) string { return p.req.Digest }) {
+	if digests(got) != digestsOf(want, func(p parked) string { return p.req.Key }) {
 		e.t.Errorf("List(indeterminate) = %s; want the tenant's three indeterminate records, oldest first: %s",
-			digests(got), digestsOf(want, func(p parked) string { return p.req.Digest }))
+			digests(got), digestsOf(want, func(p parked) string { return p.req.Key }))
 	}
 	for i, r := range got {
-		if i >= len(want) || r.Digest != want[i].req.Digest {
+		if i >= len(want) || r.Key != want[i].req.Key {
 			break
 		}
 		w := want[i]
@@ -92,7 +92,7 @@ func checkList(e *env) {
 			e.t.Errorf("List(indeterminate)[%d]: CreatedAt %v, UpdatedAt %v; an operator needs the record's age", i, r.CreatedAt, r.UpdatedAt)
 		}
 	}
-	oldest := digestsOf(want[:2], func(p parked) string { return p.req.Digest })
+	oldest := digestsOf(want[:2], func(p parked) string { return p.req.Key })
 	if got := list("indeterminate, limit 2", e.tenant, kvstore.StateIndeterminate, 2); digests(got) != oldest {
 		e.t.Errorf("List(indeterminate, limit 2) = %s; want the two oldest: %s", digests(got), oldest)
 	}
@@ -113,21 +113,21 @@ func checkList(e *env) {
 
 	// Resolved records leave the list: completed joins the completed ones,
 	// released is gone.
-	if _, err := e.s.Resolve(e.ctx, e.tenant, want[0].req.Digest, kvstore.Resolution{Outcome: "by operator"}); err != nil {
+	if _, err := e.s.Resolve(e.ctx, e.tenant, want[0].req.Key, kvstore.Resolution{Outcome: "by operator"}); err != nil {
 		e.t.Fatalf("Resolve: unexpected error %v", err)
 	}
-	if _, err := e.s.Resolve(e.ctx, e.tenant, want[1].req.Digest, kvstore.Resolution{Release: true}); err != nil {
+	if _, err := e.s.Resolve(e.ctx, e.tenant, want[1].req.Key, kvstore.Resolution{Release: true}); err != nil {
 		e.t.Fatalf("Resolve by release: unexpected error %v", err)
 	}
 	got = list("indeterminate after resolving two", e.tenant, kvstore.StateIndeterminate, 0)
-	if digests(got) != "["+short(want[2].req.Digest)+"]" {
-		e.t.Errorf("List(indeterminate) after resolving two of three = %s; want only %s", digests(got), short(want[2].req.Digest))
+	if digests(got) != "["+short(want[2].req.Key)+"]" {
+		e.t.Errorf("List(indeterminate) after resolving two of three = %s; want only %s", digests(got), short(want[2].req.Key))
 	}
 	got = list("completed after a resolution", e.tenant, kvstore.StateCompleted, 0)
 	if !slices.ContainsFunc(got, func(r kvstore.Record) bool {
-		return r.Digest == want[0].req.Digest && r.Outcome == "by operator"
+		return r.Key == want[0].req.Key && r.Outcome == "by operator"
 	}) {
-		e.t.Errorf("List(completed) after resolving %s with an outcome = %s; want it listed with that outcome", short(want[0].req.Digest),
+		e.t.Errorf("List(completed) after resolving %s with an outcome = %s; want it listed with that outcome", short(want[0].req.Key),
 			digests(got))
 	}
 
@@ -148,7 +148,7 @@ func checkList(e *env) {
 
 // digests renders the digests of recs, in order, for messages and comparisons.
 func digests(recs []kvstore.Record) string {
-	return digestsOf(recs, func(r kvstore.Record) string { return r.Digest })
+	return digestsOf(recs, func(r kvstore.Record) string { return r.Key })
 }
 
 func digestsOf[T any](xs []T, digest func(T) string) string {

@@ -27,7 +27,7 @@ func checkOutage(e *env) {
 	// indeterminate record and a key never claimed.
 	heldReq := e.req(e.digest(), "holder-a", longLease)
 	held := e.claim(heldReq)
-	heldRec := e.get(heldReq.Digest)
+	heldRec := e.get(heldReq.Key)
 	parkedD := e.digest()
 	parkedLease := e.claim(e.req(parkedD, "holder-a", longLease))
 	if !e.noErr("MarkIndeterminate", e.s.MarkIndeterminate(e.ctx, parkedLease, "body_failed", true)) {
@@ -54,11 +54,11 @@ func checkOutage(e *env) {
 				return claimAnswer(res), err
 			}},
 			{"Claim of a held key", func(ctx context.Context) (string, error) {
-				res, err := s.Claim(ctx, e.req(heldReq.Digest, "holder-b", longLease))
+				res, err := s.Claim(ctx, e.req(heldReq.Key, "holder-b", longLease))
 				return claimAnswer(res), err
 			}},
 			{"Get", func(ctx context.Context) (string, error) {
-				r, err := s.Get(ctx, e.tenant, heldReq.Digest)
+				r, err := s.Get(ctx, e.tenant, heldReq.Key)
 				return recordAnswer(r), err
 			}},
 			{"Record", func(ctx context.Context) (string, error) {
@@ -75,7 +75,7 @@ func checkOutage(e *env) {
 				return leaseAnswer(l), err
 			}},
 			{"TakeOver", func(ctx context.Context) (string, error) {
-				l, err := s.TakeOver(ctx, heldRec, e.req(heldReq.Digest, "holder-b", longLease))
+				l, err := s.TakeOver(ctx, heldRec, e.req(heldReq.Key, "holder-b", longLease))
 				return leaseAnswer(l), err
 			}},
 			{"Wait", func(ctx context.Context) (string, error) {

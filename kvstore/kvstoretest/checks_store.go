@@ -167,7 +167,7 @@ func checkResolveRelease(e *env) {
 	if err != nil {
 		e.t.Fatalf("Resolve by release: unexpected error %v", err)
 	}
-	if rec.State != kvstore.StateIndeterminate || rec.Reason != "holder_lost" || rec.Digest != d {
+	if rec.State != kvstore.StateIndeterminate || rec.Reason != "holder_lost" || rec.Key != d {
 		e.t.Errorf("Resolve by release returned %s, want the indeterminate record as it was", fmtRecord(rec))
 	}
 	e.wantGone("after Resolve by release", e.tenant, d)
@@ -226,14 +226,14 @@ func checkInvalidInput(e *env) {
 	}
 	for _, k := range bad {
 		name := fmt.Sprintf("(tenant %q, digest %q)", k.tenant, k.digest)
-		req := kvstore.ClaimRequest{Tenant: k.tenant, Digest: k.digest, Holder: "holder-a", Lease: longLease}
+		req := kvstore.ClaimRequest{Tenant: k.tenant, Key: k.digest, Holder: "holder-a", Lease: longLease}
 		_, err := e.s.Claim(e.ctx, req)
 		e.wantErr("Claim"+name, err, kvstore.ErrInvalid)
 		_, err = e.s.Get(e.ctx, k.tenant, k.digest)
 		e.wantErr("Get"+name, err, kvstore.ErrInvalid)
 		_, err = e.s.Resolve(e.ctx, k.tenant, k.digest, kvstore.Resolution{Outcome: "x"})
 		e.wantErr("Resolve"+name, err, kvstore.ErrInvalid)
-		seen := kvstore.Record{Tenant: k.tenant, Digest: k.digest, State: kvstore.StateClaimed, Holder: "holder-a", Revision: 1}
+		seen := kvstore.Record{Tenant: k.tenant, Key: k.digest, State: kvstore.StateClaimed, Holder: "holder-a", Revision: 1}
 		_, err = e.s.TakeOver(e.ctx, seen, req)
 		e.wantErr("TakeOver"+name, err, kvstore.ErrInvalid)
 		ctx, cancel := context.WithTimeout(e.ctx, time.Second)
@@ -241,7 +241,7 @@ func checkInvalidInput(e *env) {
 		cancel()
 		e.wantErr("Wait"+name, err, kvstore.ErrInvalid)
 
-		lease := kvstore.Lease{Tenant: k.tenant, Digest: k.digest, Holder: "holder-a", Token: "1"}
+		lease := kvstore.Lease{Tenant: k.tenant, Key: k.digest, Holder: "holder-a", Token: "1"}
 		leaseOps := map[string]error{
 			"Record":            e.s.Record(e.ctx, lease, "x"),
 			"Release":           e.s.Release(e.ctx, lease),
@@ -282,11 +282,11 @@ func checkInvalidInput(e *env) {
 	noHolder := e.req(e.digest(), "", longLease)
 	_, err := e.s.Claim(e.ctx, noHolder)
 	e.wantErr("Claim with an empty holder", err, kvstore.ErrInvalid)
-	e.wantGone("after a Claim with an empty holder", e.tenant, noHolder.Digest)
+	e.wantGone("after a Claim with an empty holder", e.tenant, noHolder.Key)
 	for what, req := range map[string]kvstore.ClaimRequest{
 		"an empty holder": e.req(d, "", longLease),
 		"no key":          {Holder: "holder-b", Lease: longLease},
-		"no tenant":       {Digest: d, Holder: "holder-b", Lease: longLease},
+		"no tenant":       {Key: d, Holder: "holder-b", Lease: longLease},
 		"another key":     e.req(e.digest(), "holder-b", longLease),
 		"another tenant":  e.reqIn(randomTenant(), d, "holder-b", longLease),
 	} {
@@ -294,8 +294,8 @@ func checkInvalidInput(e *env) {
 		e.wantErr("TakeOver with a request naming "+what, err, kvstore.ErrInvalid)
 	}
 	for what, bad := range map[string]kvstore.Lease{
-		"without a holder": {Tenant: l.Tenant, Digest: l.Digest, Token: l.Token},
-		"without a token":  {Tenant: l.Tenant, Digest: l.Digest, Holder: l.Holder},
+		"without a holder": {Tenant: l.Tenant, Key: l.Key, Token: l.Token},
+		"without a token":  {Tenant: l.Tenant, Key: l.Key, Holder: l.Holder},
 	} {
 		e.wantErr("Record with a lease "+what, e.s.Record(e.ctx, bad, "x"), kvstore.ErrInvalid)
 		e.wantErr("Release with a lease "+what, e.s.Release(e.ctx, bad), kvstore.ErrInvalid)

@@ -103,7 +103,7 @@ func checkWithdrawRefused(e *env) {
 	e.wantErr("Withdraw of a claim said to be holder-b's but held by holder-a",
 		w.Withdraw(e.ctx, forged, "holder-b"), kvstore.ErrNotHolder)
 	bad := seen
-	bad.Digest = "not-a-digest"
+	bad.Key = "not-a-digest"
 	e.wantErr("Withdraw of a malformed digest", w.Withdraw(e.ctx, bad, "holder-a"), kvstore.ErrInvalid)
 	e.unchanged("refused Withdraws", seen)
 

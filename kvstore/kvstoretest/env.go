@@ -112,7 +112,7 @@ func (e *env) req(digest, holder string, lease time.Duration) kvstore.ClaimReque
 func (e *env) reqIn(tenant, digest, holder string, lease time.Duration) kvstore.ClaimRequest {
 	return kvstore.ClaimRequest{
 		Tenant:      tenant,
-		Digest:      digest,
+		Key:      digest,
 		Holder:      holder,
 		Lease:       lease,
 		CheckDigest: sha256Hex("check:" + digest),
@@ -127,10 +127,10 @@ func (e *env) claim(req kvstore.ClaimRequest) kvstore.Lease {
 	e.t.Helper()
 	res, err := e.s.Claim(e.ctx, req)
 	if err != nil {
-		e.t.Fatalf("Claim(%s) by %q: unexpected error %v", short(req.Digest), req.Holder, err)
+		e.t.Fatalf("Claim(%s) by %q: unexpected error %v", short(req.Key), req.Holder, err)
 	}
 	if !res.Claimed {
-		e.t.Fatalf("Claim(%s) by %q on a free key: Claimed = false, want true (existing record: %s)", short(req.Digest), req.Holder,
+		e.t.Fatalf("Claim(%s) by %q on a free key: Claimed = false, want true (existing record: %s)", short(req.Key), req.Holder,
 			fmtRecord(res.Record))
 	}
 	e.checkLease("Claim", res.Lease, req)
@@ -143,14 +143,14 @@ func (e *env) claimRefused(req kvstore.ClaimRequest) kvstore.Record {
 	e.t.Helper()
 	res, err := e.s.Claim(e.ctx, req)
 	if err != nil {
-		e.t.Fatalf("Claim(%s) by %q on a taken key: unexpected error %v", short(req.Digest), req.Holder, err)
+		e.t.Fatalf("Claim(%s) by %q on a taken key: unexpected error %v", short(req.Key), req.Holder, err)
 	}
 	if res.Claimed {
-		e.t.Fatalf("Claim(%s) by %q on a taken key: Claimed = true, want false: the key was granted twice", short(req.Digest), req.Holder)
+		e.t.Fatalf("Claim(%s) by %q on a taken key: Claimed = true, want false: the key was granted twice", short(req.Key), req.Holder)
 	}
-	if res.Record.Tenant != req.Tenant || res.Record.Digest != req.Digest {
-		e.t.Errorf("Claim(%s) refused: existing record names tenant %q digest %s, want %q %s", short(req.Digest), res.Record.Tenant,
-			short(res.Record.Digest), req.Tenant, short(req.Digest))
+	if res.Record.Tenant != req.Tenant || res.Record.Key != req.Key {
+		e.t.Errorf("Claim(%s) refused: existing record names tenant %q digest %s, want %q %s", short(req.Key), res.Record.Tenant,
+			short(res.Record.Key), req.Tenant, short(req.Key))
 	}
 	return res.Record
 }
@@ -159,9 +159,9 @@ func (e *env) claimRefused(req kvstore.ClaimRequest) kvstore.Record {
 // for.
 func (e *env) checkLease(op string, l kvstore.Lease, req kvstore.ClaimRequest) {
 	e.t.Helper()
-	if l.Tenant != req.Tenant || l.Digest != req.Digest || l.Holder != req.Holder {
-		e.t.Errorf("%s: Lease names tenant %q digest %s holder %q, want %q %s %q", op, l.Tenant, short(l.Digest), l.Holder, req.Tenant,
-			short(req.Digest), req.Holder)
+	if l.Tenant != req.Tenant || l.Key != req.Key || l.Holder != req.Holder {
+		e.t.Errorf("%s: Lease names tenant %q digest %s holder %q, want %q %s %q", op, l.Tenant, short(l.Key), l.Holder, req.Tenant,
+			short(req.Key), req.Holder)
 	}
 	if l.Token == "" {
 		e.t.Errorf("%s: Lease.Token is empty; a lease needs a fencing token", op)
@@ -180,8 +180,8 @@ func (e *env) getIn(tenant, digest string) kvstore.Record {
 	if err != nil {
 		e.t.Fatalf("Get(%q, %s): unexpected error %v", tenant, short(digest), err)
 	}
-	if r.Tenant != tenant || r.Digest != digest {
-		e.t.Errorf("Get(%q, %s): record names tenant %q digest %s", tenant, short(digest), r.Tenant, short(r.Digest))
+	if r.Tenant != tenant || r.Key != digest {
+		e.t.Errorf("Get(%q, %s): record names tenant %q digest %s", tenant, short(digest), r.Tenant, short(r.Key))
 	}
 	return r
 }
@@ -204,7 +204,7 @@ func (e *env) wantClaimedBy(what string, rec kvstore.Record, req kvstore.ClaimRe
 	}
 	for _, f := range []struct{ name, got, want string }{
 		{"Tenant", rec.Tenant, req.Tenant},
-		{"Digest", rec.Digest, req.Digest},
+		{"Key", rec.Key, req.Key},
 		{"Holder", rec.Holder, req.Holder},
 		{"Tool", rec.Tool, req.Tool},
 		{"RunID", rec.RunID, req.RunID},
@@ -256,7 +256,7 @@ func (e *env) noErr(what string, err error) bool {
 // unchanged reports a record that a refused operation altered.
 func (e *env) unchanged(why string, before kvstore.Record) {
 	e.t.Helper()
-	after, err := e.s.Get(e.ctx, before.Tenant, before.Digest)
+	after, err := e.s.Get(e.ctx, before.Tenant, before.Key)
 	if err != nil {
 		e.t.Errorf("after %s: Get returned error %v; the record was %s", why, err, fmtRecord(before))
 		return
@@ -277,7 +277,7 @@ func (e *env) refused(why string, lease kvstore.Lease, before *kvstore.Record) {
 	_, err := e.s.Renew(e.ctx, lease, longLease)
 	e.wantErr(fmt.Sprintf("Renew with a lease %s", why), err, kvstore.ErrNotHolder)
 	if before == nil {
-		e.wantGone("after refused operations on a gone key", lease.Tenant, lease.Digest)
+		e.wantGone("after refused operations on a gone key", lease.Tenant, lease.Key)
 		return
 	}
 	e.unchanged(fmt.Sprintf("operations with a lease %s", why), *before)
@@ -338,7 +338,7 @@ func fmtRecord(r kvstore.Record) string {
 	if r == (kvstore.Record{}) {
 		return "{}"
 	}
-	s := fmt.Sprintf("{%s/%s state=%q holder=%q rev=%d", r.Tenant, short(r.Digest), r.State, r.Holder, r.Revision)
+	s := fmt.Sprintf("{%s/%s state=%q holder=%q rev=%d", r.Tenant, short(r.Key), r.State, r.Holder, r.Revision)
 	switch r.State {
 	case kvstore.StateClaimed:
 		s += fmt.Sprintf(" lease=%v expired=%t", r.Lease, r.LeaseExpired)

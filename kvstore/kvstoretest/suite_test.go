@@ -280,7 +280,7 @@ func (s grantsTwice) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvsto
 	res, err := s.Store.Claim(ctx, req)
 	if err == nil && !res.Claimed {
 		res.Claimed = true
-		res.Lease = kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: "forged"}
+		res.Lease = kvstore.Lease{Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: "forged"}
 	}
 	return res, err
 }
@@ -309,13 +309,13 @@ type unfenced struct {
 func (s *unfenced) remember(l kvstore.Lease) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.latest[l.Tenant+"/"+l.Digest] = l
+	s.latest[l.Tenant+"/"+l.Key] = l
 }
 
 func (s *unfenced) current(l kvstore.Lease) kvstore.Lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c, ok := s.latest[l.Tenant+"/"+l.Digest]; ok {
+	if c, ok := s.latest[l.Tenant+"/"+l.Key]; ok {
 		return c
 	}
 	return l
@@ -357,7 +357,7 @@ func (s *unfenced) Renew(ctx context.Context, l kvstore.Lease, d time.Duration) 
 type renewNoop struct{ kvstore.Store }
 
 func (s renewNoop) Renew(ctx context.Context, l kvstore.Lease, _ time.Duration) (kvstore.Lease, error) {
-	if _, err := s.Store.Get(ctx, l.Tenant, l.Digest); err != nil {
+	if _, err := s.Store.Get(ctx, l.Tenant, l.Key); err != nil {
 		return kvstore.Lease{}, err
 	}
 	return l, nil
@@ -367,14 +367,14 @@ func (s renewNoop) Renew(ctx context.Context, l kvstore.Lease, _ time.Duration) 
 type takeOverLatest struct{ kvstore.Store }
 
 func (s takeOverLatest) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.ClaimRequest) (kvstore.Lease, error) {
-	cur, err := s.Store.Get(ctx, seen.Tenant, seen.Digest)
+	cur, err := s.Store.Get(ctx, seen.Tenant, seen.Key)
 	if err == nil && cur.State == kvstore.StateClaimed {
 		seen = cur
 	}
 	if err == nil && cur.State != kvstore.StateClaimed {
 		// Overwrite a finished record with a fresh claim, as a blind write would.
-		_, _ = s.Store.Resolve(ctx, seen.Tenant, seen.Digest, kvstore.Resolution{Release: true})
-		return kvstore.Lease{Tenant: seen.Tenant, Digest: seen.Digest, Holder: req.Holder, Token: "blind"}, nil
+		_, _ = s.Store.Resolve(ctx, seen.Tenant, seen.Key, kvstore.Resolution{Release: true})
+		return kvstore.Lease{Tenant: seen.Tenant, Key: seen.Key, Holder: req.Holder, Token: "blind"}, nil
 	}
 	return s.Store.TakeOver(ctx, seen, req)
 }
@@ -384,12 +384,12 @@ func (s takeOverLatest) TakeOver(ctx context.Context, seen kvstore.Record, req k
 type withdrawsLatest struct{ kvstore.Store }
 
 func (s withdrawsLatest) Withdraw(ctx context.Context, seen kvstore.Record, _ string) error {
-	cur, err := s.Store.Get(ctx, seen.Tenant, seen.Digest)
+	cur, err := s.Store.Get(ctx, seen.Tenant, seen.Key)
 	if err != nil {
 		return err
 	}
 	if cur.State != kvstore.StateClaimed {
-		_, err := s.Store.Resolve(ctx, seen.Tenant, seen.Digest, kvstore.Resolution{Release: true})
+		_, err := s.Store.Resolve(ctx, seen.Tenant, seen.Key, kvstore.Resolution{Release: true})
 		return err
 	}
 	return s.Store.(kvstore.Withdrawer).Withdraw(ctx, cur, cur.Holder)
@@ -412,7 +412,7 @@ func (s waitIgnoresExpiry) Wait(ctx context.Context, seen kvstore.Record) (kvsto
 type waitReturnsSeen struct{ kvstore.Store }
 
 func (s waitReturnsSeen) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
-	return s.Store.Get(ctx, seen.Tenant, seen.Digest)
+	return s.Store.Get(ctx, seen.Tenant, seen.Key)
 }
 
 // forgetsAll forgets every tenant it has seen.
@@ -667,7 +667,7 @@ func (getsNothing) Get(context.Context, string, string) (kvstore.Record, error) 
 type grantsBlind struct{ kvstore.Store }
 
 func (grantsBlind) Claim(_ context.Context, req kvstore.ClaimRequest) (kvstore.ClaimResult, error) {
-	return kvstore.ClaimResult{Claimed: true, Lease: kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: "blind"}}, nil
+	return kvstore.ClaimResult{Claimed: true, Lease: kvstore.Lease{Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: "blind"}}, nil
 }
 
 // waitsForever, unreachable, blocks every Wait until its context ends.

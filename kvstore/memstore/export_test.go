@@ -23,7 +23,7 @@ func Held(s *Store) int {
 		if e.older != older || (older != nil && e.rec.UpdatedAt.Before(older.rec.UpdatedAt)) {
 			panic("memstore: expiry list out of order")
 		}
-		if s.tenants[e.rec.Tenant][e.rec.Digest] != e {
+		if s.tenants[e.rec.Tenant][e.rec.Key] != e {
 			panic("memstore: expiry list holds an entry the store does not")
 		}
 		older = e

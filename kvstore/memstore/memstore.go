@@ -127,7 +127,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		return kvstore.ClaimResult{}, fmt.Errorf("memstore: claim: %w", err)
 	}
 	now := s.clock.Now()
-	k := key{req.Tenant, req.Digest}
+	k := key{req.Tenant, req.Key}
 	if e := s.lookup(k, now); e != nil {
 		return kvstore.ClaimResult{Record: s.view(e, now)}, nil
 	}
@@ -135,7 +135,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	e := &entry{
 		rec: kvstore.Record{
 			Tenant:      req.Tenant,
-			Digest:      req.Digest,
+			Key:      req.Key,
 			State:       kvstore.StateClaimed,
 			CheckDigest: req.CheckDigest,
 			Tool:        req.Tool,
@@ -197,7 +197,7 @@ func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
 	if err := s.usable(ctx); err != nil {
 		return fmt.Errorf("memstore: release: %w", err)
 	}
-	k := key{lease.Tenant, lease.Digest}
+	k := key{lease.Tenant, lease.Key}
 	if _, err := s.holderEntry(k, lease, s.clock.Now()); err != nil {
 		return fmt.Errorf("memstore: release: %w", err)
 	}
@@ -218,7 +218,7 @@ func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string
 	if err := s.usable(ctx); err != nil {
 		return fmt.Errorf("memstore: withdraw: %w", err)
 	}
-	k := key{seen.Tenant, seen.Digest}
+	k := key{seen.Tenant, seen.Key}
 	e := s.lookup(k, s.clock.Now())
 	switch {
 	case e == nil:
@@ -276,7 +276,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 		return kvstore.Lease{}, fmt.Errorf("memstore: take over: %w", err)
 	}
 	now := s.clock.Now()
-	k := key{seen.Tenant, seen.Digest}
+	k := key{seen.Tenant, seen.Key}
 	e := s.lookup(k, now)
 	switch {
 	case e == nil:
@@ -289,7 +289,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	rev := s.nextRev()
 	e.rec = kvstore.Record{
 		Tenant:      seen.Tenant,
-		Digest:      seen.Digest,
+		Key:      seen.Key,
 		State:       kvstore.StateClaimed,
 		CheckDigest: req.CheckDigest,
 		Tool:        req.Tool,
@@ -315,10 +315,10 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 // record has LeaseExpired set). It returns ctx.Err() when ctx ends first and
 // kvstore.ErrUnavailable when the store is closed.
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
-	if err := kvstore.CheckKey(seen.Tenant, seen.Digest); err != nil {
+	if err := kvstore.CheckKey(seen.Tenant, seen.Key); err != nil {
 		return kvstore.Record{}, fmt.Errorf("memstore: wait: %w", err)
 	}
-	k := key{seen.Tenant, seen.Digest}
+	k := key{seen.Tenant, seen.Key}
 	for {
 		s.mu.Lock()
 		if err := s.usable(ctx); err != nil {
@@ -518,7 +518,7 @@ func (s *Store) holderWrite(ctx context.Context, op string, lease kvstore.Lease,
 		return fmt.Errorf("memstore: %s: %w", op, err)
 	}
 	now := s.clock.Now()
-	k := key{lease.Tenant, lease.Digest}
+	k := key{lease.Tenant, lease.Key}
 	e, err := s.holderEntry(k, lease, now)
 	if err != nil {
 		return fmt.Errorf("memstore: %s: %w", op, err)
@@ -646,7 +646,7 @@ func (s *Store) stamped(e *entry, now time.Time) {
 		if old == nil || s.live(old, now) {
 			return
 		}
-		s.remove(key{old.rec.Tenant, old.rec.Digest})
+		s.remove(key{old.rec.Tenant, old.rec.Key})
 	}
 }
 
@@ -711,7 +711,7 @@ func (s *Store) timerUntil(t time.Time) clock.Timer {
 func leaseOf(e *entry) kvstore.Lease {
 	return kvstore.Lease{
 		Tenant: e.rec.Tenant,
-		Digest: e.rec.Digest,
+		Key: e.rec.Key,
 		Holder: e.rec.Holder,
 		Token:  strconv.FormatUint(e.token, 10),
 	}

@@ -55,7 +55,7 @@ const (
 )
 
 func claimReq(holder string, lease time.Duration) kvstore.ClaimRequest {
-	return kvstore.ClaimRequest{Tenant: tenant, Digest: digest, Holder: holder, Lease: lease, Tool: "book_seat"}
+	return kvstore.ClaimRequest{Tenant: tenant, Key: digest, Holder: holder, Lease: lease, Tool: "book_seat"}
 }
 
 func mustClaim(t *testing.T, s *memstore.Store, req kvstore.ClaimRequest) kvstore.Lease {
@@ -237,7 +237,7 @@ func TestWaitLeavesNothingBehind(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		d := fmt.Sprintf("%064x", i)
-		res, err := s.Claim(ctx, kvstore.ClaimRequest{Tenant: tenant, Digest: d, Holder: "w", Lease: time.Minute})
+		res, err := s.Claim(ctx, kvstore.ClaimRequest{Tenant: tenant, Key: d, Holder: "w", Lease: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +400,7 @@ func TestForgetCountsExactly(t *testing.T) {
 	s := memstore.New(memstore.Config{Clock: clock.NewFake(start)})
 	defer s.Close()
 	for i := range 5 {
-		req := kvstore.ClaimRequest{Tenant: tenant, Digest: fmt.Sprintf("%064x", i), Holder: "w", Lease: time.Minute}
+		req := kvstore.ClaimRequest{Tenant: tenant, Key: fmt.Sprintf("%064x", i), Holder: "w", Lease: time.Minute}
 		if _, err := s.Claim(ctx, req); err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +422,7 @@ func TestDumpRawIsJSONOfTheRecord(t *testing.T) {
 	if err != nil || len(raw) != 1 {
 		t.Fatalf("DumpRaw = %q, %v; want one record", raw, err)
 	}
-	for _, want := range []string{`"Digest":"` + digest + `"`, `"State":"completed"`, `"Outcome":"booked"`} {
+	for _, want := range []string{`"Key":"` + digest + `"`, `"State":"completed"`, `"Outcome":"booked"`} {
 		if !strings.Contains(string(raw[0]), want) {
 			t.Errorf("DumpRaw = %s, lacks %s", raw[0], want)
 		}
@@ -435,7 +435,7 @@ func Example() {
 	s := memstore.New(memstore.Config{Clock: fc})
 	defer s.Close()
 
-	req := kvstore.ClaimRequest{Tenant: "acme", Digest: digest, Holder: "worker-1", Lease: 30 * time.Second}
+	req := kvstore.ClaimRequest{Tenant: "acme", Key: digest, Holder: "worker-1", Lease: 30 * time.Second}
 	res, _ := s.Claim(ctx, req)
 	fmt.Println("claimed:", res.Claimed)
 
@@ -463,7 +463,7 @@ func TestExpiredRecordsLeaveWithLaterWrites(t *testing.T) {
 	defer s.Close()
 	claim := func(i int) kvstore.Lease {
 		t.Helper()
-		return mustClaim(t, s, kvstore.ClaimRequest{Tenant: tenant, Digest: fmt.Sprintf("%064x", i), Holder: "w", Lease: time.Minute})
+		return mustClaim(t, s, kvstore.ClaimRequest{Tenant: tenant, Key: fmt.Sprintf("%064x", i), Holder: "w", Lease: time.Minute})
 	}
 	const old = 100
 	leases := make([]kvstore.Lease, old)
@@ -478,17 +478,17 @@ func TestExpiredRecordsLeaveWithLaterWrites(t *testing.T) {
 	if _, err := s.Renew(ctx, leases[1], time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	seen, err := s.Get(ctx, tenant, leases[2].Digest)
+	seen, err := s.Get(ctx, tenant, leases[2].Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeOver(ctx, seen, kvstore.ClaimRequest{Tenant: seen.Tenant, Digest: seen.Digest, Holder: "v", Lease: time.Minute}); err != nil {
+	if _, err := s.TakeOver(ctx, seen, kvstore.ClaimRequest{Tenant: seen.Tenant, Key: seen.Key, Holder: "v", Lease: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkIndeterminate(ctx, leases[3], "body_failed", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Resolve(ctx, tenant, leases[3].Digest, kvstore.Resolution{Outcome: "x"}); err != nil {
+	if _, err := s.Resolve(ctx, tenant, leases[3].Key, kvstore.Resolution{Outcome: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Release(ctx, leases[4]); err != nil {
@@ -512,7 +512,7 @@ func TestExpiredRecordsLeaveWithLaterWrites(t *testing.T) {
 		t.Errorf("%d writes removed the expired records, want at most %d", writes, max)
 	}
 	for i := range 4 {
-		if _, err := s.Get(ctx, tenant, leases[i].Digest); err != nil {
+		if _, err := s.Get(ctx, tenant, leases[i].Key); err != nil {
 			t.Errorf("record %d, rewritten half an hour ago: %v", i, err)
 		}
 	}

@@ -155,7 +155,7 @@ func newTenant() string { return fmt.Sprintf("tenant%d", tenantSeq.Add(1)) }
 
 func claimReq(tenant, digest, holder string, lease time.Duration) kvstore.ClaimRequest {
 	return kvstore.ClaimRequest{
-		Tenant: tenant, Digest: digest, Holder: holder, Lease: lease,
+		Tenant: tenant, Key: digest, Holder: holder, Lease: lease,
 		CheckDigest: digestOf("check"), Tool: "book", RunID: "run-1", CallID: "call-" + holder,
 	}
 }

@@ -226,7 +226,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		return kvstore.ClaimResult{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w: %w",
 			op, len(b), s.maxValue, kvstore.ErrInvalid, kvstore.ErrTooLarge)
 	}
-	key := keyOf(req.Tenant, req.Digest)
+	key := keyOf(req.Tenant, req.Key)
 	var (
 		over  uint64 // the revision the write expects: 0, or a delete marker's
 		waits int    // reads that found the key gone after a refused write
@@ -266,7 +266,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 				// Our own write, whose answer was lost.
 				return s.won(req, v, e.revision), nil
 			}
-			return kvstore.ClaimResult{Record: s.recordOf(req.Tenant, req.Digest, cur, e)}, nil
+			return kvstore.ClaimResult{Record: s.recordOf(req.Tenant, req.Key, cur, e)}, nil
 		case err == nil:
 			// Released: write over the delete marker, at once.
 			over = e.revision
@@ -284,8 +284,8 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 func (s *Store) won(req kvstore.ClaimRequest, v value, rev uint64) kvstore.ClaimResult {
 	return kvstore.ClaimResult{
 		Claimed: true,
-		Lease:   s.leaseOf(req.Tenant, req.Digest, rev, v),
-		Record:  v.record(req.Tenant, req.Digest, rev, time.Unix(0, v.Created), s.retention),
+		Lease:   s.leaseOf(req.Tenant, req.Key, rev, v),
+		Record:  v.record(req.Tenant, req.Key, rev, time.Unix(0, v.Created), s.retention),
 	}
 }
 
@@ -373,7 +373,7 @@ func (s *Store) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration)
 	if err != nil {
 		return kvstore.Lease{}, err
 	}
-	return s.leaseOf(lease.Tenant, lease.Digest, rev, v), nil
+	return s.leaseOf(lease.Tenant, lease.Key, rev, v), nil
 }
 
 // Release deletes the claim (a delete marker conditional on the lease's
@@ -385,7 +385,7 @@ func (s *Store) Release(ctx context.Context, lease kvstore.Lease) error {
 	if err != nil {
 		return err
 	}
-	key := keyOf(lease.Tenant, lease.Digest)
+	key := keyOf(lease.Tenant, lease.Key)
 	err = s.fenced(ctx, key, tok, func(rev uint64) error { return s.casDelete(ctx, key, rev) })
 	if errors.Is(err, errConflict) {
 		return fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotHolder)
@@ -412,17 +412,17 @@ func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string
 	}
 	// The delete below compares only the revision: read first that the record
 	// at that revision is the holder's claim.
-	rec, e, err := s.read(ctx, seen.Tenant, seen.Digest)
+	rec, e, err := s.read(ctx, seen.Tenant, seen.Key)
 	if err != nil {
 		return fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if e.Revision() != seen.Revision || rec.State != kvstore.StateClaimed || rec.Holder != holder {
 		return fmt.Errorf("natsstore: %s: record changed since it was read: %w", op, kvstore.ErrNotHolder)
 	}
-	key := keyOf(seen.Tenant, seen.Digest)
+	key := keyOf(seen.Tenant, seen.Key)
 	err = s.casDelete(ctx, key, seen.Revision)
 	if errors.Is(err, errConflict) {
-		if _, _, rerr := s.read(ctx, seen.Tenant, seen.Digest); errors.Is(rerr, kvstore.ErrNotFound) {
+		if _, _, rerr := s.read(ctx, seen.Tenant, seen.Key); errors.Is(rerr, kvstore.ErrNotFound) {
 			return fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotFound)
 		}
 		return fmt.Errorf("natsstore: %s: record changed since it was read: %w", op, kvstore.ErrNotHolder)
@@ -447,7 +447,7 @@ func (s *Store) holderWrite(ctx context.Context, op string, lease kvstore.Lease,
 	if len(b) > s.maxValue {
 		return 0, value{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w", op, len(b), s.maxValue, kvstore.ErrTooLarge)
 	}
-	key := keyOf(lease.Tenant, lease.Digest)
+	key := keyOf(lease.Tenant, lease.Key)
 	var rev uint64
 	err = s.fenced(ctx, key, tok, func(at uint64) error {
 		var err error
@@ -642,7 +642,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 			return kvstore.Lease{}, unavailable(op, err)
 		}
 		var rec kvstore.Record
-		rec, e, err = s.read(ctx, seen.Tenant, seen.Digest)
+		rec, e, err = s.read(ctx, seen.Tenant, seen.Key)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return kvstore.Lease{}, fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotFound)
 		}
@@ -667,7 +667,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: lease runs for %v more by the server's clock: %w",
 			op, until.Sub(now), kvstore.ErrLeaseHeld)
 	}
-	req.Tenant, req.Digest = seen.Tenant, seen.Digest
+	req.Tenant, req.Key = seen.Tenant, seen.Key
 	v := newClaim(req, time.Unix(0, cur.Created))
 	buf := v.encode()
 	defer putBuf(buf)
@@ -676,10 +676,10 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: record of %d bytes, limit %d: %w: %w",
 			op, len(b), s.maxValue, kvstore.ErrInvalid, kvstore.ErrTooLarge)
 	}
-	key := keyOf(seen.Tenant, seen.Digest)
+	key := keyOf(seen.Tenant, seen.Key)
 	rev, err := s.cas(ctx, key, b, v.Write, seen.Revision)
 	if errors.Is(err, errConflict) {
-		if _, _, rerr := s.read(ctx, seen.Tenant, seen.Digest); errors.Is(rerr, kvstore.ErrNotFound) {
+		if _, _, rerr := s.read(ctx, seen.Tenant, seen.Key); errors.Is(rerr, kvstore.ErrNotFound) {
 			return kvstore.Lease{}, fmt.Errorf("natsstore: %s: %w", op, kvstore.ErrNotFound)
 		}
 		return kvstore.Lease{}, fmt.Errorf("natsstore: %s: record changed since it was read: %w", op, kvstore.ErrLeaseHeld)
@@ -687,7 +687,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	if err != nil {
 		return kvstore.Lease{}, unavailable(op, err)
 	}
-	return s.leaseOf(seen.Tenant, seen.Digest, rev, v), nil
+	return s.leaseOf(seen.Tenant, seen.Key, rev, v), nil
 }
 
 // Resolve applies an operator's decision to an indeterminate record: a
@@ -863,7 +863,7 @@ func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
 func (s *Store) leaseOf(tenant, digest string, rev uint64, v value) kvstore.Lease {
 	return kvstore.Lease{
 		Tenant: tenant,
-		Digest: digest,
+		Key: digest,
 		Holder: string(v.Holder),
 		Token:  token{Rev: rev, Value: v}.String(),
 	}

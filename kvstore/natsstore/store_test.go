@@ -383,7 +383,7 @@ func TestLeaseOfAnotherHolder(t *testing.T) {
 		t.Errorf("Record with another holder's name on the lease = %v, want ErrNotHolder", err)
 	}
 	moved := l2
-	moved.Digest = d1 // b's token, aimed at a's key
+	moved.Key = d1 // b's token, aimed at a's key
 	moved.Holder = "b"
 	if err := s.Record(testCtx(t), moved, "x"); !errors.Is(err, kvstore.ErrNotHolder) {
 		t.Errorf("Record with a token of another key = %v, want ErrNotHolder", err)

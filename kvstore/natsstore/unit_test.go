@@ -76,7 +76,7 @@ func TestUnavailableWraps(t *testing.T) {
 func TestValueRoundTrip(t *testing.T) {
 	created := time.Unix(1_700_000_000, 123)
 	req := kvstore.ClaimRequest{
-		Tenant: "t", Digest: strings.Repeat("a", 64), Holder: "worker\xff\xfe-1", Lease: 1500 * time.Millisecond,
+		Tenant: "t", Key: strings.Repeat("a", 64), Holder: "worker\xff\xfe-1", Lease: 1500 * time.Millisecond,
 		CheckDigest: strings.Repeat("b", 64), Tool: "book <seat> & go", RunID: "run", CallID: "call",
 	}
 	v := newClaim(req, created).next(kvstore.StateCompleted)
@@ -92,7 +92,7 @@ func TestValueRoundTrip(t *testing.T) {
 	if got != v {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, v)
 	}
-	rec := got.record("t", req.Digest, 7, created.Add(time.Second), time.Hour)
+	rec := got.record("t", req.Key, 7, created.Add(time.Second), time.Hour)
 	if rec.Holder != req.Holder || rec.Outcome != string(v.Outcome) || rec.Tool != req.Tool {
 		t.Errorf("record() lost bytes: %+v", rec)
 	}

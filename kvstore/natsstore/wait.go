@@ -33,7 +33,7 @@ import (
 // reached.
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
 	const op = "wait"
-	if err := kvstore.CheckKey(seen.Tenant, seen.Digest); err != nil {
+	if err := kvstore.CheckKey(seen.Tenant, seen.Key); err != nil {
 		return kvstore.Record{}, fmt.Errorf("natsstore: %s: %w", op, err)
 	}
 	if err := s.usable(op); err != nil {
@@ -42,7 +42,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 	if err := ctx.Err(); err != nil {
 		return kvstore.Record{}, err
 	}
-	w, err := s.kv.Watch(ctx, keyOf(seen.Tenant, seen.Digest))
+	w, err := s.kv.Watch(ctx, keyOf(seen.Tenant, seen.Key))
 	if err != nil {
 		return kvstore.Record{}, ctxOr(ctx, unavailable(op, err))
 	}
@@ -148,7 +148,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 			if err != nil {
 				return kvstore.Record{}, fmt.Errorf("natsstore: %s: key %s: %w", op, e.Key(), err)
 			}
-			rec := s.recordOf(seen.Tenant, seen.Digest, v, e)
+			rec := s.recordOf(seen.Tenant, seen.Key, v, e)
 			if e.Revision() > seen.Revision {
 				if initial {
 					// The current value comes from the server that hosts the
@@ -200,7 +200,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 // seen's revision when it did not; a zero record when the answer is behind seen
 // (a leader just elected, or a seen the caller made up).
 func (s *Store) recheck(ctx context.Context, seen kvstore.Record) (kvstore.Record, bool, error) {
-	rec, _, err := s.read(ctx, seen.Tenant, seen.Digest)
+	rec, _, err := s.read(ctx, seen.Tenant, seen.Key)
 	switch {
 	case errors.Is(err, kvstore.ErrNotFound):
 		return kvstore.Record{}, true, fmt.Errorf("natsstore: wait: %w", kvstore.ErrNotFound)

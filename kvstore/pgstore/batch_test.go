@@ -28,8 +28,8 @@ type claimedRow struct {
 func claimWrite(s *Store, r kvstore.ClaimRequest, token string) (*write, *claimedRow) {
 	var got claimedRow
 	w := &write{
-		tenant: r.Tenant, digest: r.Digest, query: s.sql.claim,
-		args: []any{r.Tenant, r.Digest, r.CheckDigest, r.Tool, r.RunID, r.CallID,
+		tenant: r.Tenant, digest: r.Key, query: s.sql.claim,
+		args: []any{r.Tenant, r.Key, r.CheckDigest, r.Tool, r.RunID, r.CallID,
 			r.Holder, token, micros(r.Lease), s.retention()},
 		scan: func(q pgx.Row) (err error) { got.row, err = scanRecord(q, &got.claimed); return err },
 		done: make(chan error, 1),
@@ -51,7 +51,7 @@ func TestGroupCommitConcurrentClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+s.quotedSchema+`.records WHERE digest = $1 FOR UPDATE`, blocker.Lease.Digest); err != nil {
+	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+s.quotedSchema+`.records WHERE digest = $1 FOR UPDATE`, blocker.Lease.Key); err != nil {
 		t.Fatal(err)
 	}
 	held := make(chan error, 1)
@@ -227,7 +227,7 @@ func TestGroupCommitTimeoutWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+s.quotedSchema+`.records WHERE digest = $1 FOR UPDATE`, locked.Lease.Digest); err != nil {
+	if _, err := tx.Exec(ctx(t), `SELECT 1 FROM `+s.quotedSchema+`.records WHERE digest = $1 FOR UPDATE`, locked.Lease.Key); err != nil {
 		t.Fatal(err)
 	}
 	var batch []*write
@@ -235,7 +235,7 @@ func TestGroupCommitTimeoutWritesNothing(t *testing.T) {
 		w, _ := claimWrite(s, req("t1", newDigest(t), fmt.Sprintf("h%d", i), time.Minute), fmt.Sprintf("tok%d", i))
 		batch = append(batch, w)
 	}
-	blocked, _ := claimWrite(s, req("t1", locked.Lease.Digest, "late", time.Minute), "tok-late")
+	blocked, _ := claimWrite(s, req("t1", locked.Lease.Key, "late", time.Minute), "tok-late")
 	batch = append(batch, blocked)
 	s.writeBatch(batch)
 	for _, w := range batch {
@@ -318,7 +318,7 @@ func TestGroupCommitEndedContextWritesNothing(t *testing.T) {
 		if _, err := s.Claim(ended, r); !errors.Is(err, context.Canceled) {
 			t.Fatalf("claim %d with an ended context: %v, want context.Canceled", i, err)
 		}
-		if _, err := s.Get(ctx(t), r.Tenant, r.Digest); !errors.Is(err, kvstore.ErrNotFound) {
+		if _, err := s.Get(ctx(t), r.Tenant, r.Key); !errors.Is(err, kvstore.ErrNotFound) {
 			t.Fatalf("claim %d with an ended context was written: Get says %v", i, err)
 		}
 	}

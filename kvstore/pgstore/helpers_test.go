@@ -111,7 +111,7 @@ func newDigest(t *testing.T) string { t.Helper(); return randHex(t, 32) }
 
 func req(tenant, digest, holder string, lease time.Duration) kvstore.ClaimRequest {
 	return kvstore.ClaimRequest{
-		Tenant: tenant, Digest: digest, Holder: holder, Lease: lease,
+		Tenant: tenant, Key: digest, Holder: holder, Lease: lease,
 		CheckDigest: "cd-" + holder, Tool: "book", RunID: "run_1", CallID: "call-" + holder,
 	}
 }

@@ -68,7 +68,7 @@ func isWatched(t *testing.T, s *Store, digest string) bool {
 func goWatch(t *testing.T, s *Store, seen kvstore.Record) <-chan waitResult {
 	t.Helper()
 	waiting := goWait(t, s, ctx(t), seen)
-	wait.Eventually(t, waitLimit, "the waiter to mark the row watched", func() bool { return isWatched(t, s, seen.Digest) })
+	wait.Eventually(t, waitLimit, "the waiter to mark the row watched", func() bool { return isWatched(t, s, seen.Key) })
 	return waiting
 }
 
@@ -119,7 +119,7 @@ func parked(t *testing.T, s *Store, tenant string) kvstore.Record {
 	if err := s.MarkIndeterminate(ctx(t), res.Lease, "holder_lost", false); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := s.Get(ctx(t), tenant, res.Record.Digest)
+	rec, err := s.Get(ctx(t), tenant, res.Record.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +163,12 @@ var writeCases = []writeCase{
 		res := mustClaim(t, s, req(tenant, newDigest(t), "w1", time.Hour))
 		return res.Record, func(t *testing.T) {
 			// The lease runs out only now, so that a waiter could block on the claim.
-			expireLease(t, s, res.Record.Digest)
-			stale, err := s.Get(ctx(t), tenant, res.Record.Digest)
+			expireLease(t, s, res.Record.Key)
+			stale, err := s.Get(ctx(t), tenant, res.Record.Key)
 			if err != nil || !stale.LeaseExpired {
 				t.Fatalf("Get after the lease ran out: %+v, %v", stale, err)
 			}
-			if _, err := s.TakeOver(ctx(t), stale, req(tenant, res.Record.Digest, "w2", time.Hour)); err != nil {
+			if _, err := s.TakeOver(ctx(t), stale, req(tenant, res.Record.Key, "w2", time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -176,7 +176,7 @@ var writeCases = []writeCase{
 	{"resolve to completed", func(t *testing.T, s *Store, tenant string) (kvstore.Record, func(*testing.T)) {
 		rec := parked(t, s, tenant)
 		return rec, func(t *testing.T) {
-			if _, err := s.Resolve(ctx(t), tenant, rec.Digest, kvstore.Resolution{Outcome: "by hand"}); err != nil {
+			if _, err := s.Resolve(ctx(t), tenant, rec.Key, kvstore.Resolution{Outcome: "by hand"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -184,7 +184,7 @@ var writeCases = []writeCase{
 	{"resolve by release", func(t *testing.T, s *Store, tenant string) (kvstore.Record, func(*testing.T)) {
 		rec := parked(t, s, tenant)
 		return rec, func(t *testing.T) {
-			if _, err := s.Resolve(ctx(t), tenant, rec.Digest, kvstore.Resolution{Release: true}); err != nil {
+			if _, err := s.Resolve(ctx(t), tenant, rec.Key, kvstore.Resolution{Release: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -213,7 +213,7 @@ func TestWritesNotifyOnlyWatchedRecords(t *testing.T) {
 				if got := notifiedSince(t, s, conn); len(got) != 0 {
 					t.Fatalf("writes nobody watches notified %q", got)
 				}
-				if isWatched(t, s, seen.Digest) {
+				if isWatched(t, s, seen.Key) {
 					t.Fatal("a row nobody waited on is marked watched")
 				}
 			})
@@ -221,8 +221,8 @@ func TestWritesNotifyOnlyWatchedRecords(t *testing.T) {
 				seen, write := wc.prepare(t, s, "t-"+randHex(t, 4))
 				waiting := goWatch(t, s, seen)
 				write(t)
-				if got := notifiedSince(t, s, conn); !slices.Equal(got, []string{seen.Digest}) {
-					t.Fatalf("notified %q, want exactly the watched digest %s", got, seen.Digest)
+				if got := notifiedSince(t, s, conn); !slices.Equal(got, []string{seen.Key}) {
+					t.Fatalf("notified %q, want exactly the watched digest %s", got, seen.Key)
 				}
 				checkWoken(t, seen, waiting)
 			})
@@ -232,9 +232,9 @@ func TestWritesNotifyOnlyWatchedRecords(t *testing.T) {
 		// A record that a waiter watched, then expired (the waiter left at the
 		// expiry it had read).
 		res := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
-		rawExec(t, s, `UPDATE {t} SET watched = true, expires_at = now() WHERE digest = $1`, res.Record.Digest)
-		again := mustClaim(t, s, req("acme", res.Record.Digest, "w2", time.Hour))
-		if isWatched(t, s, res.Record.Digest) {
+		rawExec(t, s, `UPDATE {t} SET watched = true, expires_at = now() WHERE digest = $1`, res.Record.Key)
+		again := mustClaim(t, s, req("acme", res.Record.Key, "w2", time.Hour))
+		if isWatched(t, s, res.Record.Key) {
 			t.Fatal("the new claim kept the old record's watched mark")
 		}
 		if err := s.Record(ctx(t), again.Lease, "done"); err != nil {
@@ -259,14 +259,14 @@ func TestWaitMarkBehindInFlightWrite(t *testing.T) {
 		want func(t *testing.T, r waitResult)
 	}{
 		{"record", func(l kvstore.Lease) (string, []any) {
-			return s.sql.record, []any{l.Tenant, l.Digest, l.Token, s.retention(), s.cfg.Channel, []byte("done")}
+			return s.sql.record, []any{l.Tenant, l.Key, l.Token, s.retention(), s.cfg.Channel, []byte("done")}
 		}, func(t *testing.T, r waitResult) {
 			if r.err != nil || r.rec.State != kvstore.StateCompleted || r.rec.Outcome != "done" {
 				t.Fatalf("Wait = %+v, want the completed record", r)
 			}
 		}},
 		{"release", func(l kvstore.Lease) (string, []any) {
-			return s.sql.release, []any{l.Tenant, l.Digest, l.Token, s.cfg.Channel}
+			return s.sql.release, []any{l.Tenant, l.Key, l.Token, s.cfg.Channel}
 		}, func(t *testing.T, r waitResult) {
 			if !errors.Is(r.err, kvstore.ErrNotFound) {
 				t.Fatalf("Wait = %+v, want ErrNotFound", r)
@@ -309,7 +309,7 @@ func TestWriteBehindInFlightMarkNotifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx(t)) }()
-	if _, err := scanRecord(tx.QueryRow(ctx(t), s.sql.watch, "acme", res.Record.Digest)); err != nil {
+	if _, err := scanRecord(tx.QueryRow(ctx(t), s.sql.watch, "acme", res.Record.Key)); err != nil {
 		t.Fatal(err)
 	}
 	marker := tx.Conn().PgConn().PID()
@@ -323,7 +323,7 @@ func TestWriteBehindInFlightMarkNotifies(t *testing.T) {
 	if err := <-recorded; err != nil {
 		t.Fatal(err)
 	}
-	if got := notifiedSince(t, s, conn); !slices.Equal(got, []string{res.Record.Digest}) {
+	if got := notifiedSince(t, s, conn); !slices.Equal(got, []string{res.Record.Key}) {
 		t.Fatalf("notified %q, want the digest the mark watches", got)
 	}
 }
@@ -429,7 +429,7 @@ func TestEnsureSchemaAddsWatchedMark(t *testing.T) {
 		t.Fatal("a migrated row starts watched")
 	}
 	waiting := goWatch(t, s, seen)
-	if err := s.Record(ctx(t), kvstore.Lease{Tenant: "acme", Digest: d, Holder: "w1", Token: "tok"}, "done"); err != nil {
+	if err := s.Record(ctx(t), kvstore.Lease{Tenant: "acme", Key: d, Holder: "w1", Token: "tok"}, "done"); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, waiting); r.err != nil || r.rec.State != kvstore.StateCompleted {

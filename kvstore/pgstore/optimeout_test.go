@@ -62,17 +62,17 @@ func TestBlackHoleFailsInsteadOfHanging(t *testing.T) {
 		do   func() error
 	}{
 		{"claim", func() error { _, err := s.Claim(background, req("acme", newDigest(t), "w2", time.Minute)); return err }},
-		{"get", func() error { _, err := s.Get(background, "acme", held.Record.Digest); return err }},
+		{"get", func() error { _, err := s.Get(background, "acme", held.Record.Key); return err }},
 		{"record", func() error { return s.Record(background, held.Lease, "out") }},
 		{"renew", func() error { _, err := s.Renew(background, held.Lease, time.Minute); return err }},
 		{"take over", func() error {
-			_, err := s.TakeOver(background, held.Record, req("acme", held.Record.Digest, "w3", time.Minute))
+			_, err := s.TakeOver(background, held.Record, req("acme", held.Record.Key, "w3", time.Minute))
 			return err
 		}},
 		{"wait", func() error { _, err := s.Wait(background, held.Record); return err }},
 		{"forget", func() error { _, err := s.Forget(background, "nobody"); return err }},
 		{"resolve", func() error {
-			_, err := s.Resolve(background, "acme", held.Record.Digest, kvstore.Resolution{Release: true})
+			_, err := s.Resolve(background, "acme", held.Record.Key, kvstore.Resolution{Release: true})
 			return err
 		}},
 	}
@@ -92,13 +92,13 @@ func TestBlackHoleFailsInsteadOfHanging(t *testing.T) {
 
 	px.Restore()
 	wait.Eventually(t, waitLimit, "the store to work again", func() bool {
-		_, err := s.Get(ctx(t), "acme", held.Record.Digest)
+		_, err := s.Get(ctx(t), "acme", held.Record.Key)
 		return err == nil
 	})
 	if err := s.Record(ctx(t), held.Lease, "out"); err != nil {
 		t.Fatalf("Record after the black hole: %v", err)
 	}
-	if rec, err := s.Get(ctx(t), "acme", held.Record.Digest); err != nil || rec.State != kvstore.StateCompleted {
+	if rec, err := s.Get(ctx(t), "acme", held.Record.Key); err != nil || rec.State != kvstore.StateCompleted {
 		t.Fatalf("after Record: %+v, %v", rec, err)
 	}
 }

@@ -309,7 +309,7 @@ func scanRecord(sc pgx.Row, extra ...any) (row, error) {
 		leaseLeft, expireLft float64
 	)
 	dest := []any{
-		&r.rec.Tenant, &r.rec.Digest, &state, &outcome, &r.rec.Reason, &r.rec.BodyEntered,
+		&r.rec.Tenant, &r.rec.Key, &state, &outcome, &r.rec.Reason, &r.rec.BodyEntered,
 		&r.rec.CheckDigest, &r.rec.Tool, &r.rec.RunID, &r.rec.CallID, &r.rec.Holder, &r.token,
 		&r.rec.Lease, &r.rec.LeaseUntil, &rev, &r.rec.CreatedAt, &r.rec.UpdatedAt,
 		&r.rec.ExpiresAt, &r.rec.LeaseExpired, &leaseLeft, &expireLft,
@@ -392,15 +392,15 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 			r       row
 			claimed bool
 		)
-		err := s.queryRow(ctx, req.Tenant, req.Digest, s.sql.claim,
-			[]any{req.Tenant, req.Digest, req.CheckDigest, req.Tool, req.RunID, req.CallID,
+		err := s.queryRow(ctx, req.Tenant, req.Key, s.sql.claim,
+			[]any{req.Tenant, req.Key, req.CheckDigest, req.Tool, req.RunID, req.CallID,
 				req.Holder, token, lease, s.retention()},
 			func(q pgx.Row) (err error) { r, err = scanRecord(q, &claimed); return err })
 		switch {
 		case err == nil && claimed:
 			return kvstore.ClaimResult{
 				Claimed: true,
-				Lease:   kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token},
+				Lease:   kvstore.Lease{Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: token},
 				Record:  r.rec,
 			}, nil
 		case err == nil:
@@ -410,7 +410,7 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 		}
 		// A live row committed after the statement began is in the way. Read
 		// it; if it vanished meanwhile, try again.
-		r, err = s.get(ctx, req.Tenant, req.Digest)
+		r, err = s.get(ctx, req.Tenant, req.Key)
 		switch {
 		case err == nil:
 			return kvstore.ClaimResult{Record: r.rec}, nil
@@ -457,8 +457,8 @@ func (s *Store) holderOp(ctx context.Context, lease kvstore.Lease, query string,
 		return err
 	}
 	var applied bool
-	err := s.queryRow(ctx, lease.Tenant, lease.Digest, query,
-		append([]any{lease.Tenant, lease.Digest, lease.Token}, args...),
+	err := s.queryRow(ctx, lease.Tenant, lease.Key, query,
+		append([]any{lease.Tenant, lease.Key, lease.Token}, args...),
 		func(q pgx.Row) error { return q.Scan(&applied) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return kvstore.ErrNotHolder
@@ -543,17 +543,17 @@ func (s *Store) takeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	}
 	var applied bool
 	err = s.pool.QueryRow(ctx, s.sql.takeOver,
-		req.Tenant, req.Digest, int64(seen.Revision), seen.Holder, s.retention(), s.cfg.Channel,
+		req.Tenant, req.Key, int64(seen.Revision), seen.Holder, s.retention(), s.cfg.Channel,
 		req.Holder, token, micros(req.Lease), req.CheckDigest, req.Tool, req.RunID, req.CallID,
 	).Scan(&applied)
 	if err == nil {
-		return kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token}, nil
+		return kvstore.Lease{Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: token}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return kvstore.Lease{}, err
 	}
 	// Not applied: gone, or still held / changed.
-	if _, err := s.get(ctx, req.Tenant, req.Digest); err != nil {
+	if _, err := s.get(ctx, req.Tenant, req.Key); err != nil {
 		return kvstore.Lease{}, err
 	}
 	return kvstore.Lease{}, kvstore.ErrLeaseHeld
@@ -581,12 +581,12 @@ func (s *Store) withdraw(ctx context.Context, seen kvstore.Record, holder string
 	}
 	var applied bool
 	err := s.pool.QueryRow(ctx, s.sql.withdraw,
-		seen.Tenant, seen.Digest, int64(seen.Revision), holder, s.cfg.Channel).Scan(&applied)
+		seen.Tenant, seen.Key, int64(seen.Revision), holder, s.cfg.Channel).Scan(&applied)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
 	// Not applied: gone, or changed.
-	if _, err := s.get(ctx, seen.Tenant, seen.Digest); err != nil {
+	if _, err := s.get(ctx, seen.Tenant, seen.Key); err != nil {
 		return err
 	}
 	return kvstore.ErrNotHolder

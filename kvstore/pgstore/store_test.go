@@ -148,10 +148,10 @@ func TestClaimFreshAndExisting(t *testing.T) {
 	r1 := req("acme", d, "w1", 30*time.Second)
 	res := mustClaim(t, s, r1)
 	rec := res.Record
-	if res.Lease.Tenant != "acme" || res.Lease.Digest != d || res.Lease.Holder != "w1" || res.Lease.Token == "" {
+	if res.Lease.Tenant != "acme" || res.Lease.Key != d || res.Lease.Holder != "w1" || res.Lease.Token == "" {
 		t.Fatalf("lease %+v", res.Lease)
 	}
-	if rec.State != kvstore.StateClaimed || rec.Tenant != "acme" || rec.Digest != d || rec.Holder != "w1" ||
+	if rec.State != kvstore.StateClaimed || rec.Tenant != "acme" || rec.Key != d || rec.Holder != "w1" ||
 		rec.Lease != 30*time.Second || rec.CheckDigest != "cd-w1" || rec.Tool != "book" || rec.RunID != "run_1" ||
 		rec.CallID != "call-w1" || rec.Revision == 0 || rec.LeaseExpired {
 		t.Fatalf("claimed record %+v", rec)
@@ -308,8 +308,8 @@ func TestTakeOverRefusals(t *testing.T) {
 		t.Fatalf("TakeOver for another key: %v, want ErrInvalid", err)
 	}
 	gone := res.Record
-	gone.Digest = newDigest(t)
-	if _, err := s.TakeOver(ctx(t), gone, req("acme", gone.Digest, "w2", time.Minute)); !errors.Is(err, kvstore.ErrNotFound) {
+	gone.Key = newDigest(t)
+	if _, err := s.TakeOver(ctx(t), gone, req("acme", gone.Key, "w2", time.Minute)); !errors.Is(err, kvstore.ErrNotFound) {
 		t.Fatalf("TakeOver of a missing record: %v, want ErrNotFound", err)
 	}
 	// A completed record whose old lease deadline passed is not a claim to take.
@@ -317,11 +317,11 @@ func TestTakeOverRefusals(t *testing.T) {
 	if err := s.Record(ctx(t), short.Lease, "x"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.Get(ctx(t), "acme", short.Lease.Digest)
+	done, err := s.Get(ctx(t), "acme", short.Lease.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeOver(ctx(t), done, req("acme", done.Digest, "w2", time.Minute)); !errors.Is(err, kvstore.ErrLeaseHeld) {
+	if _, err := s.TakeOver(ctx(t), done, req("acme", done.Key, "w2", time.Minute)); !errors.Is(err, kvstore.ErrLeaseHeld) {
 		t.Fatalf("TakeOver of a completed record: %v, want ErrLeaseHeld", err)
 	}
 }
@@ -613,7 +613,7 @@ func TestClosedStore(t *testing.T) {
 	s := newTestStore(t, Config{RecheckInterval: time.Hour})
 	res := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
 	waiting := goWait(t, s, ctx(t), res.Record)
-	waitRegistered(t, s, res.Record.Digest)
+	waitRegistered(t, s, res.Record.Key)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +689,7 @@ func TestClaimBehindUncommittedClaim(t *testing.T) {
 	}
 	defer func() { _ = tx.Rollback(ctx(t)) }()
 	var claimed bool
-	if _, err := scanRecord(tx.QueryRow(ctx(t), s.sql.claim, first.Tenant, first.Digest, first.CheckDigest, first.Tool,
+	if _, err := scanRecord(tx.QueryRow(ctx(t), s.sql.claim, first.Tenant, first.Key, first.CheckDigest, first.Tool,
 		first.RunID, first.CallID, first.Holder, "tok-first", micros(first.Lease), s.retention()), &claimed); err != nil || !claimed {
 		t.Fatalf("the first claim, in its transaction: claimed %v, %v", claimed, err)
 	}

@@ -171,14 +171,14 @@ func (l *listener) session(ctx context.Context) (bool, error) {
 // listener reconnects. An error reading the record is returned (wrapping
 // kvstore.ErrUnavailable).
 func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, error) {
-	if err := kvstore.CheckKey(seen.Tenant, seen.Digest); err != nil {
+	if err := kvstore.CheckKey(seen.Tenant, seen.Key); err != nil {
 		return kvstore.Record{}, s.fail("wait", err)
 	}
 	if err := s.checkOpen(); err != nil {
 		return kvstore.Record{}, s.fail("wait", err)
 	}
-	w := s.lis.register(seen.Digest)
-	defer s.lis.unregister(seen.Digest, w)
+	w := s.lis.register(seen.Key)
+	defer s.lis.unregister(seen.Key, w)
 	for {
 		r, err := s.watch(ctx, seen)
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -243,9 +243,9 @@ func (s *Store) watch(ctx context.Context, seen kvstore.Record) (row, error) {
 		return row{}, err
 	}
 	var watched bool
-	r, err := scanRecord(s.pool.QueryRow(ctx, s.sql.waitGet, seen.Tenant, seen.Digest), &watched)
+	r, err := scanRecord(s.pool.QueryRow(ctx, s.sql.waitGet, seen.Tenant, seen.Key), &watched)
 	if err == nil && !watched && !differs(r, seen) {
-		r, err = scanRecord(s.pool.QueryRow(ctx, s.sql.watch, seen.Tenant, seen.Digest))
+		r, err = scanRecord(s.pool.QueryRow(ctx, s.sql.watch, seen.Tenant, seen.Key))
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return row{}, kvstore.ErrNotFound

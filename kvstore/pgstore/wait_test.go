@@ -69,7 +69,7 @@ func TestWaitWakesOnNotification(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := mustClaim(t, s, req("t-"+randHex(t, 4), newDigest(t), "w1", time.Hour))
 			waiting := goWait(t, s, ctx(t), res.Record)
-			waitRegistered(t, s, res.Record.Digest)
+			waitRegistered(t, s, res.Record.Key)
 			// Give the waiter time to finish its first read and block: if the write
 			// landed before that read, the test would pass without a notification.
 			time.Sleep(100 * time.Millisecond)
@@ -85,14 +85,14 @@ func TestWaitWakesOnResolve(t *testing.T) {
 	if err := s.MarkIndeterminate(ctx(t), res.Lease, "holder_lost", false); err != nil {
 		t.Fatal(err)
 	}
-	parked, err := s.Get(ctx(t), "acme", res.Record.Digest)
+	parked, err := s.Get(ctx(t), "acme", res.Record.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waiting := goWait(t, s, ctx(t), parked)
-	waitRegistered(t, s, parked.Digest)
+	waitRegistered(t, s, parked.Key)
 	time.Sleep(100 * time.Millisecond)
-	if _, err := s.Resolve(ctx(t), "acme", parked.Digest, kvstore.Resolution{Outcome: "by hand"}); err != nil {
+	if _, err := s.Resolve(ctx(t), "acme", parked.Key, kvstore.Resolution{Outcome: "by hand"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := recv(t, waiting); r.err != nil || r.rec.State != kvstore.StateCompleted || r.rec.Outcome != "by hand" {
@@ -111,7 +111,7 @@ func TestWaitReturnsAtOnceWhenAlreadyDifferent(t *testing.T) {
 		t.Fatalf("Wait = %+v, %v", got, err)
 	}
 	gone := res.Record
-	gone.Digest = newDigest(t)
+	gone.Key = newDigest(t)
 	if _, err := s.Wait(ctx(t), gone); !errors.Is(err, kvstore.ErrNotFound) {
 		t.Fatalf("Wait on a missing record: %v, want ErrNotFound", err)
 	}
@@ -139,7 +139,7 @@ func TestWaitWakesAtExpiryWithoutNotification(t *testing.T) {
 	if err := s.Record(ctx(t), res.Lease, "done"); err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.Get(ctx(t), "acme", res.Record.Digest)
+	done, err := s.Get(ctx(t), "acme", res.Record.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +152,11 @@ func TestWaitSafetyNetCatchesLostNotification(t *testing.T) {
 	s := newTestStore(t, Config{RecheckInterval: 200 * time.Millisecond})
 	res := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
 	waiting := goWait(t, s, ctx(t), res.Record)
-	waitRegistered(t, s, res.Record.Digest)
+	waitRegistered(t, s, res.Record.Key)
 	time.Sleep(100 * time.Millisecond)
 	// Complete the record behind the store's back: no pg_notify.
 	if n := rawExec(t, s, `UPDATE {t} SET state = 'completed', outcome = 'raw', revision = nextval('{seq}')
-		WHERE digest = $1`, res.Record.Digest); n != 1 {
+		WHERE digest = $1`, res.Record.Key); n != 1 {
 		t.Fatalf("raw update touched %d rows", n)
 	}
 	r := recv(t, waiting)
@@ -169,13 +169,13 @@ func TestWaitSurvivesListenerReconnect(t *testing.T) {
 	s := newTestStore(t, Config{RecheckInterval: time.Hour})
 	res := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
 	waiting := goWait(t, s, ctx(t), res.Record)
-	waitRegistered(t, s, res.Record.Digest)
+	waitRegistered(t, s, res.Record.Key)
 	time.Sleep(100 * time.Millisecond)
 	oldPID := s.lis.listeningPID()
 
 	// A change whose notification is lost, then the listener's connection dies.
 	rawExec(t, s, `UPDATE {t} SET state = 'completed', outcome = 'raw', revision = nextval('{seq}')
-		WHERE digest = $1`, res.Record.Digest)
+		WHERE digest = $1`, res.Record.Key)
 	var killed bool
 	if err := s.pool.QueryRow(ctx(t), `SELECT pg_terminate_backend($1)`, int32(oldPID)).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate listener backend %d: %v, %v", oldPID, killed, err)
@@ -193,7 +193,7 @@ func TestWaitSurvivesListenerReconnect(t *testing.T) {
 	// Notifications flow again on the new connection.
 	res2 := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
 	waiting = goWait(t, s, ctx(t), res2.Record)
-	waitRegistered(t, s, res2.Record.Digest)
+	waitRegistered(t, s, res2.Record.Key)
 	time.Sleep(100 * time.Millisecond)
 	if err := s.Record(ctx(t), res2.Lease, "after"); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestWaitReturnsContextError(t *testing.T) {
 	res := mustClaim(t, s, req("acme", newDigest(t), "w1", time.Hour))
 	c, cancel := context.WithCancel(ctx(t))
 	waiting := goWait(t, s, c, res.Record)
-	waitRegistered(t, s, res.Record.Digest)
+	waitRegistered(t, s, res.Record.Key)
 	cancel()
 	if r := recv(t, waiting); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("Wait = %+v, want context.Canceled", r)
@@ -229,7 +229,7 @@ func TestWaitersOnStoresSharingASchema(t *testing.T) {
 	b := openStore(t, pool, Config{Schema: a.cfg.Schema, RecheckInterval: time.Hour})
 	res := mustClaim(t, a, req("acme", newDigest(t), "w1", time.Hour))
 	waiting := goWait(t, b, ctx(t), res.Record)
-	waitRegistered(t, b, res.Record.Digest)
+	waitRegistered(t, b, res.Record.Key)
 	time.Sleep(100 * time.Millisecond)
 	if err := a.Record(ctx(t), res.Lease, "from a"); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestClaimScriptRetried(t *testing.T) {
 	digest := "ab" + fmt.Sprintf("%062x", time.Now().UnixNano())
 	claim := func(holder, token string) bool {
 		t.Helper()
-		req := kvstore.ClaimRequest{Tenant: "acme", Digest: digest, Holder: holder, Lease: 30 * time.Second, Tool: "book", RunID: "run_1", CallID: "call_1"}
+		req := kvstore.ClaimRequest{Tenant: "acme", Key: digest, Holder: holder, Lease: 30 * time.Second, Tool: "book", RunID: "run_1", CallID: "call_1"}
 		res, err := s.claim(ctx, req, token)
 		if err != nil {
 			t.Fatal(err)

@@ -122,7 +122,7 @@ func digest(name string) string {
 
 func claimReq(tenant, name, holder string, lease time.Duration) kvstore.ClaimRequest {
 	return kvstore.ClaimRequest{
-		Tenant: tenant, Digest: digest(name), Holder: holder, Lease: lease,
+		Tenant: tenant, Key: digest(name), Holder: holder, Lease: lease,
 		CheckDigest: "chk-" + name, Tool: "book", RunID: "run-1", CallID: "call-" + holder,
 	}
 }

@@ -287,7 +287,7 @@ func TestPreviousLayout(t *testing.T) {
 
 	// Listing and dumping see them.
 	parked, err := s.List(ctx(t), "acme", kvstore.StateIndeterminate, 0)
-	if err != nil || len(parked) != 1 || parked[0].Reason != "body_failed" || !parked[0].BodyEntered || parked[0].Digest != digest("parked") {
+	if err != nil || len(parked) != 1 || parked[0].Reason != "body_failed" || !parked[0].BodyEntered || parked[0].Key != digest("parked") {
 		t.Fatalf("List(indeterminate): %+v, %v", parked, err)
 	}
 	claimed, err := s.List(ctx(t), "acme", kvstore.StateClaimed, 0)
@@ -306,8 +306,8 @@ func TestPreviousLayout(t *testing.T) {
 	}
 	ch := waitInBackground(ctx(t), s, held)
 	subscribed(t, s, "acme", "held", 1)
-	lease := kvstore.Lease{Tenant: "acme", Digest: digest("held"), Holder: "w1", Token: "tok-held"}
-	wantErr(t, "Record with another token", s.Record(ctx(t), kvstore.Lease{Tenant: "acme", Digest: digest("held"), Holder: "w1", Token: "tok-other"}, "x"), kvstore.ErrNotHolder)
+	lease := kvstore.Lease{Tenant: "acme", Key: digest("held"), Holder: "w1", Token: "tok-held"}
+	wantErr(t, "Record with another token", s.Record(ctx(t), kvstore.Lease{Tenant: "acme", Key: digest("held"), Holder: "w1", Token: "tok-other"}, "x"), kvstore.ErrNotHolder)
 	if err := s.Record(ctx(t), lease, "late but done"); err != nil {
 		t.Fatalf("Record by the holder of a claim in the previous layout: %v", err)
 	}
@@ -319,7 +319,7 @@ func TestPreviousLayout(t *testing.T) {
 	if typ := typeOf("held"); typ != "string" {
 		t.Fatalf("a write left the previous layout: type %q", typ)
 	}
-	if err := s.Release(ctx(t), kvstore.Lease{Tenant: "acme", Digest: digest("dropped"), Holder: "w1", Token: "tok-dropped"}); err != nil {
+	if err := s.Release(ctx(t), kvstore.Lease{Tenant: "acme", Key: digest("dropped"), Holder: "w1", Token: "tok-dropped"}); err != nil {
 		t.Fatalf("Release of a claim in the previous layout: %v", err)
 	}
 

@@ -25,7 +25,7 @@ func TestListWalksPages(t *testing.T) {
 			if err := s.MarkIndeterminate(ctx(t), l, "body_failed", true); err != nil {
 				t.Fatal(err)
 			}
-			parked[req.Digest] = true
+			parked[req.Key] = true
 			continue
 		}
 		if err := s.Record(ctx(t), l, "ok"); err != nil {
@@ -53,10 +53,10 @@ func TestListWalksPages(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range got {
-		if !parked[r.Digest] || seen[r.Digest] || r.State != kvstore.StateIndeterminate {
-			t.Fatalf("List returned %s (%s) unexpectedly or twice", r.Digest, r.State)
+		if !parked[r.Key] || seen[r.Key] || r.State != kvstore.StateIndeterminate {
+			t.Fatalf("List returned %s (%s) unexpectedly or twice", r.Key, r.State)
 		}
-		seen[r.Digest] = true
+		seen[r.Key] = true
 	}
 	if len(seen) != len(parked) {
 		t.Fatalf("List found %d of %d indeterminate records", len(seen), len(parked))

@@ -92,7 +92,7 @@ func TestPipelineBurst(t *testing.T) {
 		if errs[i] != nil || !results[i].Claimed {
 			t.Fatalf("claim %d: claimed %t, error %v", i, results[i].Claimed, errs[i])
 		}
-		rec, err := s.Get(ctx(t), "acme", results[i].Record.Digest)
+		rec, err := s.Get(ctx(t), "acme", results[i].Record.Key)
 		if err != nil || rec.State != kvstore.StateClaimed || rec.Revision != results[i].Record.Revision {
 			t.Fatalf("claim %d read back: %+v, %v; want the claim at revision %d", i, rec, err, results[i].Record.Revision)
 		}
@@ -172,7 +172,7 @@ func TestPipelineNoScript(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("record %d after SCRIPT FLUSH: %v", i, errs[i])
 		}
-		rec, err := s.Get(ctx(t), "acme", leases[i].Digest)
+		rec, err := s.Get(ctx(t), "acme", leases[i].Key)
 		if err != nil || rec.State != kvstore.StateCompleted || rec.Outcome != fmt.Sprintf("out-%d", i) {
 			t.Fatalf("record %d read back: %+v, %v", i, rec, err)
 		}
@@ -227,7 +227,7 @@ func TestPipelineCancelledCaller(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx(t))
 			defer cancel()
 			mu.Lock()
-			cancels[req.Digest] = cancel
+			cancels[req.Key] = cancel
 			mu.Unlock()
 			results[i], errs[i] = s.Claim(cctx, req)
 			if cctx.Err() != nil {

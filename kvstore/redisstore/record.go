@@ -102,7 +102,7 @@ func decode(tenant, digest, v string, now int64) (kvstore.Record, string, error)
 	if len(v) < 5 || v[0] != '2' || v[4] != ' ' {
 		return bad("header")
 	}
-	r := kvstore.Record{Tenant: tenant, Digest: digest, BodyEntered: v[3] == '1'}
+	r := kvstore.Record{Tenant: tenant, Key: digest, BodyEntered: v[3] == '1'}
 	switch v[2] {
 	case stClaimed:
 		r.State = kvstore.StateClaimed

@@ -153,7 +153,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 // caller's own claim, answered as granted.
 func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest, token string) (kvstore.ClaimResult, error) {
 	lease := durMS(req.Lease)
-	v, err := s.run(ctx, claimScript, req.Tenant, req.Digest, s.retMS, s.slackMS, lease, encodeIdentity(req, token))
+	v, err := s.run(ctx, claimScript, req.Tenant, req.Key, s.retMS, s.slackMS, lease, encodeIdentity(req, token))
 	if err != nil {
 		return kvstore.ClaimResult{}, err
 	}
@@ -161,7 +161,7 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest, token strin
 	if err != nil {
 		return kvstore.ClaimResult{}, err
 	}
-	granted := kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token}
+	granted := kvstore.Lease{Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: token}
 	switch status {
 	case statusOK:
 		rev, err := strconv.ParseUint(rest, 10, 64)
@@ -170,14 +170,14 @@ func (s *Store) claim(ctx context.Context, req kvstore.ClaimRequest, token strin
 		}
 		at := msTime(now)
 		return kvstore.ClaimResult{Claimed: true, Lease: granted, Record: kvstore.Record{
-			Tenant: req.Tenant, Digest: req.Digest, State: kvstore.StateClaimed,
+			Tenant: req.Tenant, Key: req.Key, State: kvstore.StateClaimed,
 			CheckDigest: req.CheckDigest, Tool: req.Tool, RunID: req.RunID, CallID: req.CallID,
 			Holder: req.Holder, Lease: time.Duration(lease) * time.Millisecond,
 			LeaseUntil: msTime(now + lease), Revision: rev,
 			CreatedAt: at, UpdatedAt: at, ExpiresAt: msTime(now + durMS(s.cfg.Retention)),
 		}}, nil
 	case statusExists:
-		rec, stored, err := decode(req.Tenant, req.Digest, rest, now)
+		rec, stored, err := decode(req.Tenant, req.Key, rest, now)
 		if err != nil {
 			return kvstore.ClaimResult{}, err
 		}
@@ -252,7 +252,7 @@ func (s *Store) holderOp(ctx context.Context, op string, sc *redis.Script, lease
 	}
 	argv := make([]any, 3, 3+len(args))
 	argv[0], argv[1], argv[2] = s.retMS, s.slackMS, encodeLeaseID(lease.Holder, lease.Token)
-	v, err := s.run(ctx, sc, lease.Tenant, lease.Digest, append(argv, args...)...)
+	v, err := s.run(ctx, sc, lease.Tenant, lease.Key, append(argv, args...)...)
 	if err != nil {
 		return unavailable(op, err)
 	}
@@ -301,7 +301,7 @@ func (s *Store) Withdraw(ctx context.Context, seen kvstore.Record, holder string
 	if err := invalid(op, kvstore.ValidateWithdraw(seen, holder)); err != nil {
 		return err
 	}
-	v, err := s.run(ctx, withdrawScript, seen.Tenant, seen.Digest, s.retMS, s.slackMS,
+	v, err := s.run(ctx, withdrawScript, seen.Tenant, seen.Key, s.retMS, s.slackMS,
 		encodeHolder(holder), strconv.FormatUint(seen.Revision, 10))
 	if err != nil {
 		return unavailable(op, err)
@@ -365,7 +365,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	if err != nil {
 		return kvstore.Lease{}, unavailable(op, err)
 	}
-	v, err := s.run(ctx, takeOverScript, req.Tenant, req.Digest, s.retMS, s.slackMS,
+	v, err := s.run(ctx, takeOverScript, req.Tenant, req.Key, s.retMS, s.slackMS,
 		encodeHolder(seen.Holder), strconv.FormatUint(seen.Revision, 10), durMS(req.Lease), encodeIdentity(req, token))
 	if err != nil {
 		return kvstore.Lease{}, unavailable(op, err)
@@ -377,7 +377,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	if status != statusOK {
 		return kvstore.Lease{}, statusErr(op, status)
 	}
-	return kvstore.Lease{Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: token}, nil
+	return kvstore.Lease{Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: token}, nil
 }
 
 // Resolve applies an operator's decision to an indeterminate record and returns

@@ -81,7 +81,7 @@ func TestInvalidRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := claimReq("acme", "k", "w1", time.Second)
-	goodLease := kvstore.Lease{Tenant: "acme", Digest: good.Digest, Holder: "w1", Token: "t"}
+	goodLease := kvstore.Lease{Tenant: "acme", Key: good.Key, Holder: "w1", Token: "t"}
 	bg := context.Background()
 
 	tests := []struct {
@@ -92,8 +92,8 @@ func TestInvalidRequests(t *testing.T) {
 		{"claim tenant with brace", func() error { r := good; r.Tenant = "a}b"; _, err := s.Claim(bg, r); return err }},
 		{"claim tenant with dot", func() error { r := good; r.Tenant = "a.b"; _, err := s.Claim(bg, r); return err }},
 		{"claim tenant too long", func() error { r := good; r.Tenant = strings.Repeat("a", 129); _, err := s.Claim(bg, r); return err }},
-		{"claim short digest", func() error { r := good; r.Digest = "abc"; _, err := s.Claim(bg, r); return err }},
-		{"claim upper-case digest", func() error { r := good; r.Digest = strings.ToUpper(r.Digest); _, err := s.Claim(bg, r); return err }},
+		{"claim short digest", func() error { r := good; r.Key = "abc"; _, err := s.Claim(bg, r); return err }},
+		{"claim upper-case digest", func() error { r := good; r.Key = strings.ToUpper(r.Key); _, err := s.Claim(bg, r); return err }},
 		{"claim empty holder", func() error { r := good; r.Holder = ""; _, err := s.Claim(bg, r); return err }},
 		{"claim zero lease", func() error { r := good; r.Lease = 0; _, err := s.Claim(bg, r); return err }},
 		{"claim negative lease", func() error { r := good; r.Lease = -time.Second; _, err := s.Claim(bg, r); return err }},
@@ -104,16 +104,16 @@ func TestInvalidRequests(t *testing.T) {
 		{"mark bad tenant", func() error { l := goodLease; l.Tenant = "a b"; return s.MarkIndeterminate(bg, l, "r", true) }},
 		{"renew zero", func() error { _, err := s.Renew(bg, goodLease, 0); return err }},
 		{"take over mismatched key", func() error {
-			_, err := s.TakeOver(bg, kvstore.Record{Tenant: "acme", Digest: digest("other")}, good)
+			_, err := s.TakeOver(bg, kvstore.Record{Tenant: "acme", Key: digest("other")}, good)
 			return err
 		}},
 		{"take over no lease", func() error {
 			r := good
 			r.Lease = 0
-			_, err := s.TakeOver(bg, kvstore.Record{Tenant: "acme", Digest: good.Digest}, r)
+			_, err := s.TakeOver(bg, kvstore.Record{Tenant: "acme", Key: good.Key}, r)
 			return err
 		}},
-		{"wait bad tenant", func() error { _, err := s.Wait(bg, kvstore.Record{Digest: good.Digest}); return err }},
+		{"wait bad tenant", func() error { _, err := s.Wait(bg, kvstore.Record{Key: good.Key}); return err }},
 		{"forget empty tenant", func() error { _, err := s.Forget(bg, ""); return err }},
 		{"resolve bad digest", func() error { _, err := s.Resolve(bg, "acme", "", kvstore.Resolution{}); return err }},
 	}
@@ -138,7 +138,7 @@ func TestClaimRecordLifecycle(t *testing.T) {
 	after := redisNow(t, c)
 
 	r := res.Record
-	if r.State != kvstore.StateClaimed || r.Holder != "w1" || r.Tenant != "acme" || r.Digest != req.Digest {
+	if r.State != kvstore.StateClaimed || r.Holder != "w1" || r.Tenant != "acme" || r.Key != req.Key {
 		t.Fatalf("claimed record: %+v", r)
 	}
 	if r.CheckDigest != req.CheckDigest || r.Tool != "book" || r.RunID != "run-1" || r.CallID != "call-w1" {
@@ -155,7 +155,7 @@ func TestClaimRecordLifecycle(t *testing.T) {
 	if r.CreatedAt.IsZero() || r.UpdatedAt.IsZero() || !r.ExpiresAt.Equal(r.UpdatedAt.Add(24*time.Hour)) {
 		t.Fatalf("timestamps: created %v updated %v expires %v", r.CreatedAt, r.UpdatedAt, r.ExpiresAt)
 	}
-	if res.Lease.Tenant != "acme" || res.Lease.Digest != req.Digest || res.Lease.Holder != "w1" || res.Lease.Token == "" {
+	if res.Lease.Tenant != "acme" || res.Lease.Key != req.Key || res.Lease.Holder != "w1" || res.Lease.Token == "" {
 		t.Fatalf("lease: %+v", res.Lease)
 	}
 
@@ -182,7 +182,7 @@ func TestClaimRecordLifecycle(t *testing.T) {
 	if err := s.Record(ctx(t), res.Lease, `{"seat":"12A"}`); err != nil {
 		t.Fatalf("Record: %v", err)
 	}
-	got, err := s.Get(ctx(t), "acme", req.Digest)
+	got, err := s.Get(ctx(t), "acme", req.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestKeyLayoutAndRetention(t *testing.T) {
 	req := claimReq("acme", "layout", "w1", time.Minute)
 	res := mustClaim(t, s, req)
 
-	recKey := p + ":{acme}:" + req.Digest
+	recKey := p + ":{acme}:" + req.Key
 	if typ := c.Type(ctx(t), recKey).Val(); typ != "string" {
 		t.Fatalf("record key %s has type %q", recKey, typ)
 	}
@@ -235,7 +235,7 @@ func TestKeyLayoutAndRetention(t *testing.T) {
 	}
 	// The index covers the record for a retention plus the slack (here another
 	// hour); the index's and the revision counter's TTLs reach a slack further.
-	score, err := c.ZScore(ctx(t), p+":{acme}:idx", req.Digest).Result()
+	score, err := c.ZScore(ctx(t), p+":{acme}:idx", req.Key).Result()
 	if err != nil || int64(score) != res.Record.CreatedAt.Add(2*time.Hour).UnixMilli() {
 		t.Fatalf("tenant index score %v (%v), want the claim's time plus 2h", score, err)
 	}
@@ -276,7 +276,7 @@ func TestRecordsExpireAfterRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.Eventually(t, waitLimit, "the record to expire", func() bool {
-		_, err := s.Get(ctx(t), "acme", req.Digest)
+		_, err := s.Get(ctx(t), "acme", req.Key)
 		return errors.Is(err, kvstore.ErrNotFound)
 	})
 	again := mustClaim(t, s, claimReq("acme", "expiring", "w2", time.Minute))
@@ -297,7 +297,7 @@ func TestTakeOver(t *testing.T) {
 
 	var seen kvstore.Record
 	wait.Eventually(t, waitLimit, "the lease to run out", func() bool {
-		seen, err = s.Get(ctx(t), "acme", req.Digest)
+		seen, err = s.Get(ctx(t), "acme", req.Key)
 		return err == nil && seen.LeaseExpired
 	})
 
@@ -342,7 +342,7 @@ func TestTakeOver(t *testing.T) {
 	}
 	newLease := won[0]
 
-	got, err := s.Get(ctx(t), "acme", req.Digest)
+	got, err := s.Get(ctx(t), "acme", req.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestTakeOver(t *testing.T) {
 	}
 
 	// A completed record cannot be taken over, even with its current revision.
-	done, err := s.Get(ctx(t), "acme", req.Digest)
+	done, err := s.Get(ctx(t), "acme", req.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,8 +371,8 @@ func TestTakeOver(t *testing.T) {
 
 	// Nothing to take over.
 	gone := seen
-	gone.Digest = digest("never-claimed")
-	_, err = s.TakeOver(ctx(t), gone, kvstore.ClaimRequest{Tenant: gone.Tenant, Digest: gone.Digest, Holder: "w2", Lease: time.Minute})
+	gone.Key = digest("never-claimed")
+	_, err = s.TakeOver(ctx(t), gone, kvstore.ClaimRequest{Tenant: gone.Tenant, Key: gone.Key, Holder: "w2", Lease: time.Minute})
 	wantErr(t, "TakeOver of a missing record", err, kvstore.ErrNotFound)
 }
 
@@ -384,7 +384,7 @@ func TestLeaseJudgedByStoredServerDeadline(t *testing.T) {
 	s, c := newStore(t, redisstore.Config{})
 	req := claimReq("acme", "clock", "w1", time.Hour)
 	res := mustClaim(t, s, req)
-	recKey := s.Config().Prefix + ":{acme}:" + req.Digest
+	recKey := s.Config().Prefix + ":{acme}:" + req.Key
 
 	if res.Record.LeaseExpired {
 		t.Fatal("fresh hour-long lease reported expired")
@@ -392,7 +392,7 @@ func TestLeaseJudgedByStoredServerDeadline(t *testing.T) {
 	r := readStored(t, c, recKey)
 	r.numbers[numLeaseUntil] = strconv.FormatInt(redisNow(t, c).Add(-time.Second).UnixMilli(), 10)
 	writeStored(t, c, recKey, r)
-	seen, err := s.Get(ctx(t), "acme", req.Digest)
+	seen, err := s.Get(ctx(t), "acme", req.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestRenew(t *testing.T) {
 	if l2 != res.Lease {
 		t.Fatalf("Renew changed the lease: %+v → %+v", res.Lease, l2)
 	}
-	got, err := s.Get(ctx(t), "acme", req.Digest)
+	got, err := s.Get(ctx(t), "acme", req.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestRenew(t *testing.T) {
 		t.Fatalf("after Renew: %+v", got)
 	}
 	time.Sleep(200 * time.Millisecond) // past the original lease
-	seen, err := s.Get(ctx(t), "acme", req.Digest)
+	seen, err := s.Get(ctx(t), "acme", req.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +441,7 @@ func TestRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.Eventually(t, waitLimit, "the short lease to run out", func() bool {
-		r, err := s.Get(ctx(t), "acme", req.Digest)
+		r, err := s.Get(ctx(t), "acme", req.Key)
 		return err == nil && r.LeaseExpired
 	})
 	if _, err := s.Renew(ctx(t), l2, time.Hour); err != nil {

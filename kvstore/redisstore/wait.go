@@ -32,14 +32,14 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 	if err := s.closed(op); err != nil {
 		return kvstore.Record{}, err
 	}
-	if err := invalid(op, kvstore.CheckKey(seen.Tenant, seen.Digest)); err != nil {
+	if err := invalid(op, kvstore.CheckKey(seen.Tenant, seen.Key)); err != nil {
 		return kvstore.Record{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return kvstore.Record{}, err
 	}
 
-	ps := s.client.Subscribe(ctx, s.channel(seen.Tenant, seen.Digest))
+	ps := s.client.Subscribe(ctx, s.channel(seen.Tenant, seen.Key))
 	defer ps.Close()
 	// Receive has no deadline of its own: bound the confirmation so that a
 	// connection black-holed just as it subscribes fails instead of hanging.
@@ -59,7 +59,7 @@ func (s *Store) Wait(ctx context.Context, seen kvstore.Record) (kvstore.Record, 
 
 	seenRev := strconv.FormatUint(seen.Revision, 10)
 	for {
-		cur, now, err := s.read(ctx, op, watchScript, seen.Tenant, seen.Digest, seenRev)
+		cur, now, err := s.read(ctx, op, watchScript, seen.Tenant, seen.Key, seenRev)
 		if errors.Is(err, kvstore.ErrNotFound) {
 			return kvstore.Record{}, err
 		}

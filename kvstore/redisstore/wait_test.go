@@ -159,7 +159,7 @@ func TestWaitSeesChangesBeforeSubscribing(t *testing.T) {
 	if got.err != nil || got.rec.State != kvstore.StateCompleted {
 		t.Fatalf("Wait: %+v, %v", got.rec, got.err)
 	}
-	_, err := s.Wait(ctx(t), kvstore.Record{Tenant: "acme", Digest: digest("absent"), State: kvstore.StateClaimed})
+	_, err := s.Wait(ctx(t), kvstore.Record{Tenant: "acme", Key: digest("absent"), State: kvstore.StateClaimed})
 	wantErr(t, "Wait on a missing record", err, kvstore.ErrNotFound)
 }
 

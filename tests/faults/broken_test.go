@@ -36,12 +36,12 @@ func (g *grantTwice) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvsto
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.granted[req.Digest] {
+	if g.granted[req.Key] {
 		return res, nil
 	}
-	g.granted[req.Digest] = true
+	g.granted[req.Key] = true
 	return kvstore.ClaimResult{Claimed: true, Lease: kvstore.Lease{
-		Tenant: req.Tenant, Digest: req.Digest, Holder: req.Holder, Token: "forged",
+		Tenant: req.Tenant, Key: req.Key, Holder: req.Holder, Token: "forged",
 	}}, nil
 }
 

@@ -251,7 +251,7 @@ func (s *timedStore) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvsto
 	start := time.Now()
 	res, err := s.Store.Claim(ctx, req)
 	if err == nil && res.Claimed {
-		s.note(req.Digest, "claim", start, true)
+		s.note(req.Key, "claim", start, true)
 	}
 	return res, err
 }
@@ -260,7 +260,7 @@ func (s *timedStore) TakeOver(ctx context.Context, seen kvstore.Record, req kvst
 	start := time.Now()
 	l, err := s.Store.TakeOver(ctx, seen, req)
 	if err == nil {
-		s.note(req.Digest, "takeover", start, true)
+		s.note(req.Key, "takeover", start, true)
 	}
 	return l, err
 }
@@ -268,21 +268,21 @@ func (s *timedStore) TakeOver(ctx context.Context, seen kvstore.Record, req kvst
 func (s *timedStore) Renew(ctx context.Context, lease kvstore.Lease, d time.Duration) (kvstore.Lease, error) {
 	start := time.Now()
 	l, err := s.Store.Renew(ctx, lease, d)
-	s.note(lease.Digest, "renew", start, err == nil)
+	s.note(lease.Key, "renew", start, err == nil)
 	return l, err
 }
 
 func (s *timedStore) Record(ctx context.Context, lease kvstore.Lease, outcome string) error {
 	start := time.Now()
 	err := s.Store.Record(ctx, lease, outcome)
-	s.note(lease.Digest, "record", start, err == nil)
+	s.note(lease.Key, "record", start, err == nil)
 	return err
 }
 
 func (s *timedStore) MarkIndeterminate(ctx context.Context, lease kvstore.Lease, reason string, entered bool) error {
 	start := time.Now()
 	err := s.Store.MarkIndeterminate(ctx, lease, reason, entered)
-	s.note(lease.Digest, "mark", start, err == nil)
+	s.note(lease.Key, "mark", start, err == nil)
 	return err
 }
 

@@ -132,7 +132,7 @@ func (p *Publisher) one(ctx context.Context, c events.Call) error {
 			if err != nil {
 				return fmt.Errorf("call %s: deriving its key: %w", c.CallID, err)
 			}
-			rec.Key = k.Digest
+			rec.Key = k.Hex
 		}
 	}
 	timeout := p.AttemptTimeout

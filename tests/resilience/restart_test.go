@@ -47,7 +47,7 @@ func TestRecordsAndClaimsSurviveARestart(t *testing.T) {
 				if err := st.MarkIndeterminate(ctxT(t), parked.Lease, string(events.ReasonBodyFailed), true); err != nil {
 					t.Fatalf("MarkIndeterminate: %v", err)
 				}
-				heldBefore := get(t, st, held.Lease.Digest)
+				heldBefore := get(t, st, held.Lease.Key)
 
 				restart.down(t)
 				srv.start(t)
@@ -69,7 +69,7 @@ func TestRecordsAndClaimsSurviveARestart(t *testing.T) {
 				}
 
 				// The long claim is still held.
-				rec = get(t, st, held.Lease.Digest)
+				rec = get(t, st, held.Lease.Key)
 				if rec.State != kvstore.StateClaimed || rec.Holder != "w-held" || rec.LeaseExpired {
 					t.Errorf("%s: held claim after the restart: state %s holder %q lease expired %v",
 						restart.name, rec.State, rec.Holder, rec.LeaseExpired)
@@ -91,7 +91,7 @@ func TestRecordsAndClaimsSurviveARestart(t *testing.T) {
 
 				// The short claim runs out by the server's clock (Get need not say
 				// so; Wait must), then can be taken over.
-				expired := get(t, st, short.Lease.Digest)
+				expired := get(t, st, short.Lease.Key)
 				if !expired.LeaseExpired {
 					if expired, err = st.Wait(ctxT(t), expired); err != nil {
 						t.Fatalf("%s: waiting for the short claim to run out: %v", restart.name, err)
@@ -105,7 +105,7 @@ func TestRecordsAndClaimsSurviveARestart(t *testing.T) {
 				}
 
 				// The indeterminate record.
-				rec = get(t, st, parked.Lease.Digest)
+				rec = get(t, st, parked.Lease.Key)
 				if rec.State != kvstore.StateIndeterminate || rec.Reason != string(events.ReasonBodyFailed) || !rec.BodyEntered {
 					t.Errorf("%s: indeterminate record after the restart: state %s reason %q body entered %v",
 						restart.name, rec.State, rec.Reason, rec.BodyEntered)
@@ -121,7 +121,7 @@ func TestRecordsAndClaimsSurviveARestart(t *testing.T) {
 
 func claimReq(name, holder string, lease time.Duration) kvstore.ClaimRequest {
 	return kvstore.ClaimRequest{
-		Tenant: tenant, Digest: digest(name), Holder: holder, Lease: lease,
+		Tenant: tenant, Key: digest(name), Holder: holder, Lease: lease,
 		Tool: "book", RunID: "run-1", CallID: "call-" + name,
 	}
 }
