@@ -24,7 +24,7 @@ const (
 // Record is what a store keeps for one key. It never holds the call's arguments.
 type Record struct {
 	Tenant string // the tenant the key belongs to
-	Key string // the idempotency key: 64 lower-case hex digits
+	Key    string // the idempotency key: 64 lower-case hex digits
 
 	State State
 
@@ -71,7 +71,7 @@ type Record struct {
 // ClaimRequest asks for a key.
 type ClaimRequest struct {
 	Tenant string
-	Key string
+	Key    string
 	// Holder identifies the claiming worker; it is stored in the record so that an
 	// ambiguous write can be recognised as one's own.
 	Holder string
@@ -90,7 +90,7 @@ type ClaimRequest struct {
 // may be refused.
 type Lease struct {
 	Tenant string
-	Key string
+	Key    string
 	Holder string
 	// Token is the backend's fencing token (a revision, a random claim id): opaque
 	// to callers.

@@ -112,7 +112,7 @@ func (e *env) req(digest, holder string, lease time.Duration) kvstore.ClaimReque
 func (e *env) reqIn(tenant, digest, holder string, lease time.Duration) kvstore.ClaimRequest {
 	return kvstore.ClaimRequest{
 		Tenant:      tenant,
-		Key:      digest,
+		Key:         digest,
 		Holder:      holder,
 		Lease:       lease,
 		CheckDigest: sha256Hex("check:" + digest),

@@ -135,7 +135,7 @@ func (s *Store) Claim(ctx context.Context, req kvstore.ClaimRequest) (kvstore.Cl
 	e := &entry{
 		rec: kvstore.Record{
 			Tenant:      req.Tenant,
-			Key:      req.Key,
+			Key:         req.Key,
 			State:       kvstore.StateClaimed,
 			CheckDigest: req.CheckDigest,
 			Tool:        req.Tool,
@@ -289,7 +289,7 @@ func (s *Store) TakeOver(ctx context.Context, seen kvstore.Record, req kvstore.C
 	rev := s.nextRev()
 	e.rec = kvstore.Record{
 		Tenant:      seen.Tenant,
-		Key:      seen.Key,
+		Key:         seen.Key,
 		State:       kvstore.StateClaimed,
 		CheckDigest: req.CheckDigest,
 		Tool:        req.Tool,
@@ -711,7 +711,7 @@ func (s *Store) timerUntil(t time.Time) clock.Timer {
 func leaseOf(e *entry) kvstore.Lease {
 	return kvstore.Lease{
 		Tenant: e.rec.Tenant,
-		Key: e.rec.Key,
+		Key:    e.rec.Key,
 		Holder: e.rec.Holder,
 		Token:  strconv.FormatUint(e.token, 10),
 	}

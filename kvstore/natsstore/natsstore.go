@@ -863,7 +863,7 @@ func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
 func (s *Store) leaseOf(tenant, digest string, rev uint64, v value) kvstore.Lease {
 	return kvstore.Lease{
 		Tenant: tenant,
-		Key: digest,
+		Key:    digest,
 		Holder: string(v.Holder),
 		Token:  token{Rev: rev, Value: v}.String(),
 	}

@@ -257,7 +257,7 @@ func (t *text) UnmarshalJSON(b []byte) error {
 func (v value) record(tenant, digest string, rev uint64, updated time.Time, retention time.Duration) kvstore.Record {
 	r := kvstore.Record{
 		Tenant:      tenant,
-		Key:      digest,
+		Key:         digest,
 		State:       kvstore.State(v.State),
 		Outcome:     string(v.Outcome),
 		Reason:      string(v.Reason),
