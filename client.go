@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -177,7 +176,7 @@ func WithTraceParent(traceparent, tracestate string) CallOption {
 func (c *Client) Call(ctx context.Context, tenant, tool string, args any, opts ...CallOption) (*Result, error) {
 	raw, err := encodeArgs(args)
 	if err != nil {
-		return nil, &RejectedError{Tool: tool, Code: events.CodeInvalidJSON, Message: err.Error()}
+		return nil, &events.RejectedError{Tool: tool, Code: events.CodeInvalidJSON, Field: "arguments", Message: err.Error(), Err: err}
 	}
 	call := events.Call{Tenant: tenant, Tool: tool, RunID: c.runID, Arguments: raw}
 	for _, opt := range opts {
@@ -193,7 +192,7 @@ func (c *Client) Call(ctx context.Context, tenant, tool string, args any, opts .
 	}
 	a, err := c.bc.Call(ctx, call)
 	if err != nil {
-		if errors.Is(err, ErrCallIDTaken) {
+		if errors.Is(err, events.ErrCallIDTaken) {
 			c.sent.undo(sentKey(call))
 		}
 		return nil, c.callError(ctx, call, err)
@@ -213,7 +212,7 @@ const sentWindow = 2 * time.Minute
 // publication, a *CallIDTakenError.
 func (c *Client) pending(call events.Call) error {
 	if c.sent.count(sentKey(call), time.Now()) < 2 {
-		return &CallIDTakenError{Tenant: call.Tenant, Tool: call.Tool, CallID: call.CallID}
+		return &events.CallIDTakenError{Tenant: call.Tenant, Tool: call.Tool, CallID: call.CallID}
 	}
 	return nil
 }
@@ -290,21 +289,20 @@ func resultOf(a events.Answer) (*Result, error) {
 		Kind: a.Kind, Outcome: a.Outcome, Key: a.Key,
 		Tenant: a.Tenant, Tool: a.Tool, RunID: a.RunID, CallID: a.CallID, Time: a.Time,
 	}
-	return r, dispatch.AnswerError(a)
+	return r, a.Err()
 }
 
 // callError restates an error of the bus client in this package's terms.
 func (c *Client) callError(ctx context.Context, call events.Call, err error) error {
-	var re *events.RejectError
+	var re *events.RejectedError
 	switch {
 	case errors.As(err, &re):
-		msg := re.Msg
-		if re.Field != "" {
-			msg = re.Field + ": " + msg
+		if re.Tool == "" {
+			re.Tool = call.Tool
 		}
-		return &RejectedError{Tool: call.Tool, Code: re.Code, Message: msg}
+		return re
 	case ctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
-		return &NoAnswerError{Tenant: call.Tenant, Tool: call.Tool, RunID: call.RunID, CallID: call.CallID, Err: err}
+		return &events.NoAnswerError{Tenant: call.Tenant, Tool: call.Tool, RunID: call.RunID, CallID: call.CallID, Err: err}
 	case errors.Is(err, jetstream.ErrNoStreamResponse):
 		return fmt.Errorf("toolexec: %w (no stream takes tenant %s's calls: no executor has run against this NATS server "+
 			"to create the streams, the connection reaches another server than the executors', or its account does not "+

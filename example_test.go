@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec"
+	"github.com/tesserix/toolexec/events"
 )
 
 // A complete caller: book a seat, and tell an outcome nobody knows apart from an
@@ -24,7 +25,7 @@ func ExampleClient_Call() {
 		log.Fatal(err)
 	}
 	res, err := c.Call(context.Background(), "acme", "book", map[string]any{"flight": "BA117", "seats": 1, "request_id": "a"})
-	var unknown *toolexec.IndeterminateOutcomeError
+	var unknown *events.IndeterminateOutcomeError
 	if errors.As(err, &unknown) {
 		fmt.Println("nobody knows whether it booked; an operator settles key", unknown.Key)
 		os.Exit(4)

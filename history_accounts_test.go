@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
@@ -103,7 +104,7 @@ func TestHistoryAcrossAccounts(t *testing.T) {
 		short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		_, err := acme.Call(short, "acme", "slow", bookArgs{Flight: "HOLD"}, toolexec.WithCallID("a-hold"))
-		var noAnswer *toolexec.NoAnswerError
+		var noAnswer *events.NoAnswerError
 		if !errors.As(err, &noAnswer) {
 			t.Fatalf("Call of a held tool: %v, want a *NoAnswerError", err)
 		}

@@ -179,7 +179,7 @@ func TestCallAnswers(t *testing.T) {
 	// The answer was lost after the effect: indeterminate, and its retry is not run.
 	for i := range 2 {
 		res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST", RequestID: fmt.Sprint(i)})
-		var unknown *toolexec.IndeterminateOutcomeError
+		var unknown *events.IndeterminateOutcomeError
 		if !errors.As(err, &unknown) {
 			t.Fatalf("lost booking %d: %+v, %v; want an IndeterminateOutcomeError", i, res, err)
 		}
@@ -196,7 +196,7 @@ func TestCallAnswers(t *testing.T) {
 
 	// Failed without effect.
 	_, err = c.Call(ctx, "acme", "full", bookArgs{Flight: "BA117"})
-	var failed *toolexec.FailedError
+	var failed *events.FailedError
 	if !errors.As(err, &failed) || failed.Code != events.CodeNoEffect {
 		t.Errorf("full flight: %v, want a FailedError with code no_effect", err)
 	}
@@ -222,7 +222,7 @@ func TestCallRejected(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := c.Call(ctx, tc.tenant, tc.tool, tc.args, tc.opts...)
-			var rejected *toolexec.RejectedError
+			var rejected *events.RejectedError
 			if !errors.As(err, &rejected) || rejected.Code != tc.want {
 				t.Fatalf("got %+v, %v; want a RejectedError with code %s", res, err, tc.want)
 			}
@@ -276,8 +276,8 @@ func TestCallIDTaken(t *testing.T) {
 	for try := range 2 {
 		start := time.Now()
 		res, err := other.Call(ctx, "acme", "book", bookArgs{Flight: "AF002"}, toolexec.WithCallID("held-1"))
-		var taken *toolexec.CallIDTakenError
-		if !errors.As(err, &taken) || !errors.Is(err, toolexec.ErrCallIDTaken) || taken.CallID != "held-1" || taken.Tenant != "acme" {
+		var taken *events.CallIDTakenError
+		if !errors.As(err, &taken) || !errors.Is(err, events.ErrCallIDTaken) || taken.CallID != "held-1" || taken.Tenant != "acme" {
 			t.Fatalf("try %d: got %+v, %v; want a CallIDTakenError naming acme's held-1", try+1, res, err)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -310,8 +310,8 @@ func TestNoAnswerThenAttach(t *testing.T) {
 	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err := c.Call(short, "acme", "book", bookArgs{Flight: "SLOW"})
-	var none *toolexec.NoAnswerError
-	if !errors.As(err, &none) || !errors.Is(err, toolexec.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) {
+	var none *events.NoAnswerError
+	if !errors.As(err, &none) || !errors.Is(err, events.ErrNoAnswer) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v; want a NoAnswerError wrapping the deadline", err)
 	}
 	if none.Tenant != "acme" || none.Tool != "book" || none.RunID != "run_slow" || !callIDPattern.MatchString(none.CallID) {
@@ -493,7 +493,7 @@ func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"})
-	var unknown *toolexec.IndeterminateOutcomeError
+	var unknown *events.IndeterminateOutcomeError
 	if !errors.As(err, &unknown) {
 		t.Fatalf("lost booking: %v", err)
 	}

@@ -426,7 +426,7 @@ func (l *failoverLoad) ended(start, end time.Time, res *toolexec.Result, err err
 	switch {
 	case res != nil:
 		how = string(res.Kind)
-	case errors.Is(err, toolexec.ErrNoAnswer):
+	case errors.Is(err, events.ErrNoAnswer):
 		how = "no answer"
 	}
 	l.mu.Lock()

@@ -142,7 +142,7 @@ func (c *Client) callMsg(call events.Call) (*nats.Msg, error) {
 //
 // A call that is not well formed (a token that is not valid, arguments that are
 // not a JSON object) is refused before anything is sent, with the
-// *events.RejectError an executor would have answered. A first try refused
+// *events.RejectedError an executor would have answered. A first try refused
 // because a call of the same tenant, tool and call id waits in the stream
 // returns an error matching ErrCallPending, and one that a stream of wire
 // version 1 took an error matching ErrOldCallStream.
@@ -248,8 +248,8 @@ func storeRefusal(err error) int {
 // answer.
 //
 // Every answer is returned with a nil error, rejected, failed and indeterminate
-// ones included (dispatch.AnswerError turns one into an error). Errors: the
-// *events.RejectError of a call refused before sending (see Publish), a publish
+// ones included (events.Answer.Err turns one into an error). Errors: the
+// *events.RejectedError of a call refused before sending (see Publish), a publish
 // failure (ErrCallPending, ErrOldCallStream among them), an error matching
 // ErrBadAnswer, or ctx's error wrapped when ctx ends first — the call may still
 // be answered later; Attach finds the answer.

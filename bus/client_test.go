@@ -231,9 +231,9 @@ func TestCallRefusesMalformedCallsLocally(t *testing.T) {
 		call("bo.ok", "r1", "c1", `{}`),
 	} {
 		_, err := h.client.Call(ctxT(t), c)
-		var re *events.RejectError
+		var re *events.RejectedError
 		if !errors.As(err, &re) {
-			t.Errorf("Call(%+v) error = %v, want a *events.RejectError", c, err)
+			t.Errorf("Call(%+v) error = %v, want a *events.RejectedError", c, err)
 		}
 	}
 	if n := streamMsgs(t, h.js, wire.CallStream); n != 0 {

@@ -107,7 +107,7 @@ func (w *Worker) rejection(m jetstream.Msg, tenant, tool, id, runID string, e *e
 		}
 	}
 	if re, ok := asReject(err); ok {
-		a.Code, a.Field, a.Error = re.Code, re.Field, re.Msg
+		a.Code, a.Field, a.Error = re.Code, re.Field, re.Message
 	} else {
 		a.Code, a.Error = events.CodeNotCloudEvent, err.Error()
 	}
@@ -117,8 +117,8 @@ func (w *Worker) rejection(m jetstream.Msg, tenant, tool, id, runID string, e *e
 	return &a
 }
 
-func asReject(err error) (*events.RejectError, bool) {
-	var re *events.RejectError
+func asReject(err error) (*events.RejectedError, bool) {
+	var re *events.RejectedError
 	ok := errors.As(err, &re)
 	return re, ok
 }

@@ -22,4 +22,4 @@ func (f dispatcherFuncCall) Dispatch(ctx context.Context, c events.Call) (events
 	return f(ctx, c)
 }
 
-var errNoAnswer = fmt.Errorf("%w: test", dispatch.ErrNoAnswer)
+var errNoAnswer = fmt.Errorf("%w: test", dispatch.ErrHandBack)

@@ -28,7 +28,7 @@ import (
 )
 
 // Dispatcher runs one call to its answer. *dispatch.Dispatcher is one. Dispatch
-// returns exactly one answer per call, or an error matching dispatch.ErrNoAnswer
+// returns exactly one answer per call, or an error matching dispatch.ErrHandBack
 // when ctx ended before the call was answered and nothing irreversible happened.
 type Dispatcher interface {
 	Dispatch(ctx context.Context, c events.Call) (events.Answer, error)
@@ -611,7 +611,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		ctx = withTraceParent(ctx, in.call.TraceParent)
 	}
 	if err != nil {
-		if errors.Is(err, dispatch.ErrNoAnswer) {
+		if errors.Is(err, dispatch.ErrHandBack) {
 			w.handBack(m, "the dispatch ended before an answer")
 			return
 		}

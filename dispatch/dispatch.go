@@ -155,7 +155,7 @@ func (d *Dispatcher) Stats() *Stats { return &d.stats }
 // Dispatch runs c to its answer. It reads the call's tenant, run id, call id,
 // tool, arguments and trace parent; where the call came from (its source, time
 // and trace state) is the wire's business. It returns exactly one answer per call,
-// or ErrNoAnswer (wrapping ctx's error) when ctx ended before the call was answered
+// or ErrHandBack (wrapping ctx's error) when ctx ended before the call was answered
 // and nothing irreversible had happened; the caller should then hand the call back
 // to be tried again.
 func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer, error) {
@@ -164,19 +164,19 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer
 }
 
 // Call runs c and returns its outcome (for completed and deduplicated answers) or
-// the error [AnswerError] describes, wrapping the body's own error where there
-// was one: errors.As finds *IndeterminateOutcomeError, *FailedError or
-// *RejectedError.
+// the error [events.Answer.Err] gives, wrapping the body's own error where
+// there was one: errors.As finds *events.IndeterminateOutcomeError,
+// *events.FailedError or *events.RejectedError.
 func (d *Dispatcher) Call(ctx context.Context, c events.Call) (string, error) {
 	res, err := d.dispatch(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	err = AnswerError(res.answer)
+	err = res.answer.Err()
 	switch e := err.(type) {
-	case *IndeterminateOutcomeError:
+	case *events.IndeterminateOutcomeError:
 		e.Err = res.cause
-	case *FailedError:
+	case *events.FailedError:
 		e.Err = res.cause
 	}
 	if err != nil {
@@ -434,7 +434,7 @@ func (r *run) unguarded(ctx context.Context) (answered, error) {
 			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
 		}
 		if !r.backoff(ctx, n) {
-			return answered{}, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+			return answered{}, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
 		}
 	}
 }
@@ -484,7 +484,7 @@ func (r *run) guarded(ctx context.Context) (answered, error) {
 			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
 		}
 		if !r.backoff(ctx, n) {
-			return answered{}, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+			return answered{}, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
 		}
 	}
 }
@@ -496,7 +496,7 @@ func (r *run) logAttrs(kv ...any) []any {
 
 // acquire claims the key. It returns the lease when this call may run the body; a
 // final answer when the record answers the call; neither when the store is away and
-// the tool is Idempotent (it runs unguarded); or ErrNoAnswer when ctx ended.
+// the tool is Idempotent (it runs unguarded); or ErrHandBack when ctx ended.
 func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, error) {
 	effectful := r.tool.Policy().Kind == tool.Effectful
 	req := kvstore.ClaimRequest{
@@ -505,7 +505,7 @@ func (r *run) acquire(ctx context.Context) (*kvstore.Lease, *events.Answer, erro
 	}
 	storeAway := func(err error) (*kvstore.Lease, *events.Answer, error) {
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrNoAnswer, ctx.Err())
+			return nil, nil, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
 		}
 		r.d.log.WarnContext(r.logCtx, "idempotency store unavailable", r.logAttrs("error", err)...)
 		if effectful {

@@ -183,7 +183,7 @@ func TestRejected(t *testing.T) {
 			if b.entered.Load() != 0 || cs.claims.Load() != 0 {
 				t.Fatalf("rejected call entered the body %d times and claimed %d times", b.entered.Load(), cs.claims.Load())
 			}
-			var re *dispatch.RejectedError
+			var re *events.RejectedError
 			if _, err := d.Call(context.Background(), tt.give); !errors.As(err, &re) || re.Code != tt.code {
 				t.Fatalf("Call error = %v, want *RejectedError with code %s", err, tt.code)
 			}
@@ -228,7 +228,7 @@ func TestToolsLookedUpPerCall(t *testing.T) {
 	if b.entered.Load() != 1 || cs.claims.Load() != claims {
 		t.Fatalf("a call of a tool in conflict entered the body or claimed its key")
 	}
-	var re *dispatch.RejectedError
+	var re *events.RejectedError
 	if _, err := d.Call(context.Background(), call("book", "c4", `{"flight":"LH400"}`)); !errors.As(err, &re) || re.Code != events.CodeToolConflict {
 		t.Fatalf("Call in conflict: %v, want *RejectedError tool_conflict", err)
 	}
@@ -347,7 +347,7 @@ func TestEffectfulFailureIsIndeterminate(t *testing.T) {
 	e := newEnv(t, newTool(t, "book", policy(tool.Effectful, "flight"), tool.Retry{MaxAttempts: 5}, b))
 	d := e.dispatcher(t, "w1")
 	_, err := d.Call(context.Background(), call("book", "c1", `{"flight":"BA117"}`))
-	var ie *dispatch.IndeterminateOutcomeError
+	var ie *events.IndeterminateOutcomeError
 	if !errors.As(err, &ie) {
 		t.Fatalf("error %v is not an IndeterminateOutcomeError", err)
 	}
@@ -693,7 +693,7 @@ func TestWaitsForHolder(t *testing.T) {
 		}()
 		e.clock.BlockUntil(1, nil)
 		cancel()
-		if err := <-done; !errors.Is(err, dispatch.ErrNoAnswer) || !errors.Is(err, context.Canceled) {
+		if err := <-done; !errors.Is(err, dispatch.ErrHandBack) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v; want ErrNoAnswer wrapping context.Canceled", err)
 		}
 	})

@@ -25,7 +25,7 @@ type Observer interface {
 	CallStarted(tool string)
 	// CallEnded is called when Dispatch returns, after d: with the answer's kind
 	// and, for an indeterminate answer, its reason; with an empty kind when the
-	// call ended without an answer (ErrNoAnswer: it is handed back).
+	// call ended without an answer (ErrHandBack: it is handed back).
 	CallEnded(tool string, kind events.Kind, reason events.Reason, d time.Duration)
 	// BodyEntered is called each time the tool's body is entered, attempts
 	// included.

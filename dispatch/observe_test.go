@@ -153,7 +153,7 @@ func TestObserver(t *testing.T) {
 		}()
 		e.clock.BlockUntil(1, nil)
 		cancel()
-		if err := <-done; !errors.Is(err, dispatch.ErrNoAnswer) {
+		if err := <-done; !errors.Is(err, dispatch.ErrHandBack) {
 			t.Fatalf("err = %v", err)
 		}
 		want := []string{"start book", "waited book", "end book  "}

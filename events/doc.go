@@ -17,7 +17,7 @@
 //
 // # Errors
 //
-// Bad input from a caller is reported as a [*RejectError] whose [Code] names the
+// Bad input from a caller is reported as a [*RejectedError] whose [Code] names the
 // problem; the bus answers it with a rejected event. A token that is not well
 // formed is a [*TokenError]. Misuse by this program (an answer missing a field
 // its kind needs) is reported as [ErrInvalidAnswer], to fail loudly in tests.

@@ -22,8 +22,16 @@ var (
 	// that is not a well-formed toolexec answer.
 	ErrInvalidAnswer = errors.New("events: invalid answer")
 
-	// ErrRejected is matched by every [*RejectError].
+	// ErrRejected is matched by every [*RejectedError].
 	ErrRejected = errors.New("events: call rejected")
+
+	// ErrCallIDTaken is matched by the [*CallIDTakenError] of a call whose
+	// tenant, tool and id a call that its client did not publish holds.
+	ErrCallIDTaken = errors.New("toolexec: call id already taken")
+
+	// ErrNoAnswer is matched by the [*NoAnswerError] of a call whose answer did
+	// not come before the caller's context ended.
+	ErrNoAnswer = errors.New("toolexec: no answer yet")
 )
 
 // TokenError reports a token that does not match [A-Za-z0-9_-]{1,128}. It matches
@@ -49,43 +57,51 @@ func (e *TokenError) Error() string {
 // Is reports whether target is [ErrInvalidToken].
 func (e *TokenError) Is(target error) bool { return target == ErrInvalidToken }
 
-// RejectError is a call refused for bad input. Code is what a rejected answer
-// carries; Field, when set, names the attribute, extension or member at fault. It
-// matches [ErrRejected] with errors.Is and unwraps to its cause, if any.
-type RejectError struct {
-	Code  Code
-	Field string
-	Msg   string
+// RejectedError says a call was refused before anything happened: no claim,
+// no record, no execution. Code is one of the rejection codes
+// ([RejectionCodes]); Field, when set, names the attribute, extension or
+// member at fault. It matches [ErrRejected] with errors.Is and unwraps to its
+// cause, if any.
+type RejectedError struct {
+	// Tool is the tool called, when the call named one that could be read.
+	Tool    string
+	Code    Code
+	Field   string
+	Message string
 	// Err is the underlying error (a *TokenError, a schema validation error), or nil.
 	Err error
 }
 
-// Reject returns a *RejectError with the given code and field and a message
+// Reject returns a *RejectedError with the given code and field and a message
 // formatted from format and args.
-func Reject(code Code, field, format string, args ...any) *RejectError {
-	return &RejectError{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
+func Reject(code Code, field, format string, args ...any) *RejectedError {
+	return &RejectedError{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// Error returns "<code>: <field>: <msg>", without the field when there is none.
-func (e *RejectError) Error() string {
+// Error returns "<code>: <field>: <message>", without the field when there is
+// none, after "toolexec: call to <tool> rejected: " when the tool is known.
+func (e *RejectedError) Error() string {
 	var b strings.Builder
+	if e.Tool != "" {
+		fmt.Fprintf(&b, "toolexec: call to %q rejected: ", e.Tool)
+	}
 	b.WriteString(string(e.Code))
 	if e.Field != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Field)
 	}
-	if e.Msg != "" {
+	if e.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Msg)
+		b.WriteString(e.Message)
 	}
 	return b.String()
 }
 
 // Is reports whether target is [ErrRejected].
-func (e *RejectError) Is(target error) bool { return target == ErrRejected }
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 
 // Unwrap returns the cause, if any.
-func (e *RejectError) Unwrap() error { return e.Err }
+func (e *RejectedError) Unwrap() error { return e.Err }
 
 // quote returns v quoted, cut to maxQuoted bytes (on a rune boundary) with an
 // ellipsis when longer.
@@ -105,5 +121,5 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // Compile-time checks that the error types are errors.
 var (
 	_ error = (*TokenError)(nil)
-	_ error = (*RejectError)(nil)
+	_ error = (*RejectedError)(nil)
 )

@@ -445,7 +445,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 
 	if given {
 		a, found, err := g.bc.Find(wait, ts.tenant, callID)
-		var re *events.RejectError
+		var re *events.RejectedError
 		switch {
 		case errors.As(err, &re):
 			return rejected(name, runID, callID, re), nil
@@ -480,7 +480,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 		default:
 		}
 	}
-	var re *events.RejectError
+	var re *events.RejectedError
 	switch {
 	case err == nil:
 	case errors.As(err, &re):
@@ -505,8 +505,8 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 }
 
 // rejected is the result of a call refused before it was sent.
-func rejected(tool, runID, callID string, re *events.RejectError) *mcp.CallToolResult {
-	a := events.Answer{Kind: events.KindRejected, Tool: tool, RunID: runID, CallID: callID, Code: re.Code, Field: re.Field, Error: re.Msg}
+func rejected(tool, runID, callID string, re *events.RejectedError) *mcp.CallToolResult {
+	a := events.Answer{Kind: events.KindRejected, Tool: tool, RunID: runID, CallID: callID, Code: re.Code, Field: re.Field, Error: re.Message}
 	return resultOf(a)
 }
 

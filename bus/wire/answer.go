@@ -281,7 +281,7 @@ func validOrEmpty(s string) string {
 
 // DecodeAnswer reads an answer (or a resolution) from the headers and payload of
 // a NATS message in either mode: [Decode], then [AnswerFromEvent]. Errors are
-// theirs: an [*events.RejectError] for a message that is not a usable
+// theirs: an [*events.RejectedError] for a message that is not a usable
 // CloudEvent, one matching [events.ErrInvalidAnswer] for an event that is not a
 // well-formed toolexec answer.
 func DecodeAnswer(h nats.Header, data []byte) (events.Answer, error) {

@@ -111,7 +111,7 @@ func hasPrefixFold(s, prefix string) bool {
 // makes the message a CloudEvents 1.0 event; what makes the event a toolexec call
 // is for [CallFromEvent].
 //
-// Every error is an [*events.RejectError]:
+// Every error is an [*events.RejectedError]:
 //
 //   - invalid_json: a structured payload that is empty or not JSON;
 //   - not_cloudevent: JSON that is not an object, no specversion, an unknown
@@ -227,7 +227,7 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 	// before it (format.JSON.Unmarshal): the payload is known to be valid JSON.
 	var e event.Event
 	if err := e.UnmarshalJSON(data); err != nil {
-		return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Msg: oneLine(err.Error()), Err: err}
+		return event.Event{}, &events.RejectedError{Code: events.CodeNotCloudEvent, Message: oneLine(err.Error()), Err: err}
 	}
 	return e, nil
 }
@@ -244,8 +244,8 @@ func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 		}
 		v, err := headerValue(vs[0])
 		if err != nil {
-			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
-				Msg: fmt.Sprintf("header %s%s: %v", HeaderPrefix, short(name), err), Err: err}
+			return event.Event{}, &events.RejectedError{Code: events.CodeNotCloudEvent, Field: name,
+				Message: fmt.Sprintf("header %s%s: %v", HeaderPrefix, short(name), err), Err: err}
 		}
 		attrs[name] = v
 	}
@@ -282,8 +282,8 @@ func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 			err = e.Context.SetExtension(name, v)
 		}
 		if err != nil {
-			return event.Event{}, &events.RejectError{Code: events.CodeNotCloudEvent, Field: name,
-				Msg: fmt.Sprintf("header %s%s: %s", HeaderPrefix, short(name), oneLine(err.Error())), Err: err}
+			return event.Event{}, &events.RejectedError{Code: events.CodeNotCloudEvent, Field: name,
+				Message: fmt.Sprintf("header %s%s: %s", HeaderPrefix, short(name), oneLine(err.Error())), Err: err}
 		}
 	}
 	if ct, ok := Get(h, ContentType); ok {

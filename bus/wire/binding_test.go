@@ -237,9 +237,9 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := wire.Decode(tt.header, []byte(tt.data))
-			var re *events.RejectError
+			var re *events.RejectedError
 			if !errors.As(err, &re) {
-				t.Fatalf("Decode error = %v, want a *events.RejectError", err)
+				t.Fatalf("Decode error = %v, want a *events.RejectedError", err)
 			}
 			if re.Code != tt.wantCode {
 				t.Errorf("code = %s, want %s (%v)", re.Code, tt.wantCode, err)

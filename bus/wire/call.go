@@ -22,7 +22,7 @@ import (
 // (nil arguments as {}).
 //
 // It checks c first: a token that is not valid, an empty source or arguments that
-// are not a JSON object are reported as an [*events.RejectError] with the code a
+// are not a JSON object are reported as an [*events.RejectedError] with the code a
 // receiver would answer with.
 func CallEvent(c events.Call) (event.Event, error) {
 	data, err := callData(c)
@@ -123,7 +123,7 @@ func CallJSON(c events.Call) ([]byte, error) {
 //     its arguments are an object ([events.CodeArgumentsNotObject]) and it
 //     matches the call schema ([events.CodeSchemaViolation]).
 //
-// Every error is an [*events.RejectError]. The arguments themselves are returned
+// Every error is an [*events.RejectedError]. The arguments themselves are returned
 // as sent; judging their content (canonical form, the tool's schema) is for
 // later stages.
 func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (events.Call, error) {
@@ -200,7 +200,7 @@ func CallFromEvent(e event.Event, subjectTenant, subjectTool string) (events.Cal
 // CheckSubjectCallID refuses a call c, read by [CallFromEvent], whose id is not
 // subjectCallID, the call id its subject names ([CallSubject]): the subject
 // is what the calls stream keeps one call of, so the two must agree
-// ([events.CodeCallIDMismatch], an [*events.RejectError]). An empty
+// ([events.CodeCallIDMismatch], an [*events.RejectedError]). An empty
 // subjectCallID, of a subject of wire version 1 that names no call, accepts
 // any id.
 func CheckSubjectCallID(c events.Call, subjectCallID string) error {
@@ -229,7 +229,7 @@ func callArguments(data []byte) (json.RawMessage, error) {
 		}
 		var v any
 		err := json.Unmarshal(data, &v) // for the position of the mistake
-		return nil, &events.RejectError{Code: events.CodeBadData, Field: "data", Msg: "data is not JSON: " + err.Error(), Err: err}
+		return nil, &events.RejectedError{Code: events.CodeBadData, Field: "data", Message: "data is not JSON: " + err.Error(), Err: err}
 	}
 	ms, dup, err := readMembers(nil, data)
 	switch {
@@ -255,9 +255,9 @@ func callArguments(data []byte) (json.RawMessage, error) {
 
 // schemaViolation rejects data that breaks the call schema; the error matches
 // ErrInvalidData, as the schema's own verdict would.
-func schemaViolation(format string, args ...any) *events.RejectError {
+func schemaViolation(format string, args ...any) *events.RejectedError {
 	msg := fmt.Sprintf(format, args...)
-	return &events.RejectError{Code: events.CodeSchemaViolation, Field: "data", Msg: msg, Err: fmt.Errorf("%w: %s", ErrInvalidData, msg)}
+	return &events.RejectedError{Code: events.CodeSchemaViolation, Field: "data", Message: msg, Err: fmt.Errorf("%w: %s", ErrInvalidData, msg)}
 }
 
 // MaxNesting is the depth of arrays and objects encoding/json reads: a
@@ -305,8 +305,8 @@ func checkJSONContentType(e event.Event) error {
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return &events.RejectError{Code: events.CodeBadContentType, Field: "datacontenttype",
-			Msg: fmt.Sprintf("%s is not a media type", quote(ct)), Err: err}
+		return &events.RejectedError{Code: events.CodeBadContentType, Field: "datacontenttype",
+			Message: fmt.Sprintf("%s is not a media type", quote(ct)), Err: err}
 	}
 	if mt != event.ApplicationJSON && mt != event.TextJSON && !strings.HasSuffix(mt, "+json") {
 		return events.Reject(events.CodeBadContentType, "datacontenttype", "got %s, want application/json", quote(ct))
@@ -318,7 +318,7 @@ func checkJSONContentType(e event.Event) error {
 }
 
 // stringExtension returns the extension name from exts, whether it is present, and
-// a *events.RejectError when it is present but not a string.
+// a *events.RejectedError when it is present but not a string.
 func stringExtension(exts map[string]any, name string) (string, bool, error) {
 	v, ok := exts[name]
 	if !ok {
@@ -332,13 +332,13 @@ func stringExtension(exts map[string]any, name string) (string, bool, error) {
 }
 
 // badToken wraps a *TokenError for field as a bad_token rejection.
-func badToken(field string, err error) *events.RejectError {
+func badToken(field string, err error) *events.RejectedError {
 	var te *events.TokenError
 	msg := err.Error()
 	if errors.As(err, &te) {
 		msg = fmt.Sprintf("%s is not a valid token: must be 1 to %d characters of A-Z a-z 0-9 _ -", quote(te.Value), events.MaxTokenLen)
 	}
-	return &events.RejectError{Code: events.CodeBadToken, Field: field, Msg: msg, Err: err}
+	return &events.RejectedError{Code: events.CodeBadToken, Field: field, Message: msg, Err: err}
 }
 
 // firstByte returns the first byte of b that is not JSON whitespace, or 0.

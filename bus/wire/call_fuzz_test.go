@@ -14,7 +14,7 @@ import (
 // FuzzCallFromEvent reads arbitrary CloudEvents (JSON format, as sdk-go parses
 // it: attributes, extensions of any type, data as JSON or base64 bytes) as calls
 // published for an arbitrary tenant and tool. CallFromEvent must not panic; every
-// error is a *RejectError with a rejection code and a message; an accepted call
+// error is a *RejectedError with a rejection code and a message; an accepted call
 // carries the subject's tenant and tool, and CallEvent turns it into an event
 // that CallFromEvent reads back as the same call. The seed corpus is under
 // testdata/fuzz/FuzzCallFromEvent.
@@ -39,12 +39,12 @@ func FuzzCallFromEvent(f *testing.F) {
 		}
 		c, err := wire.CallFromEvent(e, tenant, tool)
 		if err != nil {
-			var re *events.RejectError
+			var re *events.RejectedError
 			if !errors.As(err, &re) || !errors.Is(err, events.ErrRejected) {
-				t.Fatalf("error %v (%T) is not a *RejectError", err, err)
+				t.Fatalf("error %v (%T) is not a *RejectedError", err, err)
 			}
-			if !re.Code.IsRejection() || re.Msg == "" {
-				t.Fatalf("RejectError{Code: %q, Msg: %q}: want a rejection code and a message", re.Code, re.Msg)
+			if !re.Code.IsRejection() || re.Message == "" {
+				t.Fatalf("RejectedError{Code: %q, Msg: %q}: want a rejection code and a message", re.Code, re.Message)
 			}
 			return
 		}

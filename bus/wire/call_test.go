@@ -123,21 +123,21 @@ func TestCallEventRejects(t *testing.T) {
 	}
 }
 
-// checkReject asserts that err is a *RejectError with the given code and field.
+// checkReject asserts that err is a *RejectedError with the given code and field.
 func checkReject(t *testing.T, err error, code events.Code, field string) {
 	t.Helper()
-	var re *events.RejectError
+	var re *events.RejectedError
 	if !errors.As(err, &re) {
-		t.Fatalf("error = %v (%T), want *RejectError %s", err, err, code)
+		t.Fatalf("error = %v (%T), want *RejectedError %s", err, err, code)
 	}
 	if !errors.Is(err, events.ErrRejected) {
 		t.Errorf("errors.Is(%v, ErrRejected) = false", err)
 	}
 	if re.Code != code || re.Field != field {
-		t.Errorf("RejectError{Code: %q, Field: %q, Msg: %q}, want code %q field %q", re.Code, re.Field, re.Msg, code, field)
+		t.Errorf("RejectedError{Code: %q, Field: %q, Msg: %q}, want code %q field %q", re.Code, re.Field, re.Message, code, field)
 	}
-	if re.Msg == "" {
-		t.Error("RejectError has no message")
+	if re.Message == "" {
+		t.Error("RejectedError has no message")
 	}
 	if !strings.HasPrefix(re.Error(), string(code)) {
 		t.Errorf("Error() = %q, want it to start with the code", re.Error())
@@ -326,15 +326,15 @@ func TestCallFromEventRejects(t *testing.T) {
 
 func TestCallFromEventSchemaMessageNamesProblem(t *testing.T) {
 	_, err := wire.CallFromEvent(decode(t, withAttr(t, "data", `{"arguments":{},"extra":1}`)), "acme", "book")
-	var re *events.RejectError
+	var re *events.RejectedError
 	if !errors.As(err, &re) {
 		t.Fatalf("error = %v", err)
 	}
-	if !strings.Contains(re.Msg, "extra") {
-		t.Errorf("message %q does not name the offending member", re.Msg)
+	if !strings.Contains(re.Message, "extra") {
+		t.Errorf("message %q does not name the offending member", re.Message)
 	}
-	if strings.Contains(re.Msg, "\n") {
-		t.Errorf("message %q spans lines", re.Msg)
+	if strings.Contains(re.Message, "\n") {
+		t.Errorf("message %q spans lines", re.Message)
 	}
 	if !errors.Is(err, wire.ErrInvalidData) {
 		t.Errorf("schema violation does not unwrap to ErrInvalidData: %v", err)

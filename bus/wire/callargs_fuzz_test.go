@@ -26,9 +26,9 @@ func FuzzCallArguments(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		args, err := callArguments(data)
 		if err != nil {
-			var re *events.RejectError
+			var re *events.RejectedError
 			if !errors.As(err, &re) {
-				t.Fatalf("callArguments(%q) = %v, not a *events.RejectError", data, err)
+				t.Fatalf("callArguments(%q) = %v, not a *events.RejectedError", data, err)
 			}
 		}
 		if !utf8.Valid(data) || !json.Valid(data) {
@@ -37,7 +37,7 @@ func FuzzCallArguments(f *testing.F) {
 			}
 			return
 		}
-		if re := (*events.RejectError)(nil); errors.As(err, &re) && re.Code == events.CodeDuplicateMember {
+		if re := (*events.RejectedError)(nil); errors.As(err, &re) && re.Code == events.CodeDuplicateMember {
 			return // the schema, reading a decoded map, cannot see duplicates
 		}
 		schemaErr := ValidateCall(data)

@@ -46,7 +46,7 @@
 // unescaped before the value is percent-decoded.
 //
 // [Decode] reads a message into an event and reports what is wrong with one that
-// is not a usable CloudEvent as an [*events.RejectError], with the code a
+// is not a usable CloudEvent as an [*events.RejectedError], with the code a
 // rejected answer carries. [Peek] reads, from any message however malformed, the
 // call id and run id it claims, so that a rejection can still be addressed to the
 // caller waiting for it. [Encode] writes an event in either mode.

@@ -6,7 +6,7 @@ import (
 )
 
 // Errors returned by this package. Decode and CallFromEvent report bad input as
-// an [*events.RejectError] instead; these are for the helpers and for misuse.
+// an [*events.RejectedError] instead; these are for the helpers and for misuse.
 var (
 	// ErrBadEncoding is returned by [PercentDecode] for a value that is not
 	// correctly percent-encoded UTF-8. (Its text, which a rejected call's answer

@@ -26,22 +26,22 @@ func fuzzHeaders(s string) nats.Header {
 	return h
 }
 
-// checkRejection fails the test unless err is a *events.RejectError with a
+// checkRejection fails the test unless err is a *events.RejectedError with a
 // rejection code and a message.
 func checkRejection(t *testing.T, what string, err error) {
 	t.Helper()
-	var re *events.RejectError
+	var re *events.RejectedError
 	if !errors.As(err, &re) || !errors.Is(err, events.ErrRejected) {
-		t.Fatalf("%s: error %v (%T) is not a *events.RejectError", what, err, err)
+		t.Fatalf("%s: error %v (%T) is not a *events.RejectedError", what, err, err)
 	}
-	if !re.Code.IsRejection() || re.Msg == "" {
-		t.Fatalf("%s: RejectError{Code: %q, Msg: %q}: want a rejection code and a message", what, re.Code, re.Msg)
+	if !re.Code.IsRejection() || re.Message == "" {
+		t.Fatalf("%s: RejectedError{Code: %q, Msg: %q}: want a rejection code and a message", what, re.Code, re.Message)
 	}
 }
 
 // FuzzDecode feeds arbitrary headers and payloads to Decode, in whichever mode
 // the headers select, and what it accepts to wire.CallFromEvent. Neither may
-// panic; every error is a *events.RejectError with a rejection code; Peek reads
+// panic; every error is a *events.RejectedError with a rejection code; Peek reads
 // anything; and a call accepted by both is encoded again in each mode and
 // decoded to the same call. The seed corpus is under testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {

@@ -63,9 +63,9 @@ func TestDecodeHostileStructured(t *testing.T) {
 				}
 				return
 			}
-			var re *events.RejectError
+			var re *events.RejectedError
 			if !errors.As(err, &re) {
-				t.Fatalf("Decode error = %v, want a *events.RejectError", err)
+				t.Fatalf("Decode error = %v, want a *events.RejectedError", err)
 			}
 			if re.Code != tt.wantCode || (tt.wantField != "" && re.Field != tt.wantField) {
 				t.Errorf("rejected %s (field %q): %v; want %s (field %q)", re.Code, re.Field, err, tt.wantCode, tt.wantField)
@@ -151,7 +151,7 @@ func TestDecodeBinaryQuotedStrings(t *testing.T) {
 			h := binaryHdr(append(base, "ce-id", tt.id, "ce-comment", tt.comment)...)
 			e, err := wire.Decode(h, []byte(`{"arguments":{}}`))
 			if tt.wantErr != "" {
-				var re *events.RejectError
+				var re *events.RejectedError
 				if !errors.As(err, &re) || re.Code != events.CodeNotCloudEvent || re.Field != tt.wantErr {
 					t.Fatalf("Decode error = %v, want not_cloudevent on %s", err, tt.wantErr)
 				}

@@ -30,7 +30,7 @@ const TraceParentHeader = "traceparent"
 //
 // c.Source is taken as given: a caller's default source is the caller's to
 // fill in. Errors are those of [CallJSON] and [CallEvent], an
-// [*events.RejectError] with the code an executor would answer with, or, in
+// [*events.RejectedError] with the code an executor would answer with, or, in
 // binary mode, one of [Encode] matching [ErrUnsupported].
 func CallMsg(c events.Call, mode Mode) (*nats.Msg, error) {
 	subject := CallSubject(c.Tenant, c.Tool, c.CallID)

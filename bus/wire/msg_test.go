@@ -257,7 +257,7 @@ func sameError(got, want error) bool {
 	if got == nil || want == nil {
 		return got == nil && want == nil
 	}
-	var g, w *events.RejectError
+	var g, w *events.RejectedError
 	if errors.As(got, &g) != errors.As(want, &w) || (g != nil && (g.Code != w.Code || g.Field != w.Field)) {
 		return false
 	}

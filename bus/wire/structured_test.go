@@ -49,7 +49,7 @@ func TestCallJSONMatchesSDK(tt *testing.T) {
 			t.Fatalf("CallJSON error %v, CallEvent's path %v, for %+v", gotErr, wantErr, c)
 		}
 		if gotErr != nil {
-			var g, w *events.RejectError
+			var g, w *events.RejectedError
 			if !errors.As(gotErr, &g) || !errors.As(wantErr, &w) || g.Code != w.Code || g.Field != w.Field {
 				t.Fatalf("CallJSON error %v, CallEvent's %v: want the same code and field", gotErr, wantErr)
 			}

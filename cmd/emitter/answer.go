@@ -11,7 +11,6 @@ import (
 	"unicode"
 
 	"github.com/tesserix/toolexec/bus/wire"
-	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -159,11 +158,11 @@ func answerStatus(g *globalOptions, a events.Answer) error {
 	if a.Kind == events.KindResolved {
 		return nil
 	}
-	err := dispatch.AnswerError(a)
+	err := a.Err()
 	if err == nil {
 		return nil
 	}
-	var ind *dispatch.IndeterminateOutcomeError
+	var ind *events.IndeterminateOutcomeError
 	if !errors.As(err, &ind) {
 		return &exitError{code: exitFailed, err: err}
 	}

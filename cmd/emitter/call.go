@@ -152,7 +152,7 @@ func argsSyntax(raw []byte) error {
 
 // callFlagError restates a refusal of wire.CallEvent in terms of the flags.
 func callFlagError(err error) error {
-	var re *events.RejectError
+	var re *events.RejectedError
 	if !errors.As(err, &re) {
 		return err
 	}
@@ -163,7 +163,7 @@ func callFlagError(err error) error {
 	if flag == "" {
 		return err
 	}
-	return fmt.Errorf("%s: %s (%s)", flag, re.Msg, re.Code)
+	return fmt.Errorf("%s: %s (%s)", flag, re.Message, re.Code)
 }
 
 func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
@@ -221,7 +221,7 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 // call the client refused, exitTaken for one refused because a call of its
 // tenant, tool and call id waits in the stream, 1 otherwise.
 func publishError(g *globalOptions, c events.Call, err error) error {
-	var re *events.RejectError
+	var re *events.RejectedError
 	switch {
 	case errors.As(err, &re):
 		return badInput(err)

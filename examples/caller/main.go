@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec"
+	"github.com/tesserix/toolexec/events"
 )
 
 func main() {
@@ -26,7 +27,7 @@ func main() {
 		log.Fatal(err)
 	}
 	res, err := c.Call(context.Background(), "acme", "book", map[string]any{"flight": "BA117", "seats": 1, "request_id": "a"})
-	var unknown *toolexec.IndeterminateOutcomeError
+	var unknown *events.IndeterminateOutcomeError
 	if errors.As(err, &unknown) {
 		fmt.Println("nobody knows whether it booked; an operator settles key", unknown.Key)
 		os.Exit(4)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/embedded"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
 
@@ -123,7 +124,7 @@ func run(w io.Writer) error {
 	}
 	for _, c := range calls {
 		res, err := client.Call(ctx, "acme", "book", []byte(c.args), toolexec.WithCallID(c.callID))
-		var ie *toolexec.IndeterminateOutcomeError
+		var ie *events.IndeterminateOutcomeError
 		switch {
 		case errors.As(err, &ie):
 			fmt.Fprintf(w, "%-30s → TOOL_INDETERMINATE (%s)\n", c.what, ie.Reason)

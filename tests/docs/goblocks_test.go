@@ -58,6 +58,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tesserix/toolexec"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/worker"
 )
@@ -70,6 +71,7 @@ var (
 	_ = time.Second
 	_ *nats.Conn
 	_ = toolexec.NewClient
+	_ events.Answer
 	_ tool.Spec
 	_ = worker.Serve
 )

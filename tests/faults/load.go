@@ -149,7 +149,7 @@ func (p *Publisher) one(ctx context.Context, c events.Call) error {
 			p.published.Add(1)
 			return nil
 		}
-		var re *events.RejectError
+		var re *events.RejectedError
 		if errors.As(err, &re) {
 			return fmt.Errorf("call %s: %w", c.CallID, err)
 		}

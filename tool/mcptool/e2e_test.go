@@ -104,7 +104,7 @@ func TestExecutorEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := <-answers
-	var unknown *toolexec.IndeterminateOutcomeError
+	var unknown *events.IndeterminateOutcomeError
 	if !errors.As(a.err, &unknown) || unknown.Reason != events.ReasonBodyFailed || !unknown.BodyEntered || unknown.Tool != "book" {
 		t.Fatalf("call whose upstream was killed: %+v, %v; want indeterminate, body entered", a.res, a.err)
 	}
