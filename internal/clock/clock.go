@@ -15,11 +15,13 @@ type Clock interface {
 	NewTimer(d time.Duration) Timer
 }
 
-// Timer is the part of *time.Timer that callers use.
-type Timer interface {
-	// C delivers the time once the timer fires.
+// Timer is the part of *time.Timer that callers use: C delivers the time once
+// the timer fires, and Stop prevents the timer from firing, reporting whether
+// it stopped it. It is an alias of an unnamed interface so that a package that
+// must not import this one (a store backend) can declare the same clock
+// interface and have Real and *Fake satisfy it.
+type Timer = interface {
 	C() <-chan time.Time
-	// Stop prevents the timer from firing; it reports whether it stopped it.
 	Stop() bool
 }
 

@@ -2,8 +2,8 @@
 // is the reference implementation of the contract, what unit tests of the dispatcher
 // run against, and the store behind `store: memory`.
 //
-// Leases and retention are judged by an injected [clock.Clock], so a test driving a
-// [clock.Fake] sees leases run out and records expire without sleeping: a blocked
+// Leases and retention are judged by an injected [Clock], so a test driving a
+// fake clock sees leases run out and records expire without sleeping: a blocked
 // [Store.Wait] arms a timer on that clock and wakes when it is advanced.
 //
 // Retention counts from a record's last write, as JetStream KV's MaxAge does: a

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -25,15 +24,44 @@ const DefaultRetention = 24 * time.Hour
 const sweepBatch = 16
 
 // timerSlack bounds how late a Wait's timer may fire because the clock moved while
-// the timer was being armed (a [clock.Fake] advanced by another goroutine). A timer
+// the timer was being armed (a fake clock advanced by another goroutine). A timer
 // armed while the clock moved further than this is armed again.
 const timerSlack = time.Millisecond
+
+// Clock tells a [Store] the time and makes its timers. The module's test clock
+// (a fake that moves only when told to) satisfies it, and so does the wall
+// clock the store uses by default.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once after d.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a timer of a [Clock]: C delivers the time once it fires, and Stop
+// prevents it from firing, reporting whether it did.
+type Timer = interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+// wallClock is the default [Clock].
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) NewTimer(d time.Duration) Timer { return wallTimer{time.NewTimer(d)} }
+
+// wallTimer is a *time.Timer as a [Timer].
+type wallTimer struct{ t *time.Timer }
+
+func (w wallTimer) C() <-chan time.Time { return w.t.C }
+func (w wallTimer) Stop() bool          { return w.t.Stop() }
 
 // Config configures a [Store]. The zero value is usable.
 type Config struct {
 	// Clock judges leases and retention and drives the timers of blocked Waits.
-	// Default: clock.Real{}. Tests pass a *clock.Fake.
-	Clock clock.Clock
+	// Default: the wall clock. Tests pass a fake clock.
+	Clock Clock
 
 	// Retention is how long a record lives after its last write; after that it is
 	// gone and the key is free again. Default: DefaultRetention (24h). Negative
@@ -49,7 +77,7 @@ type Config struct {
 // Store is an in-memory [kvstore.Store]. It is safe for concurrent use. Create one
 // with [New]; release it with [Store.Close].
 type Store struct {
-	clock     clock.Clock
+	clock     Clock
 	retention time.Duration
 	maxValue  int
 	done      chan struct{} // closed by Close; wakes blocked Waits
@@ -105,7 +133,7 @@ func New(cfg Config) *Store {
 		signals:   make(map[key]*signal),
 	}
 	if s.clock == nil {
-		s.clock = clock.Real{}
+		s.clock = wallClock{}
 	}
 	if s.retention <= 0 {
 		s.retention = DefaultRetention
@@ -697,7 +725,7 @@ func (s *Store) notify(k key) {
 // timerSlack later. The clock is read on both sides of arming the timer: if another
 // goroutine moved it in between, the timer (armed for a duration from a time
 // already past) might fire too late or, on a fake clock, never; it is armed again.
-func (s *Store) timerUntil(t time.Time) clock.Timer {
+func (s *Store) timerUntil(t time.Time) Timer {
 	for {
 		before := s.clock.Now()
 		timer := s.clock.NewTimer(t.Sub(before))
