@@ -266,9 +266,11 @@ func sameError(got, want error) bool {
 }
 
 // TestCallMsg holds CallMsg, for any call in either mode, to the builder it
-// replaced (the same message, header for header and byte for byte, or the same
-// error) and to the SDK (the same message but for the escapes shortEscapes
-// evens out, or an error where the SDK has one).
+// replaced (the same message, header for header and byte for byte, or an
+// error of the same kind) and to the SDK (the same message but for the
+// escapes shortEscapes evens out, or an error where the SDK has one). It
+// refuses a call in either mode with the error CallJSON returns: the old
+// builder's binary mode gave the SDK's text instead.
 func TestCallMsg(tt *testing.T) {
 	for _, mode := range msgModes {
 		tt.Run(mode.String(), func(tt *testing.T) {
@@ -277,8 +279,11 @@ func TestCallMsg(tt *testing.T) {
 				c := drawCall(t)
 				got, err := wire.CallMsg(c, mode)
 				old, oldErr := oldCallMsg(c, mode)
-				if (err == nil) != (oldErr == nil) || (err != nil && err.Error() != oldErr.Error()) || !sameError(err, oldErr) {
+				if (err == nil) != (oldErr == nil) || !sameError(err, oldErr) {
 					t.Fatalf("CallMsg error %v, the old builder's %v, for %+v", err, oldErr, c)
+				}
+				if _, jsonErr := wire.CallJSON(c); !sameText(err, jsonErr) {
+					t.Fatalf("CallMsg error %v, CallJSON's %v, for %+v", err, jsonErr, c)
 				}
 				sdk, sdkErr := sdkCallMsg(c, mode)
 				if !sameError(err, sdkErr) {
@@ -304,8 +309,9 @@ func TestCallMsg(tt *testing.T) {
 
 // TestAnswerMsg holds AnswerMsg, for any answer and source in either mode, to
 // the worker's builder it replaced and, in structured mode, the admin
-// service's (the same message, header for header and byte for byte, or the same
-// error), and to the SDK (as TestCallMsg).
+// service's (the same message, header for header and byte for byte, or an
+// error of the same kind), and to the SDK (as TestCallMsg). It refuses an
+// answer in either mode with the error AnswerJSON returns.
 func TestAnswerMsg(tt *testing.T) {
 	for _, mode := range msgModes {
 		tt.Run(mode.String(), func(tt *testing.T) {
@@ -314,8 +320,11 @@ func TestAnswerMsg(tt *testing.T) {
 				a, source := drawAnswer(t)
 				got, err := wire.AnswerMsg(a, source, mode)
 				old, oldErr := oldWorkerAnswerMsg(a, source, mode)
-				if (err == nil) != (oldErr == nil) || (err != nil && err.Error() != oldErr.Error()) {
+				if (err == nil) != (oldErr == nil) || !sameError(err, oldErr) {
 					t.Fatalf("AnswerMsg error %v, the worker's old builder's %v, for %+v from %q", err, oldErr, a, source)
+				}
+				if _, jsonErr := wire.AnswerJSON(a, source); !sameText(err, jsonErr) {
+					t.Fatalf("AnswerMsg error %v, AnswerJSON's %v, for %+v from %q", err, jsonErr, a, source)
 				}
 				sdk, sdkErr := sdkAnswerMsg(a, source, mode)
 				if (err == nil) != (sdkErr == nil) || !sameError(err, sdkErr) {

@@ -10,12 +10,14 @@ import (
 )
 
 // A call's or an answer's event is checked once, into an eventParts, and
-// written from there in the JSON event format by appendJSON, member for
-// member and byte for byte as the SDK's writer (event.WriteJson) writes the
-// SDK's event of the same call or answer, with one exception: strings are
-// escaped by toolexec's one escaper (canonical.AppendQuoted), which writes
-// U+0008 and U+000C as \b and \f where the SDK writes \u0008 and \u000c.
-// Property tests hold it to the SDK.
+// written from there in either mode: the JSON event format by appendJSON,
+// member for member and byte for byte as the SDK's writer (event.WriteJson)
+// writes the SDK's event of the same call or answer, and the binary mode by
+// writeBinary, header for header as Encode writes that event. The one
+// exception: strings in JSON are escaped by toolexec's one escaper
+// (canonical.AppendQuoted), which writes U+0008 and U+000C as \b and \f
+// where the SDK writes \u0008 and \u000c. Property tests hold both writers
+// to the SDK.
 
 // The extensions toolexec writes, numbered in the order of their names: the
 // order in which the SDK's writer puts them in the JSON event format.
