@@ -21,22 +21,30 @@ import (
 
 var msgModes = []wire.Mode{wire.Structured, wire.Binary}
 
+// oddText draws what a header value holds only once percent-encoded: spaces,
+// quotes, percent signs, control characters, characters beyond ASCII, and
+// bytes that are not UTF-8.
+var oddText = rapid.OneOf(rapid.StringMatching(`[a-z "%\\\x00-\x1f\x7f\x{e9}\x{2028}\x{1f600}]{1,12}`),
+	rapid.SampledFrom([]string{"\xff", "a\xc3", "\xed\xa0\x80", "%41", "%", " ", "\r\nx: y"}))
+
 // drawCall draws a call as TestCallJSONMatchesSDK does, with the fields that
-// travel in headers (repeat, interactions) besides.
+// travel in headers (repeat, interactions) besides, and odd trace contexts.
 func drawCall(t *rapid.T) events.Call {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
-	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
+	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`), oddText)
 	args := rapid.OneOf(rapid.Just(`{"flight":"LH1","seats":2}`), rapid.Just(`{ "a" : "<b>\u00e9" }`), rapid.Just(""),
 		rapid.Just(`[1]`), rapid.Just(`{"a":`), rapid.Just(` {}`), rapid.String())
 	c := events.Call{
 		Tenant: rapid.SampledFrom([]string{"acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
 		RunID:  token.Draw(t, "run"), CallID: token.Draw(t, "call"), Tool: token.Draw(t, "tool"),
 		Source: rapid.OneOf(rapid.Just("/agents/planner"), rapid.Just("/agents/planner"),
-			rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "%zz", "a b", `/"q"`}), rapid.String()).Draw(t, "source"),
-		TraceParent: rapid.SampledFrom([]string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}).Draw(t, "traceparent"),
-		TraceState:  text.Draw(t, "tracestate"),
-		Repeat:      rapid.Bool().Draw(t, "repeat"),
+			rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "%zz", "a b", `/"q"`, "/a%20b", "/é\u2028"}),
+			rapid.String()).Draw(t, "source"),
+		TraceParent: rapid.OneOf(rapid.SampledFrom([]string{"", "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}), oddText).
+			Draw(t, "traceparent"),
+		TraceState: text.Draw(t, "tracestate"),
+		Repeat:     rapid.Bool().Draw(t, "repeat"),
 		Interactions: rapid.SampledFrom([][]string{nil, nil, {}, {wire.CanElicit}, {wire.CanElicit, wire.CanSample}, {"x y", ""}}).
 			Draw(t, "interactions"),
 	}
@@ -54,18 +62,19 @@ func drawCall(t *rapid.T) events.Call {
 func drawAnswer(t *rapid.T) (events.Answer, string) {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
-	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
+	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`), oddText)
 	kinds := []events.Kind{events.KindCompleted, events.KindDeduplicated, events.KindIndeterminate,
 		events.KindFailed, events.KindRejected, events.KindResolved, "bogus"}
 	a := events.Answer{
-		Kind:        rapid.SampledFrom(kinds).Draw(t, "kind"),
-		Tenant:      rapid.SampledFrom([]string{"acme", "acme", "acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
-		Tool:        token.Draw(t, "tool"),
-		RunID:       token.Draw(t, "run"),
-		CallID:      token.Draw(t, "call"),
-		Key:         rapid.SampledFrom([]string{"", strings.Repeat("ab", 32), strings.Repeat("ab", 32), "nothex"}).Draw(t, "key"),
-		TraceParent: rapid.SampledFrom([]string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}).Draw(t, "traceparent"),
-		TraceState:  text.Draw(t, "tracestate"),
+		Kind:   rapid.SampledFrom(kinds).Draw(t, "kind"),
+		Tenant: rapid.SampledFrom([]string{"acme", "acme", "acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
+		Tool:   token.Draw(t, "tool"),
+		RunID:  token.Draw(t, "run"),
+		CallID: token.Draw(t, "call"),
+		Key:    rapid.SampledFrom([]string{"", strings.Repeat("ab", 32), strings.Repeat("ab", 32), "nothex"}).Draw(t, "key"),
+		TraceParent: rapid.OneOf(rapid.SampledFrom([]string{"", "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}), oddText).
+			Draw(t, "traceparent"),
+		TraceState: text.Draw(t, "tracestate"),
 	}
 	switch a.Kind {
 	case events.KindCompleted, events.KindDeduplicated:
@@ -94,7 +103,7 @@ func drawAnswer(t *rapid.T) (events.Answer, string) {
 			In(time.FixedZone("x", rapid.IntRange(-50000, 50000).Draw(t, "zone")))
 	}
 	source := rapid.OneOf(rapid.Just("/toolexec/executor"), rapid.Just("/toolexec/executor"), rapid.Just("/toolexec/executor"),
-		rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "?", "%zz", "a b", `/"q"`, "/é\u2028"}),
+		rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "?", "%zz", "a b", `/"q"`, "/é\u2028", "/a%20b"}),
 		rapid.String()).Draw(t, "source")
 	return a, source
 }
