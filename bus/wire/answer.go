@@ -221,44 +221,38 @@ func encodeAnswerData(a events.Answer, source string) ([]byte, error) {
 // ptrTo returns a pointer to a copy of v.
 func ptrTo[T any](v T) *T { return &v }
 
-// AnswerJSON returns a's event (see [AnswerEvent]) in the CloudEvents
-// JSON event format: the bytes the NATS binding's structured mode writes for
-// that event, written directly instead of through the SDK's event, which a
-// worker would build and check twice for every answer it publishes. Its
-// errors are AnswerEvent's.
+// AnswerJSON returns a's event (see [AnswerEvent]) from source in the
+// CloudEvents JSON event format: the payload of a's structured-mode message
+// ([AnswerMsg]), the bytes the SDK writes for that event but for the escapes
+// of U+0008 and U+000C. Its errors are AnswerEvent's.
 func AnswerJSON(a events.Answer, source string) ([]byte, error) {
-	data, err := encodeAnswerData(a, source)
+	p, err := answerParts(a, source)
 	if err != nil {
 		return nil, err
 	}
-	// The SDK's Validate finds nothing else wrong with the event AnswerEvent builds
-	// from a checked answer: its attributes are tokens or toolexec's own
-	// values, but for the source, which must be a URI reference.
+	return p.appendJSON(make([]byte, 0, p.jsonSize())), nil
+}
+
+// answerParts checks a and source and returns the parts of a's event. It
+// fails where AnswerEvent does: the SDK's check of the event finds nothing
+// wrong with one built from a checked answer but a source that is not a URI
+// reference, since every other attribute is a token or toolexec's own value.
+func answerParts(a events.Answer, source string) (eventParts, error) {
+	data, err := encodeAnswerData(a, source)
+	if err != nil {
+		return eventParts{}, err
+	}
 	src, ok := uriRef(source)
 	if !ok {
-		return nil, invalid(a, "source %s is not a URI reference", quote(source))
+		return eventParts{}, invalid(a, "source %s is not a URI reference", quote(source))
 	}
-	subject := ""
-	if events.ValidToken(a.Tool) {
-		subject = a.Tool
-	}
-	b := make([]byte, 0, 384+len(data)+len(a.TraceState))
-	b = appendAttributes(b, AnswerID(a), src, EventType(a.Kind), subject, a.Time)
-	b = append(b, data...)
-	// The extensions follow in the order of their names, as the SDK writes
-	// them.
-	if events.ValidToken(a.CallID) {
-		b = appendExtension(b, ExtCallID, a.CallID)
-	}
-	if a.Key != "" {
-		b = appendExtension(b, ExtIdempotencyKey, a.Key)
-	}
-	if events.ValidToken(a.RunID) {
-		b = appendExtension(b, ExtRunID, a.RunID)
-	}
-	b = appendExtension(b, ExtTenant, a.Tenant)
-	b = appendTracing(b, a.TraceParent, a.TraceState)
-	return append(b, '}'), nil
+	p := eventParts{id: AnswerID(a), source: src, typ: EventType(a.Kind), subject: validOrEmpty(a.Tool), time: a.Time, data: data}
+	p.exts[extCallID] = validOrEmpty(a.CallID)
+	p.exts[extIdempotencyKey] = a.Key
+	p.exts[extRunID] = validOrEmpty(a.RunID)
+	p.exts[extTenant] = a.Tenant
+	p.setTracing(a.TraceParent, a.TraceState)
+	return p, nil
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

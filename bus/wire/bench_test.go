@@ -15,8 +15,7 @@ var benchJSONAnswer = events.Answer{Kind: events.KindCompleted, Tenant: "acme", 
 	Key: key, Outcome: `{"seat":"12A","price":{"amount":120,"currency":"GBP"}}`, TraceParent: traceParent, Time: when}
 
 // BenchmarkAnswerEvent builds a completed answer's event through the SDK and
-// marshals it (the path a binary-mode answer, or any caller of AnswerEvent,
-// takes).
+// marshals it, as any caller of AnswerEvent does.
 func BenchmarkAnswerEvent(b *testing.B) {
 	a := benchJSONAnswer
 	b.ReportAllocs()
@@ -81,5 +80,48 @@ func BenchmarkCallFromEvent(b *testing.B) {
 		if _, err := wire.CallFromEvent(in, "acme", "book"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkBinaryCallMsg writes a call's binary-mode message both ways: sdk
+// builds the SDK's event of the call and writes it (sdkCallMsg: CallEvent,
+// Encode and the headers beside the event), wire is CallMsg.
+func BenchmarkBinaryCallMsg(b *testing.B) {
+	benchBinary(b, func() error {
+		_, err := sdkCallMsg(benchCall, wire.Binary)
+		return err
+	}, func() error {
+		_, err := wire.CallMsg(benchCall, wire.Binary)
+		return err
+	})
+}
+
+// BenchmarkBinaryAnswerMsg writes a completed answer's binary-mode message
+// both ways, as BenchmarkBinaryCallMsg does a call's.
+func BenchmarkBinaryAnswerMsg(b *testing.B) {
+	const source = "/toolexec/executor/bench"
+	benchBinary(b, func() error {
+		_, err := sdkAnswerMsg(benchAnswer, source, wire.Binary)
+		return err
+	}, func() error {
+		_, err := wire.AnswerMsg(benchAnswer, source, wire.Binary)
+		return err
+	})
+}
+
+// benchBinary runs sdkWrite and wireWrite as the sub-benchmarks sdk and wire.
+func benchBinary(b *testing.B, sdkWrite, wireWrite func() error) {
+	for _, bench := range []struct {
+		name  string
+		write func() error
+	}{{"sdk", sdkWrite}, {"wire", wireWrite}} {
+		b.Run(bench.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bench.write(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

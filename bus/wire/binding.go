@@ -124,6 +124,9 @@ func hasPrefixFold(s, prefix string) bool {
 //   - invalid_unicode: a structured payload that is not valid UTF-8, or an
 //     attribute of one that escapes a lone surrogate;
 //   - too_deep: a structured payload nesting deeper than [MaxNesting].
+//
+// Of several ce- headers refused, the error names the one of the least name,
+// the same one every time.
 func Decode(h nats.Header, data []byte) (event.Event, error) {
 	cts := Values(h, ContentType)
 	if len(cts) > 1 {
@@ -234,20 +237,31 @@ func decodeStructured(ct string, data []byte) (event.Event, error) {
 
 func decodeBinary(h nats.Header, data []byte) (event.Event, error) {
 	attrs := make(map[string]string)
+	// The headers come in no order: of the headers refused, the one of the
+	// least name is reported, and a header given twice before one whose value
+	// is refused, so that the same problem is reported every time.
+	var refused *events.RejectedError
 	for k, vs := range h {
 		if len(k) <= len(HeaderPrefix) || !hasPrefixFold(k, HeaderPrefix) {
 			continue
 		}
 		name := strings.ToLower(k[len(HeaderPrefix):])
+		if refused != nil && name > refused.Field {
+			continue
+		}
 		if _, seen := attrs[name]; seen || len(vs) != 1 {
-			return event.Event{}, events.Reject(events.CodeNotCloudEvent, name, "header %s%s is given more than once", HeaderPrefix, short(name))
+			refused = events.Reject(events.CodeNotCloudEvent, name, "header %s%s is given more than once", HeaderPrefix, short(name))
+			continue
 		}
 		v, err := headerValue(vs[0])
-		if err != nil {
-			return event.Event{}, &events.RejectedError{Code: events.CodeNotCloudEvent, Field: name,
+		if err != nil && (refused == nil || name < refused.Field) {
+			refused = &events.RejectedError{Code: events.CodeNotCloudEvent, Field: name,
 				Message: fmt.Sprintf("header %s%s: %v", HeaderPrefix, short(name), err), Err: err}
 		}
-		attrs[name] = v
+		attrs[name] = v // seen, even when refused
+	}
+	if refused != nil {
+		return event.Event{}, refused
 	}
 	if len(attrs) == 0 {
 		return event.Event{}, events.Reject(events.CodeNotCloudEvent, "",

@@ -26,8 +26,8 @@ var (
 )
 
 // BenchmarkEncodeCall builds a call's CloudEvent through the SDK and its NATS
-// message, as the client does for every call it publishes in binary mode (in
-// structured mode it writes the event directly: BenchmarkCallJSON).
+// message (CallEvent, NewMsg), as any caller of NewMsg does; CallMsg writes
+// the message straight from the call (BenchmarkCallMsg).
 func BenchmarkEncodeCall(b *testing.B) {
 	subject := wire.CallSubject(benchCall.Tenant, benchCall.Tool, benchCall.CallID)
 	for _, mode := range benchModes {
@@ -75,8 +75,8 @@ func BenchmarkDecodeCall(b *testing.B) {
 }
 
 // BenchmarkEncodeAnswer builds a completed answer's event through the SDK and
-// its message, as a worker does for every answer it publishes in binary mode
-// (in structured mode it writes the event directly: BenchmarkAnswerJSON).
+// its message (AnswerEvent, NewMsg), as any caller of NewMsg does; AnswerMsg
+// writes the message straight from the answer (BenchmarkAnswerMsg).
 func BenchmarkEncodeAnswer(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run(mode.String(), func(b *testing.B) {

@@ -254,6 +254,43 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+// TestDecodeBinaryReportsOneProblem: of several headers refused, Decode
+// reports the one of the least name, and a header given twice rather than
+// its value, whatever order the header map is ranged in.
+func TestDecodeBinaryReportsOneProblem(t *testing.T) {
+	valid := []string{"ce-specversion", "1.0", "ce-source", "s", "ce-type", wire.CallType}
+	tests := []struct {
+		name      string
+		header    nats.Header
+		wantField string
+		wantText  string
+	}{
+		{name: "two values refused", header: binaryHdr(append(valid, "ce-id", "c1", "ce-tracestate", "%FF", "ce-traceparent", "%FF",
+			"ce-runid", "a%2")...), wantField: "runid", wantText: "bad percent-encoding"},
+		{name: "given twice, once refused", header: binaryHdr(append(valid, "ce-id", "%FF", "CE-ID", "c1", "Ce-Id", "c2")...),
+			wantField: "id", wantText: "more than once"},
+		{name: "refused before given twice", header: binaryHdr(append(valid, "ce-id", "%FF", "ce-tenant", "a", "CE-TENANT", "b")...),
+			wantField: "id", wantText: "bad percent-encoding"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var first string
+			for i := range 64 {
+				_, err := wire.Decode(tt.header, nil)
+				var re *events.RejectedError
+				if !errors.As(err, &re) || re.Field != tt.wantField || !strings.Contains(err.Error(), tt.wantText) {
+					t.Fatalf("Decode error = %v, want one of field %q saying %q", err, tt.wantField, tt.wantText)
+				}
+				if i == 0 {
+					first = err.Error()
+				} else if err.Error() != first {
+					t.Fatalf("Decode error = %v, and before %v", err, first)
+				}
+			}
+		})
+	}
+}
+
 func TestDecodeBinaryCaseInsensitiveHeaders(t *testing.T) {
 	h := binaryHdr("CE-SpecVersion", "1.0", "Ce-Id", "c%2D1", "CE-SOURCE", "agent%3Ax", "ce-type", wire.CallType,
 		"ce-Tenant", "acme", "ce-runid", "r1", "content-type", "application/json")

@@ -81,26 +81,33 @@ func callData(c events.Call) ([]byte, error) {
 }
 
 // CallJSON returns c's event (see [CallEvent]) in the CloudEvents JSON event
-// format: the bytes the NATS binding's structured mode writes for that event,
-// written directly instead of through the SDK's event, which a client would
-// build and check twice for every call it publishes. Its errors are
-// CallEvent's, with the same codes.
+// format: the payload of c's structured-mode message ([CallMsg]), the bytes the
+// SDK writes for that event but for the escapes of U+0008 and U+000C. Its
+// errors are CallEvent's, with the same codes and fields.
 func CallJSON(c events.Call) ([]byte, error) {
-	data, err := callData(c)
+	p, err := callParts(c)
 	if err != nil {
 		return nil, err
 	}
+	return p.appendJSON(make([]byte, 0, p.jsonSize())), nil
+}
+
+// callParts checks c and returns its event's parts. It fails where CallEvent
+// does, with the same codes and fields: the SDK's check of the event finds
+// nothing that callData and the source's check have not refused.
+func callParts(c events.Call) (eventParts, error) {
+	data, err := callData(c)
+	if err != nil {
+		return eventParts{}, err
+	}
 	src, ok := uriRef(c.Source)
 	if !ok {
-		return nil, events.Reject(events.CodeNotCloudEvent, "", "source %s is not a URI reference", quote(c.Source))
+		return eventParts{}, events.Reject(events.CodeNotCloudEvent, "", "source %s is not a URI reference", quote(c.Source))
 	}
-	b := make([]byte, 0, 320+len(data)+len(c.TraceState))
-	b = appendAttributes(b, c.CallID, src, CallType, c.Tool, c.Time)
-	b = append(b, data...)
-	b = appendExtension(b, ExtRunID, c.RunID)
-	b = appendExtension(b, ExtTenant, c.Tenant)
-	b = appendTracing(b, c.TraceParent, c.TraceState)
-	return append(b, '}'), nil
+	p := eventParts{id: c.CallID, source: src, typ: CallType, subject: c.Tool, time: c.Time, data: data}
+	p.exts[extRunID], p.exts[extTenant] = c.RunID, c.Tenant
+	p.setTracing(c.TraceParent, c.TraceState)
+	return p, nil
 }
 
 // CallFromEvent reads a call from e, a CloudEvent that arrived on the call subject

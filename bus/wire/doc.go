@@ -23,8 +23,8 @@
 // answer one of type [EventType] of its kind ([AnswerEvent], [AnswerFromEvent]),
 // with the extensions [ExtTenant], [ExtRunID], [ExtCallID] and
 // [ExtIdempotencyKey] and the distributed tracing extension. [CallJSON] and
-// [AnswerJSON] write the same events in the JSON event format directly, byte
-// for byte as the SDK's writer does, for the hot paths.
+// [AnswerJSON] write the same events in the JSON event format straight from
+// the call or answer, as the SDK's writer writes the SDK's event.
 //
 // # Messages
 //
@@ -52,9 +52,10 @@
 // caller waiting for it. [Encode] writes an event in either mode.
 //
 // [CallMsg] and [AnswerMsg] build the complete message of a call and of an
-// answer, in either mode, as every publisher sends it: the subject, the event
-// (in structured mode by [CallJSON] and [AnswerJSON], in binary mode by
-// [Encode]) and the headers a call or an answer carries beside it
+// answer, in either mode, as every publisher sends it: the subject, the event,
+// written straight from the call or answer (in structured mode as [CallJSON]
+// and [AnswerJSON] write it, in binary mode as [Encode] writes the SDK's
+// event), and the headers a call or an answer carries beside it
 // (Nats-Expected-Stream; an answer's Nats-Msg-Id; a call's [RepeatHeader] and
 // [InteractionsHeader]; [TraceParentHeader]). Property tests hold them to the
 // SDK's event written by the SDK.

@@ -104,3 +104,12 @@ func TestShortEscapes(t *testing.T) {
 		}
 	}
 }
+
+// sameText reports whether got and want are both nil or both errors of the
+// same text.
+func sameText(got, want error) bool {
+	if got == nil || want == nil {
+		return got == nil && want == nil
+	}
+	return got.Error() == want.Error()
+}

@@ -18,9 +18,11 @@ const TraceParentHeader = "traceparent"
 // mode, as every caller sends it:
 //
 //   - subject [CallSubject] of c's tenant, tool and call id;
-//   - the call's event (see [CallEvent]): in [Structured] mode written by
-//     [CallJSON] under Content-Type application/cloudevents+json, in [Binary]
-//     mode as [Encode] writes it;
+//   - the call's event (see [CallEvent]): in [Structured] mode the payload
+//     [CallJSON] returns, under Content-Type application/cloudevents+json; in
+//     [Binary] mode a ce- header for each attribute and extension, as
+//     [Encode] writes the event, Content-Type application/json and the data
+//     as the payload;
 //   - Nats-Expected-Stream [CallStream], so that a stream of wire version 1,
 //     which takes every call subject, refuses the call instead of storing
 //     what its executors cannot read;
@@ -29,38 +31,25 @@ const TraceParentHeader = "traceparent"
 //   - [InteractionsHeader], the interactions joined by commas, when c has any.
 //
 // c.Source is taken as given: a caller's default source is the caller's to
-// fill in. Errors are those of [CallJSON] and [CallEvent], an
-// [*events.RejectedError] with the code an executor would answer with, or, in
-// binary mode, one of [Encode] matching [ErrUnsupported].
+// fill in. Errors are [CallJSON]'s, in either mode: an
+// [*events.RejectedError] with the code an executor would answer with.
 func CallMsg(c events.Call, mode Mode) (*nats.Msg, error) {
-	subject := CallSubject(c.Tenant, c.Tool, c.CallID)
-	var msg *nats.Msg
-	if mode == Structured {
-		data, err := CallJSON(c)
-		if err != nil {
-			return nil, err
-		}
-		msg = StructuredMsg(subject, data)
-	} else {
-		e, err := CallEvent(c)
-		if err != nil {
-			return nil, err
-		}
-		if msg, err = NewMsg(subject, e, mode); err != nil {
-			return nil, err
-		}
+	p, err := callParts(c)
+	if err != nil {
+		return nil, err
 	}
+	h, data := p.message(mode, 4)
 	if c.TraceParent != "" {
-		msg.Header[TraceParentHeader] = []string{c.TraceParent}
+		h.set(TraceParentHeader, c.TraceParent)
 	}
-	msg.Header[jetstream.ExpectedStreamHeader] = []string{CallStream}
+	h.set(jetstream.ExpectedStreamHeader, CallStream)
 	if c.Repeat {
-		MarkRepeat(msg)
+		h.set(RepeatHeader, "true")
 	}
 	if len(c.Interactions) > 0 {
-		msg.Header[InteractionsHeader] = []string{strings.Join(c.Interactions, ",")}
+		h.set(InteractionsHeader, strings.Join(c.Interactions, ","))
 	}
-	return msg, nil
+	return &nats.Msg{Subject: CallSubject(c.Tenant, c.Tool, c.CallID), Header: h.h, Data: data}, nil
 }
 
 // MarkRepeat marks msg, a call message, as one that may repeat a call
@@ -72,39 +61,67 @@ func MarkRepeat(msg *nats.Msg) { msg.Header[RepeatHeader] = []string{"true"} }
 // in the given mode, as every executor and the admin service send it:
 //
 //   - subject [AnswerSubject];
-//   - the answer's event (see [AnswerEvent]): in [Structured] mode written by
-//     [AnswerJSON] under Content-Type application/cloudevents+json, in
-//     [Binary] mode as [Encode] writes it;
+//   - the answer's event (see [AnswerEvent]): in [Structured] mode the
+//     payload [AnswerJSON] returns, under Content-Type
+//     application/cloudevents+json; in [Binary] mode a ce- header for each
+//     attribute and extension, as [Encode] writes the event, Content-Type
+//     application/json and the data as the payload;
 //   - Nats-Msg-Id [MsgID], so that each call keeps one answer event whoever
 //     publishes it, and Nats-Expected-Stream [EventStream];
 //   - [TraceParentHeader] when a.TraceParent is set.
 //
 // a is written as given (a publisher that bounds the error text cuts it
-// first). Errors are those of [AnswerJSON] and [AnswerEvent], matching
-// [events.ErrInvalidAnswer] or [ErrInvalidData], or, in binary mode, one of
-// [Encode] matching [ErrUnsupported]; any of them is a bug in the caller.
+// first). Errors are [AnswerJSON]'s, in either mode, matching
+// [events.ErrInvalidAnswer] or [ErrInvalidData]; either is a bug in the
+// caller.
 func AnswerMsg(a events.Answer, source string, mode Mode) (*nats.Msg, error) {
-	subject := AnswerSubject(a)
-	var msg *nats.Msg
-	if mode == Structured {
-		data, err := AnswerJSON(a, source)
-		if err != nil {
-			return nil, err
-		}
-		msg = StructuredMsg(subject, data)
-	} else {
-		e, err := AnswerEvent(a, source)
-		if err != nil {
-			return nil, err
-		}
-		if msg, err = NewMsg(subject, e, mode); err != nil {
-			return nil, err
-		}
+	p, err := answerParts(a, source)
+	if err != nil {
+		return nil, err
 	}
+	h, data := p.message(mode, 3)
 	if a.TraceParent != "" {
-		msg.Header[TraceParentHeader] = []string{a.TraceParent}
+		h.set(TraceParentHeader, a.TraceParent)
 	}
-	msg.Header[jetstream.MsgIDHeader] = []string{MsgID(a)}
-	msg.Header[jetstream.ExpectedStreamHeader] = []string{EventStream}
-	return msg, nil
+	h.set(jetstream.MsgIDHeader, p.id) // MsgID(a), which is the event's id
+	h.set(jetstream.ExpectedStreamHeader, EventStream)
+	return &nats.Msg{Subject: AnswerSubject(a), Header: h.h, Data: data}, nil
+}
+
+// message returns the header and payload of the message that carries p's
+// event in the given mode, the header sized for extra fields more.
+func (p *eventParts) message(mode Mode, extra int) (msgHeader, []byte) {
+	if mode == Structured {
+		h := newMsgHeader(1 + extra)
+		h.set(ContentType, StructuredJSON)
+		return h, p.appendJSON(make([]byte, 0, p.jsonSize()))
+	}
+	h := newMsgHeader(p.binaryFields() + extra)
+	return h, p.writeBinary(&h)
+}
+
+// msgHeader builds a message's header, the values of all its fields in one
+// array.
+type msgHeader struct {
+	h    nats.Header
+	vals []string
+}
+
+// newMsgHeader returns an empty msgHeader with room for n fields.
+func newMsgHeader(n int) msgHeader {
+	return msgHeader{h: make(nats.Header, n), vals: make([]string, 0, n)}
+}
+
+// set sets the field name to the one value v.
+func (m *msgHeader) set(name, v string) {
+	m.vals = append(m.vals, v)
+	n := len(m.vals)
+	m.h[name] = m.vals[n-1 : n : n]
+}
+
+// setEncoded sets the field name to v percent-encoded, unless v is empty.
+func (m *msgHeader) setEncoded(name, v string) {
+	if v != "" {
+		m.set(name, PercentEncode(v))
+	}
 }

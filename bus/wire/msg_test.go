@@ -21,22 +21,30 @@ import (
 
 var msgModes = []wire.Mode{wire.Structured, wire.Binary}
 
+// oddText draws what a header value holds only once percent-encoded: spaces,
+// quotes, percent signs, control characters, characters beyond ASCII, and
+// bytes that are not UTF-8.
+var oddText = rapid.OneOf(rapid.StringMatching(`[a-z "%\\\x00-\x1f\x7f\x{e9}\x{2028}\x{1f600}]{1,12}`),
+	rapid.SampledFrom([]string{"\xff", "a\xc3", "\xed\xa0\x80", "%41", "%", " ", "\r\nx: y"}))
+
 // drawCall draws a call as TestCallJSONMatchesSDK does, with the fields that
-// travel in headers (repeat, interactions) besides.
+// travel in headers (repeat, interactions) besides, and odd trace contexts.
 func drawCall(t *rapid.T) events.Call {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
-	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
+	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`), oddText)
 	args := rapid.OneOf(rapid.Just(`{"flight":"LH1","seats":2}`), rapid.Just(`{ "a" : "<b>\u00e9" }`), rapid.Just(""),
 		rapid.Just(`[1]`), rapid.Just(`{"a":`), rapid.Just(` {}`), rapid.String())
 	c := events.Call{
 		Tenant: rapid.SampledFrom([]string{"acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
 		RunID:  token.Draw(t, "run"), CallID: token.Draw(t, "call"), Tool: token.Draw(t, "tool"),
 		Source: rapid.OneOf(rapid.Just("/agents/planner"), rapid.Just("/agents/planner"),
-			rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "%zz", "a b", `/"q"`}), rapid.String()).Draw(t, "source"),
-		TraceParent: rapid.SampledFrom([]string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}).Draw(t, "traceparent"),
-		TraceState:  text.Draw(t, "tracestate"),
-		Repeat:      rapid.Bool().Draw(t, "repeat"),
+			rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "%zz", "a b", `/"q"`, "/a%20b", "/é\u2028"}),
+			rapid.String()).Draw(t, "source"),
+		TraceParent: rapid.OneOf(rapid.SampledFrom([]string{"", "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}), oddText).
+			Draw(t, "traceparent"),
+		TraceState: text.Draw(t, "tracestate"),
+		Repeat:     rapid.Bool().Draw(t, "repeat"),
 		Interactions: rapid.SampledFrom([][]string{nil, nil, {}, {wire.CanElicit}, {wire.CanElicit, wire.CanSample}, {"x y", ""}}).
 			Draw(t, "interactions"),
 	}
@@ -54,18 +62,19 @@ func drawCall(t *rapid.T) events.Call {
 func drawAnswer(t *rapid.T) (events.Answer, string) {
 	valid := rapid.StringMatching(`[A-Za-z0-9_-]{1,8}`)
 	token := rapid.OneOf(valid, valid, valid, valid, valid, valid, rapid.Just(""), rapid.String())
-	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`))
+	text := rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringMatching(`[a-z"\\<>&\x00-\x1f\x{2028}]{0,12}`), oddText)
 	kinds := []events.Kind{events.KindCompleted, events.KindDeduplicated, events.KindIndeterminate,
 		events.KindFailed, events.KindRejected, events.KindResolved, "bogus"}
 	a := events.Answer{
-		Kind:        rapid.SampledFrom(kinds).Draw(t, "kind"),
-		Tenant:      rapid.SampledFrom([]string{"acme", "acme", "acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
-		Tool:        token.Draw(t, "tool"),
-		RunID:       token.Draw(t, "run"),
-		CallID:      token.Draw(t, "call"),
-		Key:         rapid.SampledFrom([]string{"", strings.Repeat("ab", 32), strings.Repeat("ab", 32), "nothex"}).Draw(t, "key"),
-		TraceParent: rapid.SampledFrom([]string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}).Draw(t, "traceparent"),
-		TraceState:  text.Draw(t, "tracestate"),
+		Kind:   rapid.SampledFrom(kinds).Draw(t, "kind"),
+		Tenant: rapid.SampledFrom([]string{"acme", "acme", "acme", "acme", "acme", "", "a.b"}).Draw(t, "tenant"),
+		Tool:   token.Draw(t, "tool"),
+		RunID:  token.Draw(t, "run"),
+		CallID: token.Draw(t, "call"),
+		Key:    rapid.SampledFrom([]string{"", strings.Repeat("ab", 32), strings.Repeat("ab", 32), "nothex"}).Draw(t, "key"),
+		TraceParent: rapid.OneOf(rapid.SampledFrom([]string{"", "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}), oddText).
+			Draw(t, "traceparent"),
+		TraceState: text.Draw(t, "tracestate"),
 	}
 	switch a.Kind {
 	case events.KindCompleted, events.KindDeduplicated:
@@ -94,7 +103,7 @@ func drawAnswer(t *rapid.T) (events.Answer, string) {
 			In(time.FixedZone("x", rapid.IntRange(-50000, 50000).Draw(t, "zone")))
 	}
 	source := rapid.OneOf(rapid.Just("/toolexec/executor"), rapid.Just("/toolexec/executor"), rapid.Just("/toolexec/executor"),
-		rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "?", "%zz", "a b", `/"q"`, "/é\u2028"}),
+		rapid.SampledFrom([]string{"urn:x", "https://a.example/b?c=d#e", "", "#", "?", "%zz", "a b", `/"q"`, "/é\u2028", "/a%20b"}),
 		rapid.String()).Draw(t, "source")
 	return a, source
 }
@@ -266,9 +275,11 @@ func sameError(got, want error) bool {
 }
 
 // TestCallMsg holds CallMsg, for any call in either mode, to the builder it
-// replaced (the same message, header for header and byte for byte, or the same
-// error) and to the SDK (the same message but for the escapes shortEscapes
-// evens out, or an error where the SDK has one).
+// replaced (the same message, header for header and byte for byte, or an
+// error of the same kind) and to the SDK (the same message but for the
+// escapes shortEscapes evens out, or an error where the SDK has one). It
+// refuses a call in either mode with the error CallJSON returns: the old
+// builder's binary mode gave the SDK's text instead.
 func TestCallMsg(tt *testing.T) {
 	for _, mode := range msgModes {
 		tt.Run(mode.String(), func(tt *testing.T) {
@@ -277,8 +288,11 @@ func TestCallMsg(tt *testing.T) {
 				c := drawCall(t)
 				got, err := wire.CallMsg(c, mode)
 				old, oldErr := oldCallMsg(c, mode)
-				if (err == nil) != (oldErr == nil) || (err != nil && err.Error() != oldErr.Error()) || !sameError(err, oldErr) {
+				if (err == nil) != (oldErr == nil) || !sameError(err, oldErr) {
 					t.Fatalf("CallMsg error %v, the old builder's %v, for %+v", err, oldErr, c)
+				}
+				if _, jsonErr := wire.CallJSON(c); !sameText(err, jsonErr) {
+					t.Fatalf("CallMsg error %v, CallJSON's %v, for %+v", err, jsonErr, c)
 				}
 				sdk, sdkErr := sdkCallMsg(c, mode)
 				if !sameError(err, sdkErr) {
@@ -304,8 +318,9 @@ func TestCallMsg(tt *testing.T) {
 
 // TestAnswerMsg holds AnswerMsg, for any answer and source in either mode, to
 // the worker's builder it replaced and, in structured mode, the admin
-// service's (the same message, header for header and byte for byte, or the same
-// error), and to the SDK (as TestCallMsg).
+// service's (the same message, header for header and byte for byte, or an
+// error of the same kind), and to the SDK (as TestCallMsg). It refuses an
+// answer in either mode with the error AnswerJSON returns.
 func TestAnswerMsg(tt *testing.T) {
 	for _, mode := range msgModes {
 		tt.Run(mode.String(), func(tt *testing.T) {
@@ -314,8 +329,11 @@ func TestAnswerMsg(tt *testing.T) {
 				a, source := drawAnswer(t)
 				got, err := wire.AnswerMsg(a, source, mode)
 				old, oldErr := oldWorkerAnswerMsg(a, source, mode)
-				if (err == nil) != (oldErr == nil) || (err != nil && err.Error() != oldErr.Error()) {
+				if (err == nil) != (oldErr == nil) || !sameError(err, oldErr) {
 					t.Fatalf("AnswerMsg error %v, the worker's old builder's %v, for %+v from %q", err, oldErr, a, source)
+				}
+				if _, jsonErr := wire.AnswerJSON(a, source); !sameText(err, jsonErr) {
+					t.Fatalf("AnswerMsg error %v, AnswerJSON's %v, for %+v from %q", err, jsonErr, a, source)
 				}
 				sdk, sdkErr := sdkAnswerMsg(a, source, mode)
 				if (err == nil) != (sdkErr == nil) || !sameError(err, sdkErr) {
