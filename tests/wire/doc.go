@@ -14,7 +14,9 @@
 //   - the subjects, the streams and the consumer the executors create, the
 //     header names, the vocabulary (kinds, types, extensions, reasons, codes);
 //   - the catalog, history, admin and interaction requests and replies, as
-//     their types travel in JSON.
+//     their types travel in JSON;
+//   - the exit statuses of `emitter call`, read from the built emitter
+//     answered by the golden answers.
 //
 // The tests check both ways: the code writes every golden (byte for byte for
 // messages and schemas, as parsed JSON where member order is not part of the
