@@ -380,11 +380,13 @@ func diffValues(path string, want, got any, out *[]string) {
 
 // show writes a JSON value for a failure message, cut short.
 func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return short(b)
+	return short(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // short cuts b for a failure message.

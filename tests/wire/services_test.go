@@ -38,7 +38,10 @@ type codec struct {
 
 var (
 	v2Codec = codec{
-		marshal: func(v any) ([]byte, error) { return jsonv2.Marshal(v) },
+		// Deterministic orders a map's members (a stored event's headers),
+		// so that -update writes the same file twice; the services write them
+		// in any order.
+		marshal: func(v any) ([]byte, error) { return jsonv2.Marshal(v, jsonv2.Deterministic(true)) },
 		strict: func(data []byte, v any) error {
 			return jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true))
 		},
