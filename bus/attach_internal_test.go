@@ -31,7 +31,7 @@ func TestLookAgainFindsALateAnswer(t *testing.T) {
 	a := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "r1", CallID: "late-1", Tool: "book",
 		Key: strings.Repeat("b", 64), Outcome: "PNR-9", Time: time.Now()}
 	filter := wire.AnswerFilter(a.Tenant, a.Tool, a.RunID, a.CallID)
-	if _, err := c.stored.first(ctx, filter); err == nil {
+	if _, err := c.stored.First(ctx, filter); err == nil {
 		t.Fatal("an answer is stored before any was published")
 	}
 	out := make(chan lookupResult, 1)

@@ -17,6 +17,7 @@ import (
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/connloss"
+	"github.com/tesserix/toolexec/internal/eventlog"
 )
 
 // DefaultCallSource is the CloudEvents source of calls whose Source is empty.
@@ -88,7 +89,7 @@ type Client struct {
 	// account has none: stored events are read through the history service.
 	noJetStream atomic.Bool
 
-	stored *eventLog // TOOLEXEC_EVENTS, read by subject
+	stored *eventlog.Log // TOOLEXEC_EVENTS, read by subject
 	// reached holds the tenants of which this client has stored a call: a
 	// stream took their calls once (see publish).
 	reached sync.Map
@@ -106,7 +107,7 @@ func NewClient(js jetstream.JetStream, cfg ClientConfig) (*Client, error) {
 	if cfg.Source == "" {
 		cfg.Source = DefaultCallSource
 	}
-	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured, stored: newEventLog(js)}
+	c := &Client{js: js, nc: js.Conn(), cfg: cfg, log: cfg.Logger, mode: wire.Structured, stored: eventlog.New(js)}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -454,7 +455,7 @@ func (c *Client) attach(ctx context.Context, filter, callID string) (events.Answ
 // by one message get.
 func (c *Client) lookStored(filter string) lookFunc {
 	return func(ctx context.Context) (events.Answer, bool, error) {
-		m, err := c.stored.first(ctx, filter)
+		m, err := c.stored.First(ctx, filter)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			return events.Answer{}, false, nil
