@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec"
+	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -587,14 +588,14 @@ func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
 	if !errors.As(err, &unknown) {
 		t.Fatalf("lost booking: %v", err)
 	}
-	page, err := ops.List(ctx, toolexec.ListRequest{Tenant: "acme"})
+	page, err := ops.List(ctx, admin.ListRequest{Tenant: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Records) != 1 || page.Records[0].Key != unknown.Key || page.Records[0].Tool != "book" {
 		t.Fatalf("listed %+v, want the one indeterminate key %s", page.Records, unknown.Key)
 	}
-	rec, err := ops.Resolve(ctx, toolexec.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: toolexec.ResolveComplete, Outcome: "PNR-FOUND", Operator: "alice"})
+	rec, err := ops.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: events.ActionComplete, Outcome: "PNR-FOUND", Operator: "alice"})
 	if err != nil || rec.Outcome != "PNR-FOUND" {
 		t.Fatalf("Resolve: %+v, %v", rec, err)
 	}
@@ -609,7 +610,7 @@ func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
 	if !errors.As(err, &unknown) {
 		t.Fatalf("lost booking in run_2: %v", err)
 	}
-	if _, err := ops.Resolve(ctx, toolexec.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: toolexec.ResolveRelease}); err != nil {
+	if _, err := ops.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: events.ActionRelease}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"}, toolexec.WithRunID("run_2"))
