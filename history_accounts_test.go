@@ -123,7 +123,7 @@ func TestHistoryAcrossAccounts(t *testing.T) {
 		}
 		// Stored by now: Attach finds it at once.
 		res, err := acme.Attach(ctxFor(t, 30*time.Second), "acme", "slow", "run-a", "a-hold")
-		if err != nil || res.Outcome != "acme-HOLD" || res.Kind != toolexec.Completed {
+		if err != nil || res.Outcome != "acme-HOLD" || res.Kind != events.KindCompleted {
 			t.Fatalf("Attach to the stored answer: %+v, %v", res, err)
 		}
 		acmeCalls = append(acmeCalls, "a-hold")
@@ -169,7 +169,7 @@ func TestHistoryAcrossAccounts(t *testing.T) {
 			t.Errorf("globex's Attach to acme's call: %v, want ErrNoHistoryService", err)
 		}
 		// Asking its own history service for acme's subjects.
-		bc, err := bus.NewClient(mustJS(t, globexNC), bus.ClientConfig{Logger: quiet(), History: bus.HistoryViaService})
+		bc, err := toolexec.NewClient(globexNC, toolexec.WithLogger(quiet()), toolexec.WithHistoryPath(toolexec.HistoryViaService))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,13 +200,4 @@ func TestHistoryAcrossAccounts(t *testing.T) {
 		}
 	})
 
-}
-
-func mustJS(t *testing.T, nc *nats.Conn) jetstream.JetStream {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec"
+	"github.com/tesserix/toolexec/admin"
+	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
@@ -148,7 +150,7 @@ func TestCallAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first booking: %v", err)
 	}
-	if first.Kind != toolexec.Completed || first.Outcome != "PNR-BA117-1" || len(first.Key) != 64 {
+	if first.Kind != events.KindCompleted || first.Outcome != "PNR-BA117-1" || len(first.Key) != 64 {
 		t.Fatalf("first booking: %+v", first)
 	}
 	if first.Tenant != "acme" || first.Tool != "book" || first.RunID != "run_1" || !callIDPattern.MatchString(first.CallID) {
@@ -160,7 +162,7 @@ func TestCallAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	if retry.Kind != toolexec.Deduplicated || retry.Outcome != first.Outcome || retry.Key != first.Key {
+	if retry.Kind != events.KindDeduplicated || retry.Outcome != first.Outcome || retry.Key != first.Key {
 		t.Errorf("retry: %+v, want deduplicated with %q and key %s", retry, first.Outcome, first.Key)
 	}
 	if retry.CallID == first.CallID {
@@ -169,7 +171,7 @@ func TestCallAnswers(t *testing.T) {
 
 	// Another run is another effect.
 	other, err := c.Call(ctx, "acme", "book", []byte(`{"flight":"BA117"}`), toolexec.WithRunID("run_2"))
-	if err != nil || other.Kind != toolexec.Completed || other.Outcome != "PNR-BA117-2" || other.RunID != "run_2" {
+	if err != nil || other.Kind != events.KindCompleted || other.Outcome != "PNR-BA117-2" || other.RunID != "run_2" {
 		t.Errorf("booking in run_2: %+v, %v", other, err)
 	}
 	if n := f.air.count("acme", "BA117"); n != 2 {
@@ -186,7 +188,7 @@ func TestCallAnswers(t *testing.T) {
 		if unknown.Reason != events.ReasonBodyFailed || !unknown.BodyEntered || len(unknown.Key) != 64 || unknown.Tool != "book" {
 			t.Errorf("lost booking %d: %+v", i, unknown)
 		}
-		if res == nil || res.Kind != toolexec.Indeterminate || res.Key != unknown.Key {
+		if res == nil || res.Kind != events.KindIndeterminate || res.Key != unknown.Key {
 			t.Errorf("lost booking %d: result %+v, want it to describe the indeterminate answer", i, res)
 		}
 	}
@@ -245,17 +247,17 @@ func TestCallIDTaken(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	acme := f.client(t)
 	first, err := acme.Call(ctx, "acme", "book", bookArgs{Flight: "BA117"}, toolexec.WithCallID("shared-1"))
-	if err != nil || first.Kind != toolexec.Completed {
+	if err != nil || first.Kind != events.KindCompleted {
 		t.Fatalf("acme's call: %+v, %v", first, err)
 	}
 	for _, c := range []*toolexec.Client{acme, f.client(t)} {
 		again, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1"))
-		if err != nil || again.Kind != toolexec.Completed || again.Outcome != first.Outcome || again.CallID != "shared-1" {
+		if err != nil || again.Kind != events.KindCompleted || again.Outcome != first.Outcome || again.CallID != "shared-1" {
 			t.Errorf("calling again with an answered call's id: %+v, %v; want the first answer %q", again, err, first.Outcome)
 		}
 	}
 	if res, err := acme.Call(ctx, "globex", "book", bookArgs{Flight: "AF001"}, toolexec.WithCallID("shared-1")); err != nil ||
-		res.Kind != toolexec.Completed || res.Outcome != "PNR-AF001-1" {
+		res.Kind != events.KindCompleted || res.Outcome != "PNR-AF001-1" {
 		t.Errorf("globex's call with acme's call id: %+v, %v; want its own booking", res, err)
 	}
 
@@ -285,7 +287,7 @@ func TestCallIDTaken(t *testing.T) {
 		}
 	}
 	if res, err := other.Call(ctx, "globex", "book", bookArgs{Flight: "AF002"}, toolexec.WithCallID("held-1")); err != nil ||
-		res.Kind != toolexec.Completed {
+		res.Kind != events.KindCompleted {
 		t.Errorf("globex's call with the id of acme's waiting call: %+v, %v; want it run at once", res, err)
 	}
 	close(f.air.hold)
@@ -319,7 +321,7 @@ func TestNoAnswerThenAttach(t *testing.T) {
 	}
 	close(f.air.hold)
 	res, err := c.Attach(ctxFor(t, 30*time.Second), none.Tenant, none.Tool, none.RunID, none.CallID)
-	if err != nil || res.Kind != toolexec.Completed || res.Outcome != "PNR-SLOW-1" || res.CallID != none.CallID {
+	if err != nil || res.Kind != events.KindCompleted || res.Outcome != "PNR-SLOW-1" || res.CallID != none.CallID {
 		t.Errorf("Attach: %+v, %v", res, err)
 	}
 
@@ -343,7 +345,7 @@ func TestWatch(t *testing.T) {
 	}
 	select {
 	case a := <-answers:
-		if a.CallID != res.CallID || a.Kind != toolexec.Completed || a.Outcome != res.Outcome {
+		if a.CallID != res.CallID || a.Kind != events.KindCompleted || a.Outcome != res.Outcome {
 			t.Errorf("watched %+v, want the answer to %s", a, res.CallID)
 		}
 	case <-ctx.Done():
@@ -351,6 +353,94 @@ func TestWatch(t *testing.T) {
 	}
 	if _, err := c.Watch(ctx, "toolexec.call.>"); err == nil {
 		t.Error("Watch on call subjects: no error")
+	}
+}
+
+// TestPublishThenAttach: Publish stores a call without waiting and its
+// receipt names it; Attach with those names waits for the answer. While the
+// call waits to be answered, its id is the publisher's: the same client
+// publishing it again is told it is stored, another client is refused with a
+// CallIDTakenError, and a client made WithWaitForPending waits for its
+// answer. Find looks once.
+func TestPublishThenAttach(t *testing.T) {
+	f := newFixture(t)
+	ctx := ctxFor(t, 30*time.Second)
+	c := f.client(t, toolexec.WithDefaultRunID("run_pub"))
+
+	r, err := c.Publish(ctx, "acme", "book", bookArgs{Flight: "SLOW"}, toolexec.WithCallID("pub-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tenant != "acme" || r.Tool != "book" || r.RunID != "run_pub" || r.CallID != "pub-1" || r.Stream != wire.CallStream ||
+		r.Sequence == 0 || r.Duplicate {
+		t.Errorf("receipt %+v", r)
+	}
+	if a, err := c.Find(ctx, "acme", "pub-1"); a != nil || err != nil {
+		t.Errorf("Find before the answer: %+v, %v; want nothing, no error", a, err)
+	}
+	wait.Eventually(t, 10*time.Second, "the call to start", func() bool { return f.air.count("acme", "SLOW") != 0 })
+	if again, err := c.Publish(ctx, "acme", "book", bookArgs{Flight: "SLOW"}, toolexec.WithCallID("pub-1")); err != nil || !again.Duplicate {
+		t.Errorf("the publisher publishing its waiting call again: %+v, %v; want it stored, Duplicate", again, err)
+	}
+	if _, err := f.client(t).Publish(ctx, "acme", "book", bookArgs{Flight: "AF9"}, toolexec.WithCallID("pub-1")); !errors.Is(err, events.ErrCallIDTaken) {
+		t.Errorf("another client publishing the waiting call's id: %v, want ErrCallIDTaken", err)
+	}
+	gateway := f.client(t, toolexec.WithWaitForPending())
+	waited := make(chan error, 1)
+	go func() {
+		a, err := gateway.Call(ctx, "acme", "book", bookArgs{Flight: "AF9"}, toolexec.WithCallID("pub-1"))
+		if err == nil && a.Outcome != "PNR-SLOW-1" {
+			err = fmt.Errorf("answered %+v", a)
+		}
+		waited <- err
+	}()
+	time.Sleep(700 * time.Millisecond) // past the grace for an answer stored just now
+	close(f.air.hold)
+	a, err := c.Attach(ctx, r.Tenant, r.Tool, r.RunID, r.CallID)
+	if err != nil || a.Kind != events.KindCompleted || a.Outcome != "PNR-SLOW-1" || a.CallID != "pub-1" {
+		t.Fatalf("Attach: %+v, %v", a, err)
+	}
+	if err := <-waited; err != nil {
+		t.Errorf("a client made WithWaitForPending, naming the waiting call's id: %v; want that call's answer", err)
+	}
+	wait.Eventually(t, 10*time.Second, "the answer to be stored", func() bool {
+		found, err := c.Find(ctx, "acme", "pub-1")
+		return err == nil && found != nil && found.Outcome == a.Outcome
+	})
+	if _, err := c.Find(ctx, "acme", "pub.1"); !errors.Is(err, events.ErrInvalidToken) {
+		t.Errorf("Find with a call id that is not a token: %v, want ErrInvalidToken", err)
+	}
+	if slow, af9 := f.air.count("acme", "SLOW"), f.air.count("acme", "AF9"); slow != 1 || af9 != 0 {
+		t.Errorf("SLOW booked %d times, AF9 %d; want 1, 0: one call, under one id", slow, af9)
+	}
+}
+
+// TestFreshCallID: a call given an id drawn beforehand is published with it,
+// as a first call: its interactions could be heard before it is published.
+func TestFreshCallID(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t)
+	id := toolexec.NewCallID()
+	a, err := c.Call(ctxFor(t, 30*time.Second), "acme", "book", bookArgs{Flight: "BA1"}, toolexec.WithFreshCallID(id))
+	if err != nil || a.CallID != id || a.Kind != events.KindCompleted {
+		t.Errorf("Call with a fresh id: %+v, %v", a, err)
+	}
+}
+
+// TestTools: the client lists the tools the executor serves; with no executor,
+// the error matches ErrNoCatalogService.
+func TestTools(t *testing.T) {
+	f := newFixture(t)
+	decls, err := f.client(t).Tools(ctxFor(t, 30*time.Second), "acme")
+	if err != nil || len(decls) != 2 || decls[0].Name != "book" || decls[1].Name != "full" || decls[0].Kind != tool.Effectful {
+		t.Errorf("Tools: %+v, %v; want book and full, effectful", decls, err)
+	}
+	c, err := toolexec.NewClient(natstest.Connect(t, natstest.Start(t)), toolexec.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Tools(ctxFor(t, 10*time.Second), "acme"); !errors.Is(err, toolexec.ErrNoCatalogService) {
+		t.Errorf("Tools with no executor: %v, want ErrNoCatalogService", err)
 	}
 }
 
@@ -363,6 +453,7 @@ func TestNewClientRefuses(t *testing.T) {
 		"run id not a token": toolexec.WithDefaultRunID("run 1"),
 		"empty source":       toolexec.WithSource(""),
 		"nil logger":         toolexec.WithLogger(nil),
+		"unknown history":    toolexec.WithHistoryPath(toolexec.HistoryViaService + 1),
 	} {
 		if _, err := toolexec.NewClient(f.nc, opt); !errors.Is(err, toolexec.ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
@@ -431,14 +522,14 @@ func TestExecutorTakesTheOldCalls(t *testing.T) {
 	c := f.client(t)
 	ctx := ctxFor(t, 30*time.Second)
 	for _, id := range []string{"old-1", "old-2"} {
-		if res, err := c.Attach(ctx, "acme", "book", "run_v1", id); err != nil || res.Kind != toolexec.Completed {
+		if res, err := c.Attach(ctx, "acme", "book", "run_v1", id); err != nil || res.Kind != events.KindCompleted {
 			t.Errorf("the call %s of wire version 1: %+v, %v", id, res, err)
 		}
 	}
 	if err := js.DeleteStream(ctx, "TOOLEXEC_CALLS"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "NEW1"}); err != nil || res.Kind != toolexec.Completed {
+	if res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "NEW1"}); err != nil || res.Kind != events.KindCompleted {
 		t.Errorf("a call of version 2 after the old stream's deletion: %+v, %v", res, err)
 	}
 	for _, flight := range []string{"OLD1", "OLD2", "NEW1"} {
@@ -497,19 +588,19 @@ func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
 	if !errors.As(err, &unknown) {
 		t.Fatalf("lost booking: %v", err)
 	}
-	page, err := ops.List(ctx, toolexec.ListRequest{Tenant: "acme"})
+	page, err := ops.List(ctx, admin.ListRequest{Tenant: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Records) != 1 || page.Records[0].Key != unknown.Key || page.Records[0].Tool != "book" {
 		t.Fatalf("listed %+v, want the one indeterminate key %s", page.Records, unknown.Key)
 	}
-	rec, err := ops.Resolve(ctx, toolexec.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: toolexec.ResolveComplete, Outcome: "PNR-FOUND", Operator: "alice"})
+	rec, err := ops.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: events.ActionComplete, Outcome: "PNR-FOUND", Operator: "alice"})
 	if err != nil || rec.Outcome != "PNR-FOUND" {
 		t.Fatalf("Resolve: %+v, %v", rec, err)
 	}
 	res, err := c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"})
-	if err != nil || res.Kind != toolexec.Deduplicated || res.Outcome != "PNR-FOUND" {
+	if err != nil || res.Kind != events.KindDeduplicated || res.Outcome != "PNR-FOUND" {
 		t.Errorf("after the resolution: %+v, %v; want deduplicated with PNR-FOUND", res, err)
 	}
 
@@ -519,7 +610,7 @@ func TestAdminSettlesAnIndeterminateKey(t *testing.T) {
 	if !errors.As(err, &unknown) {
 		t.Fatalf("lost booking in run_2: %v", err)
 	}
-	if _, err := ops.Resolve(ctx, toolexec.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: toolexec.ResolveRelease}); err != nil {
+	if _, err := ops.Resolve(ctx, admin.ResolveRequest{Tenant: "acme", Key: unknown.Key, Action: events.ActionRelease}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Call(ctx, "acme", "book", bookArgs{Flight: "LOST"}, toolexec.WithRunID("run_2"))

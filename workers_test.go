@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tesserix/toolexec"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -78,7 +77,7 @@ func (l *errorLog) all() []string {
 type workerFixture struct {
 	srv     *server.Server
 	ex      *toolexec.Executor
-	client  *bus.Client
+	client  *toolexec.Client
 	metrics *prometheus.Registry
 	errors  *errorLog
 }
@@ -112,8 +111,7 @@ func newWorkerFixture(t *testing.T) *workerFixture {
 		}
 		f.ex.Close()
 	})
-	nc := natstest.Connect(t, f.srv)
-	if f.client, err = bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: quiet()}); err != nil {
+	if f.client, err = toolexec.NewClient(natstest.Connect(t, f.srv), toolexec.WithLogger(quiet())); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -176,16 +174,17 @@ func (f *workerFixture) serveBook(t *testing.T, spec tool.Spec, c *counter, held
 // waitLimit is how long these tests wait for what they poll.
 const waitLimit = 15 * time.Second
 
-// call makes one call of book for acme in run run_1.
+// call makes one call of book for acme in run run_1 and returns its answer,
+// whatever its kind.
 func (f *workerFixture) call(t *testing.T, callID, args string) events.Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := f.client.Call(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: callID, Tool: "book", Arguments: json.RawMessage(args)})
-	if err != nil {
+	a, err := f.client.Call(ctx, "acme", "book", json.RawMessage(args), toolexec.WithRunID("run_1"), toolexec.WithFreshCallID(callID))
+	if a == nil {
 		t.Fatalf("Call %s: %v", callID, err)
 	}
-	return a
+	return *a
 }
 
 // TestWorkerServesEffectfulTool: an executor with no tools of its own learns
@@ -340,7 +339,7 @@ func TestNATSToolsOfTheExecutor(t *testing.T) {
 		<-done
 		ex.Close()
 	})
-	client, err := bus.NewClient(natstest.JetStream(t, natstest.Connect(t, srv)), bus.ClientConfig{Logger: quiet()})
+	client, err := toolexec.NewClient(natstest.Connect(t, srv), toolexec.WithLogger(quiet()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
@@ -25,13 +26,13 @@ import (
 func testLogger() *slog.Logger { return testenv.Logger() }
 
 // harness is one embedded server with both streams, a connection, an admin
-// client on it, and a bus client to watch the answers and audit events.
+// client on it, and a toolexec client to watch the answers and audit events.
 type harness struct {
-	srv    *server.Server
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	client *admin.Client
-	bus    *bus.Client
+	srv     *server.Server
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	client  *admin.Client
+	watcher *toolexec.Client
 }
 
 func newHarness(t *testing.T, opts ...natstest.Option) *harness {
@@ -46,11 +47,11 @@ func newHarness(t *testing.T, opts ...natstest.Option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
+	w, err := toolexec.NewClient(nc, toolexec.WithLogger(testLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{srv: srv, nc: nc, js: js, client: c, bus: bc}
+	return &harness{srv: srv, nc: nc, js: js, client: c, watcher: w}
 }
 
 // ctxT returns a context that ends with the test or after a minute.

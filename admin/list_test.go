@@ -171,7 +171,7 @@ func TestInProcess(t *testing.T) {
 	keys := parkKeys(t, store, "acme", 2)
 	wctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	audit, err := h.bus.Watch(wctx, wire.KindSubjects(events.KindResolved))
+	audit, err := h.watcher.Watch(wctx, wire.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestNew(t *testing.T) {
 
 	wctx, stop := context.WithCancel(ctxT(t))
 	defer stop()
-	audit, err := h.bus.Watch(wctx, wire.KindSubjects(events.KindResolved))
+	audit, err := h.watcher.Watch(wctx, wire.KindSubjects(events.KindResolved))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -421,7 +421,7 @@ func (l *failoverLoad) caller(ctx context.Context) {
 }
 
 // ended files how a call ended and tells the watch, if any.
-func (l *failoverLoad) ended(start, end time.Time, res *toolexec.Result, err error) {
+func (l *failoverLoad) ended(start, end time.Time, res *events.Answer, err error) {
 	how := "error"
 	switch {
 	case res != nil:

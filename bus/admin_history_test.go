@@ -12,9 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
@@ -138,7 +140,7 @@ func TestAdminHistoryWatchAttach(t *testing.T) {
 	storeTenants(t, h.js)
 	ctx, stop := context.WithCancel(ctxT(t))
 	defer stop()
-	ch, err := c.Watch(ctx, "toolexec.event.*.completed.>", bus.WatchFromStart())
+	ch, err := c.Watch(ctx, "toolexec.event.*.completed.>", toolexec.WatchFromStart())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +195,7 @@ func TestAdminHistoryAccount(t *testing.T) {
 	if _, err := c.AdminHistory(ctxT(t), bus.HistoryRequest{}); historyCode(err) != bus.HistoryForbidden {
 		t.Errorf("AdminHistory without the header: %v, want %s", err, bus.HistoryForbidden)
 	}
-	if _, err := c.Watch(ctxT(t), "toolexec.event.*.>", bus.WatchFromStart()); historyCode(err) != bus.HistoryForbidden {
+	if _, err := c.Watch(ctxT(t), "toolexec.event.*.>", toolexec.WatchFromStart()); historyCode(err) != bus.HistoryForbidden {
 		t.Errorf("Watch of every tenant without the header: %v, want %s", err, bus.HistoryForbidden)
 	}
 	if resp, err := c.History(ctxT(t), "globex", bus.HistoryRequest{}); err != nil || len(resp.Events) != 2 {
@@ -228,12 +230,9 @@ func TestAdminHistoryAcrossAccounts(t *testing.T) {
 	}
 	serveHistory(t, execJS, bus.HistoryConfig{AdminAccount: natstest.AdminAccount})
 	storeTenants(t, execJS)
-	client := func(user string) (*bus.Client, *nats.Conn) {
+	client := func(user string) (clienttest.Client, *nats.Conn) {
 		nc := natstest.ConnectAs(t, srv, user)
-		c, err := bus.NewClient(natstest.JetStream(t, nc), bus.ClientConfig{Logger: testLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := clienttest.New(t, nc)
 		return c, nc
 	}
 	ops, _ := client("admin")
@@ -242,7 +241,7 @@ func TestAdminHistoryAcrossAccounts(t *testing.T) {
 	t.Run("the operators watch every tenant", func(t *testing.T) {
 		ctx, stop := context.WithCancel(ctxT(t))
 		defer stop()
-		ch, err := ops.Watch(ctx, "toolexec.event.*.completed.>", bus.WatchFromStart())
+		ch, err := ops.Watch(ctx, "toolexec.event.*.completed.>", toolexec.WatchFromStart())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,13 +263,13 @@ func TestAdminHistoryAcrossAccounts(t *testing.T) {
 	})
 
 	t.Run("a tenant reaches no operators' history", func(t *testing.T) {
-		if _, err := acme.AdminHistory(ctxT(t), bus.HistoryRequest{}); !errors.Is(err, bus.ErrNoHistoryService) {
+		if _, err := acme.AdminHistory(ctxT(t), bus.HistoryRequest{}); !errors.Is(err, toolexec.ErrNoHistoryService) {
 			t.Errorf("acme's AdminHistory: %v, want ErrNoHistoryService", err)
 		}
-		if _, err := acme.Watch(ctxT(t), "toolexec.event.*.>", bus.WatchFromStart()); !errors.Is(err, bus.ErrNoHistoryService) {
+		if _, err := acme.Watch(ctxT(t), "toolexec.event.*.>", toolexec.WatchFromStart()); !errors.Is(err, toolexec.ErrNoHistoryService) {
 			t.Errorf("acme's watch of every tenant: %v, want ErrNoHistoryService", err)
 		}
-		if _, err := acme.Attach(ctxT(t), "globex", "book", "run-1", "g-1"); !errors.Is(err, bus.ErrNoHistoryService) {
+		if _, err := acme.Attach(ctxT(t), "globex", "book", "run-1", "g-1"); !errors.Is(err, toolexec.ErrNoHistoryService) {
 			t.Errorf("acme's Attach to globex's answer: %v, want ErrNoHistoryService", err)
 		}
 		_, err := acmeNC.RequestMsg(adminRequest(t, "toolexec.event.globex.>", `{"acc":"ADMIN"}`), natsWait)
@@ -298,10 +297,7 @@ func TestAdminHistoryAnotherAdminAccount(t *testing.T) {
 	serveHistory(t, execJS, bus.HistoryConfig{AdminAccount: "OPS"})
 	storeTenants(t, execJS)
 	for _, user := range []string{"admin", "executor"} {
-		c, err := bus.NewClient(natstest.JetStream(t, natstest.ConnectAs(t, srv, user)), bus.ClientConfig{Logger: testLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := clienttest.New(t, natstest.ConnectAs(t, srv, user))
 		resp, err := c.AdminHistory(ctxT(t), bus.HistoryRequest{})
 		if historyCode(err) != bus.HistoryForbidden || resp != nil {
 			t.Errorf("%s's request to a service for OPS: %v, %v; want %s", user, resp, err, bus.HistoryForbidden)

@@ -2,7 +2,6 @@ package bus
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,7 +102,7 @@ type CatalogResponse struct {
 }
 
 // CatalogError is a catalog request's failure as it travels in a reply. A
-// Client returns it as it came.
+// toolexec.Client returns it as it came.
 type CatalogError struct {
 	// Code is CatalogBadRequest or CatalogTooLarge.
 	Code string `json:"code"`
@@ -299,54 +298,4 @@ func parseCatalogRequest(data []byte) (CatalogRequest, *CatalogError) {
 		return CatalogRequest{}, &CatalogError{Code: CatalogBadRequest, Message: fmt.Sprintf("the request is not the JSON expected: %v", err)}
 	}
 	return req, nil
-}
-
-// Tools asks the executors which tools they serve, on
-// toolexec.tools.<tenant>, and returns every declaration, sorted by name,
-// reading page after page. Errors: one matching events.ErrInvalidToken for a
-// malformed tenant, ErrNoCatalogService when nothing answers (no executor
-// runs, or the account does not import the subject), a *CatalogError from the
-// service, or the request's error.
-func (c *Client) Tools(ctx context.Context, tenant string) ([]ToolDecl, error) {
-	if err := events.CheckToken("tenant", tenant); err != nil {
-		return nil, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultHistoryTimeout)
-		defer cancel()
-	}
-	subject := wire.CatalogSubject(tenant)
-	var all []ToolDecl
-	var req CatalogRequest
-	for {
-		data, err := json.Marshal(req)
-		if err != nil {
-			return nil, fmt.Errorf("bus: catalog request: %w", err)
-		}
-		m, err := c.nc.RequestWithContext(ctx, subject, data)
-		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("%w on %s", ErrNoCatalogService, subject)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bus: catalog request on %s: %w", subject, err)
-		}
-		var resp CatalogResponse
-		if err := json.Unmarshal(m.Data, &resp); err != nil {
-			return nil, fmt.Errorf("bus: catalog reply on %s is not the JSON expected: %w", subject, err)
-		}
-		if resp.Error != nil {
-			return nil, resp.Error
-		}
-		for _, d := range resp.Tools {
-			if d.Name <= req.After || (len(all) > 0 && d.Name <= all[len(all)-1].Name) {
-				return nil, fmt.Errorf("bus: catalog reply on %s is out of order at tool %q", subject, d.Name)
-			}
-			all = append(all, d)
-		}
-		if !resp.More || len(resp.Tools) == 0 {
-			return all, nil
-		}
-		req.After = resp.Tools[len(resp.Tools)-1].Name
-	}
 }

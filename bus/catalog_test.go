@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
@@ -132,7 +133,7 @@ func TestCatalogPages(t *testing.T) {
 // catalog to ask says so.
 func TestCatalogRefuses(t *testing.T) {
 	h := newHarness(t)
-	if _, err := h.client.Tools(ctxT(t), "acme"); !errors.Is(err, bus.ErrNoCatalogService) {
+	if _, err := h.client.Tools(ctxT(t), "acme"); !errors.Is(err, toolexec.ErrNoCatalogService) {
 		t.Fatalf("Tools with no executor: %v, want ErrNoCatalogService", err)
 	}
 	if _, err := h.client.Tools(ctxT(t), "acme.globex"); !errors.Is(err, events.ErrInvalidToken) {

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -37,10 +39,11 @@ func TestCallModes(t *testing.T) {
 			}))
 			h.startWorker(t, reg, bus.WorkerConfig{BinaryAnswers: binaryAnswers}, 0)
 			for i, binaryCalls := range []bool{false, true} {
-				c, err := bus.NewClient(h.js, bus.ClientConfig{Binary: binaryCalls, Source: "/agents/test"})
-				if err != nil {
-					t.Fatal(err)
+				opts := []toolexec.ClientOption{toolexec.WithSource("/agents/test")}
+				if binaryCalls {
+					opts = append(opts, toolexec.WithBinaryMode())
 				}
+				c := clienttest.New(t, h.nc, opts...)
 				call := call("book", "run-1", fmt.Sprintf("call-%d", i), fmt.Sprintf(`{"flight":"LH%d"}`, i))
 				call.TraceParent = traceParent
 				a, err := c.Call(ctxT(t), call)
@@ -134,12 +137,12 @@ func TestPublishTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While the first waits in the stream, the second is refused: its subject
-	// holds a call.
-	if _, err := h.client.Publish(ctxT(t), c); !errors.Is(err, bus.ErrCallPending) {
-		t.Fatalf("second Publish: %v, want ErrCallPending", err)
+	// holds a call, whose id the client did not choose.
+	if _, err := h.client.Publish(ctxT(t), c); !errors.Is(err, events.ErrCallIDTaken) {
+		t.Fatalf("second Publish: %v, want ErrCallIDTaken", err)
 	}
-	if _, err := h.client.Call(ctxT(t), c); !errors.Is(err, bus.ErrCallPending) {
-		t.Fatalf("Call of a pending call without OnPending: %v, want ErrCallPending", err)
+	if _, err := h.client.Call(ctxT(t), c); !errors.Is(err, events.ErrCallIDTaken) {
+		t.Fatalf("Call of a pending call without WithWaitForPending: %v, want ErrCallIDTaken", err)
 	}
 	if n := streamMsgs(t, h.js, wire.CallStream); n != 1 {
 		t.Fatalf("TOOLEXEC_CALLS holds %d messages, want 1", n)
@@ -286,7 +289,7 @@ func TestWatch(t *testing.T) {
 	}
 
 	// From the start, every answer is there in order.
-	all, err := h.client.Watch(ctx, "", bus.WatchFromStart())
+	all, err := h.client.Watch(ctx, "", toolexec.WatchFromStart())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +301,7 @@ func TestWatch(t *testing.T) {
 	cancel()
 	for range dedup {
 	}
-	if _, err := h.client.Watch(ctxT(t), "toolexec.call.>"); !errors.Is(err, bus.ErrBadFilter) {
+	if _, err := h.client.Watch(ctxT(t), "toolexec.call.>"); !errors.Is(err, toolexec.ErrBadFilter) {
 		t.Errorf("Watch on call subjects: %v, want ErrBadFilter", err)
 	}
 }

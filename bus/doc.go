@@ -9,12 +9,13 @@
 //     reached ([Unreachable]).
 //   - [EnsureStreams] creates TOOLEXEC_CALLS_V2 (work queue) and TOOLEXEC_EVENTS
 //     (limits); [EnsureConsumer] the one durable pull consumer all executors share.
-//   - [Worker] takes calls from that consumer and answers them; [Client] publishes
-//     calls and reads answers (Call, Publish, Attach, Watch). A [WorkerObserver]
-//     hears what a worker does, for metrics.
+//   - [Worker] takes calls from that consumer and answers them. A
+//     [WorkerObserver] hears what a worker does, for metrics. The client that
+//     publishes calls and reads answers is the root package's toolexec.Client.
 //   - [HistoryService] answers the tenants' requests for their stored events
 //     on toolexec.history.<tenant>, for clients that have no JetStream (see
-//     below); [Client.History] asks it for one page.
+//     below); [CatalogService] answers toolexec.tools.<tenant> with the
+//     declarations of the tools ([ToolDecl]).
 //   - Package wire (bus/wire) is what travels: the subjects, the CloudEvents of
 //     calls and answers in structured and binary mode, and their schema checks.
 //   - Package embedded (bus/embedded) runs a NATS server with JetStream inside
@@ -73,16 +74,16 @@
 // sequences, subjects, headers and payloads) or a [HistoryError] whose code
 // is bad_request, forbidden or unavailable.
 //
-// A Client reads stored events through JetStream or through that service as
-// ClientConfig.History says. By default (HistoryAuto) it tries JetStream and
+// A toolexec.Client reads stored events through JetStream or through that
+// service as its toolexec.HistoryPath says. By default it tries JetStream and
 // turns to the service for good the first time the JetStream API answers that
 // the account has none, so that a client in the executors' account (the
-// console's) keeps reading through JetStream and a tenant needs no setting. Through
-// the service, Attach subscribes to the answer subject, then asks for the
-// stored answer once; Watch subscribes to its filter, pages through the
+// console's) keeps reading through JetStream and a tenant needs no setting.
+// Through the service, Attach subscribes to the answer subject, then asks for
+// the stored answer once; Watch subscribes to its filter, pages through the
 // history, then delivers what it heard live, leaving out what it already
 // delivered. Its live part is a plain subscription and can lose what an
-// ordered consumer would not (see Client.Watch).
+// ordered consumer would not (see toolexec.Client.Watch).
 //
 // # Durability
 //

@@ -9,11 +9,3 @@ func ShortenSetupAttempts(t interface{ Cleanup(func()) }, d time.Duration) {
 	setupAttempt = d
 	t.Cleanup(func() { setupAttempt = old })
 }
-
-// ShortenCallPublishAttempts makes each try of a Client's publication of a
-// call wait at most d for its PubAck until the test ends.
-func ShortenCallPublishAttempts(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := callPublishAttempt
-	callPublishAttempt = d
-	t.Cleanup(func() { callPublishAttempt = old })
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -33,7 +34,7 @@ func TestFind(t *testing.T) {
 	wait.Eventually(t, 10*time.Second, "the answer to be stored", func() bool {
 		return len(eventSubjects(t, h.js, wire.AnswerFilter("acme", "book", "run-1", "c-1"))) == 1
 	})
-	for name, c := range map[string]*bus.Client{"jetstream": h.client, "service": h.serviceClient(t)} {
+	for name, c := range map[string]clienttest.Client{"jetstream": h.client, "service": h.serviceClient(t)} {
 		t.Run(name, func(t *testing.T) {
 			a, found, err := c.Find(ctx, "acme", "c-1")
 			if err != nil || !found || a.Outcome != "PNR1" || a.RunID != "run-1" || a.Tool != "book" {

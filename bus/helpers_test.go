@@ -16,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
@@ -31,7 +32,7 @@ type harness struct {
 	srv    *server.Server
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	client *bus.Client
+	client clienttest.Client
 	// workerURL, when set, is where workers connect instead of the server: a
 	// proxy in front of it.
 	workerURL string
@@ -45,11 +46,7 @@ func newHarness(t *testing.T, opts ...natstest.Option) *harness {
 	if err := bus.EnsureStreams(ctxT(t), js, bus.StreamsConfig{}); err != nil {
 		t.Fatalf("EnsureStreams: %v", err)
 	}
-	c, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &harness{srv: srv, nc: nc, js: js, client: c}
+	return &harness{srv: srv, nc: nc, js: js, client: clienttest.New(t, nc)}
 }
 
 // ctxT returns a context that ends with the test or after a minute.

@@ -98,7 +98,7 @@ type HistoryEvent struct {
 }
 
 // HistoryError is a history request's failure as it travels in a reply. A
-// Client returns it as it came.
+// toolexec.Client returns it as it came.
 type HistoryError struct {
 	// Code is HistoryBadRequest, HistoryForbidden or HistoryUnavailable.
 	Code string `json:"code"`
@@ -145,6 +145,22 @@ func parseHistoryRequest(data []byte) (HistoryRequest, *HistoryError) {
 		req.Limit = MaxHistoryLimit
 	}
 	return req, nil
+}
+
+// HistoryFilter returns the filter a history request for tenant's events
+// reads: filter itself, or every event of the tenant, toolexec.event.<tenant>.>,
+// when filter is empty. With tenant "" the scope is every tenant's events, as
+// on the operators' toolexec.admin.history. It is the rule the
+// [HistoryService] applies to [HistoryRequest.Filter], and clients check
+// their filters by it before they ask. It returns a *[HistoryError]:
+// HistoryBadRequest for a filter that is not a well-formed subject filter or
+// cannot match an event subject, HistoryForbidden for one outside the scope.
+func HistoryFilter(tenant, filter string) (string, error) {
+	f, herr := scopeFilter(tenant, filter)
+	if herr != nil {
+		return "", herr
+	}
+	return f, nil
 }
 
 // eventSubjectTokens is how many tokens an event subject has:
@@ -206,20 +222,4 @@ func filterFault(filter string) string {
 		}
 	}
 	return ""
-}
-
-// filterTenant returns the tenant an event filter names, or "" when its
-// tenant token is a wildcard (every tenant's events, which only the operators'
-// history subject serves); ok is false when the filter is outside
-// toolexec.event. or its tenant token is not valid.
-func filterTenant(filter string) (tenant string, ok bool) {
-	rest, found := strings.CutPrefix(filter, wire.EventPrefix)
-	if !found {
-		return "", false
-	}
-	tenant, _, _ = strings.Cut(rest, ".")
-	if tenant == "*" || tenant == ">" {
-		return "", true
-	}
-	return tenant, events.ValidToken(tenant)
 }

@@ -27,7 +27,8 @@ const (
 	// answers at once.
 	DefaultHistoryConcurrency = 4
 	// DefaultHistoryTimeout bounds the work for one history request, and a
-	// Client's history request whose context has no deadline.
+	// toolexec.Client's history or catalog request whose context has no
+	// deadline.
 	DefaultHistoryTimeout = 10 * time.Second
 )
 

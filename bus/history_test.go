@@ -12,9 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -47,13 +49,9 @@ func serveHistory(t *testing.T, js jetstream.JetStream, cfg bus.HistoryConfig) *
 
 // serviceClient returns a client that reads stored events through the history
 // service only.
-func (h *harness) serviceClient(t *testing.T) *bus.Client {
+func (h *harness) serviceClient(t *testing.T) clienttest.Client {
 	t.Helper()
-	c, err := bus.NewClient(h.js, bus.ClientConfig{Logger: testLogger(), History: bus.HistoryViaService})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return clienttest.New(t, h.nc, toolexec.WithHistoryPath(toolexec.HistoryViaService))
 }
 
 // completed is the completed answer to acme's call callID of tool book in
@@ -186,10 +184,10 @@ func TestHistoryAttachErrors(t *testing.T) {
 	if _, err := c.Attach(ctxT(t), "acme", "book", "run 1", "x"); !errors.Is(err, events.ErrInvalidToken) {
 		t.Errorf("Attach with a bad run id: %v, want ErrInvalidToken", err)
 	}
-	if _, err := c.Attach(ctxT(t), "acme", "book", "run-1", "x"); !errors.Is(err, bus.ErrNoHistoryService) {
+	if _, err := c.Attach(ctxT(t), "acme", "book", "run-1", "x"); !errors.Is(err, toolexec.ErrNoHistoryService) {
 		t.Errorf("Attach with no service: %v, want ErrNoHistoryService", err)
 	}
-	if _, err := c.Watch(ctxT(t), "toolexec.event.acme.>", bus.WatchFromStart()); !errors.Is(err, bus.ErrNoHistoryService) {
+	if _, err := c.Watch(ctxT(t), "toolexec.event.acme.>", toolexec.WatchFromStart()); !errors.Is(err, toolexec.ErrNoHistoryService) {
 		t.Errorf("Watch with no service: %v, want ErrNoHistoryService", err)
 	}
 	h.serveHistory(t)
@@ -280,7 +278,7 @@ func TestHistoryWatch(t *testing.T) {
 
 	ctx, stop := context.WithCancel(ctxT(t))
 	defer stop()
-	ch, err := c.Watch(ctx, "toolexec.event.acme.*.book.>", bus.WatchFromStart())
+	ch, err := c.Watch(ctx, "toolexec.event.acme.*.book.>", toolexec.WatchFromStart())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +319,7 @@ func TestHistoryWatchSince(t *testing.T) {
 	since := m.Time.Add(time.Nanosecond)
 	storeAnswer(t, h.js, completed("after", "x"), wire.Structured)
 
-	ch, err := c.Watch(ctxT(t), "toolexec.event.acme.>", bus.WatchSince(since))
+	ch, err := c.Watch(ctxT(t), "toolexec.event.acme.>", toolexec.WatchSince(since))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +344,7 @@ func TestHistoryWatchFilter(t *testing.T) {
 	c := h.serviceClient(t)
 	for _, filter := range []string{"toolexec.event.ac*.>", "toolexec.event.ac$me.>", "toolexec.event.acme.comp*",
 		"toolexec.call.acme.>", "toolexec.event.acme", "toolexec.event.*", "toolexec.event.acme.>.book"} {
-		if _, err := c.Watch(ctxT(t), filter, bus.WatchFromStart()); !errors.Is(err, bus.ErrBadFilter) {
+		if _, err := c.Watch(ctxT(t), filter, toolexec.WatchFromStart()); !errors.Is(err, toolexec.ErrBadFilter) {
 			t.Errorf("Watch(%q): %v, want ErrBadFilter", filter, err)
 		}
 	}
@@ -448,7 +446,7 @@ func TestHistoryPageBytes(t *testing.T) {
 		t.Errorf("pages held %v", seqs)
 	}
 	// Attach cannot read the event that does not fit.
-	if _, err := c.Attach(ctxT(t), "acme", "book", "run-1", "huge"); !errors.Is(err, bus.ErrBadAnswer) {
+	if _, err := c.Attach(ctxT(t), "acme", "book", "run-1", "huge"); !errors.Is(err, toolexec.ErrBadAnswer) {
 		t.Errorf("Attach to an event too large for a reply: %v, want ErrBadAnswer", err)
 	}
 }
@@ -574,15 +572,11 @@ func replyCode(reply []byte) string {
 func TestHistoryUnavailable(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := natstest.Connect(t, srv)
-	js := natstest.JetStream(t, nc)
 	s, err := bus.ServeHistory(natstest.JetStream(t, natstest.Connect(t, srv)), bus.HistoryConfig{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger(), History: bus.HistoryViaService})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clienttest.New(t, nc, toolexec.WithHistoryPath(toolexec.HistoryViaService))
 	if _, err := c.History(ctxT(t), "acme", bus.HistoryRequest{}); historyCode(err) != bus.HistoryUnavailable {
 		t.Errorf("History without the stream: %v, want %s", err, bus.HistoryUnavailable)
 	}
@@ -592,13 +586,10 @@ func TestHistoryUnavailable(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.History(ctxT(t), "acme", bus.HistoryRequest{}); !errors.Is(err, bus.ErrNoHistoryService) {
+	if _, err := c.History(ctxT(t), "acme", bus.HistoryRequest{}); !errors.Is(err, toolexec.ErrNoHistoryService) {
 		t.Errorf("History after Close: %v, want ErrNoHistoryService", err)
 	}
 	if _, err := bus.ServeHistory(nil, bus.HistoryConfig{}); !errors.Is(err, bus.ErrInvalidConfig) {
 		t.Errorf("ServeHistory(nil): %v, want ErrInvalidConfig", err)
-	}
-	if _, err := bus.NewClient(js, bus.ClientConfig{History: bus.HistoryViaService + 1}); !errors.Is(err, bus.ErrInvalidConfig) {
-		t.Errorf("NewClient with an unknown History: %v, want ErrInvalidConfig", err)
 	}
 }

@@ -8,10 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 )
@@ -50,13 +52,10 @@ func TestOlderExecutorsRefuseNewCalls(t *testing.T) {
 	if _, err := js.CreateStream(ctxT(t), legacyCallStream); err != nil {
 		t.Fatal(err)
 	}
-	c, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clienttest.New(t, js.Conn())
 	start := time.Now()
-	_, err = c.Call(ctxT(t), call("book", "r1", "c1", `{"flight":"BA1"}`))
-	if !errors.Is(err, bus.ErrOldCallStream) {
+	_, err := c.Call(ctxT(t), call("book", "r1", "c1", `{"flight":"BA1"}`))
+	if !errors.Is(err, toolexec.ErrOldCallStream) {
 		t.Fatalf("Call against executors of wire version 1: %v, want ErrOldCallStream", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -127,10 +126,7 @@ func TestLegacyCallStream(t *testing.T) {
 	runWorker(bus.WorkerConfig{})
 	legacy, legacyDone := runWorker(bus.WorkerConfig{Stream: wire.LegacyCallStream, StopWhenStreamGone: true})
 
-	c, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clienttest.New(t, js.Conn())
 	for _, cl := range []events.Call{waiting} {
 		if a, err := c.Attach(ctx, cl.Tenant, cl.Tool, cl.RunID, cl.CallID); err != nil || a.Kind != events.KindCompleted {
 			t.Errorf("the call waiting in the old stream: %v, %v", a.Kind, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/connloss"
+	"github.com/tesserix/toolexec/internal/eventlog"
 	"github.com/tesserix/toolexec/internal/jspull"
 	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/tool"
@@ -239,7 +240,7 @@ type Worker struct {
 	progress *progressKeeper     // sends the in-progress signals of the calls being worked on
 	memory   *semaphore.Weighted // MaxInFlightMemory, weighed out to the calls in flight
 
-	stored *eventLog // TOOLEXEC_EVENTS, read by subject
+	stored *eventlog.Log // TOOLEXEC_EVENTS, read by subject
 
 	mu         sync.Mutex // protects the fields below
 	started    bool
@@ -263,7 +264,7 @@ func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker,
 		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
 		memory:   semaphore.NewWeighted(cfg.MaxInFlightMemory),
-		stored:   newEventLog(js),
+		stored:   eventlog.New(js),
 		done:     make(chan struct{}),
 	}, nil
 }
@@ -638,7 +639,7 @@ func (w *Worker) answeredBefore(ctx context.Context, c events.Call) bool {
 			return false
 		}
 	}
-	_, err := w.stored.first(ctx, wire.AnswerFilter(c.Tenant, c.Tool, "*", c.CallID))
+	_, err := w.stored.First(ctx, wire.AnswerFilter(c.Tenant, c.Tool, "*", c.CallID))
 	switch {
 	case err == nil:
 		return true

@@ -14,6 +14,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
@@ -63,10 +64,7 @@ func BenchmarkWorkerCalls(b *testing.B) {
 		<-done
 	}()
 
-	client, err := bus.NewClient(js, bus.ClientConfig{Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := clienttest.New(b, js.Conn())
 	var (
 		mu      sync.Mutex
 		waiting = map[string]chan struct{}{}

@@ -4,7 +4,7 @@
 // again", which MCP has no word for.
 //
 // A gateway needs only a NATS connection. It lists the tools the executors
-// declare (bus.Client.Tools, on toolexec.tools.<tenant>) and turns each
+// declare (toolexec.Client.Tools, on toolexec.tools.<tenant>) and turns each
 // tools/call into an ordinary call on toolexec.call.<tenant>.<tool>.<call_id>, which any
 // executor of the fleet runs; it waits for the answer on the call's answer
 // subject like any other caller, so watchers and auditors see MCP calls as

@@ -16,8 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/buildinfo"
@@ -88,9 +88,9 @@ type Config struct {
 // Gateway is an MCP server in front of toolexec's executors. It is safe for
 // concurrent use; one gateway serves any number of sessions and tenants.
 type Gateway struct {
-	bc  *bus.Client
-	cfg Config
-	log *slog.Logger
+	client *toolexec.Client
+	cfg    Config
+	log    *slog.Logger
 
 	// life ends with Close: it stops the tenant servers' catalog watches.
 	life    context.Context
@@ -142,18 +142,13 @@ func New(nc *nats.Conn, cfg Config) (*Gateway, error) {
 	if cfg.StreamRetention <= 0 {
 		cfg.StreamRetention = DefaultStreamRetention
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("mcpgate: %w", err)
-	}
 	// A request naming the call id of a call that waits to be answered gets
 	// that call's answer: the gateway waits for it (see MetaCallID).
-	waitForIt := func(events.Call) error { return nil }
-	bc, err := bus.NewClient(js, bus.ClientConfig{Source: cfg.Source, Logger: cfg.Logger, OnPending: waitForIt})
+	client, err := toolexec.NewClient(nc, toolexec.WithSource(cfg.Source), toolexec.WithLogger(cfg.Logger), toolexec.WithWaitForPending())
 	if err != nil {
 		return nil, fmt.Errorf("mcpgate: %w", err)
 	}
-	g := &Gateway{bc: bc, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{},
+	g := &Gateway{client: client, cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{},
 		events: newEventStore(cfg.StreamBytes, cfg.StreamRetention)}
 	g.life, g.endLife = context.WithCancel(context.Background())
 	return g, nil
@@ -332,7 +327,7 @@ func (ts *tenantServer) refresh(ctx context.Context, ttl time.Duration) error {
 	if !ts.fetched.IsZero() && time.Since(ts.fetched) < ttl {
 		return nil
 	}
-	decls, err := ts.g.bc.Tools(ctx, ts.tenant)
+	decls, err := ts.g.client.Tools(ctx, ts.tenant)
 	if err != nil {
 		return err
 	}
@@ -423,7 +418,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	// What the executor running the call asks or reports while it runs is
 	// heard from before the call is published (or looked for).
 	can, mrtr := clientInteractions(req.Session)
-	ix, err := g.bc.Interactions(ts.tenant, name, callID)
+	ix, err := g.client.Interactions(ts.tenant, name, callID)
 	if err != nil {
 		g.log.Warn("mcp: cannot follow a call's interactions; its requests will be refused", "tenant", ts.tenant, "call_id", callID, "error", err)
 		ix, can = nil, nil
@@ -432,9 +427,9 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	}
 	callCtx, interrupt := context.WithCancel(wait)
 	defer interrupt()
-	var inputs chan bus.Interaction
+	var inputs chan toolexec.Interaction
 	if mrtr {
-		inputs = make(chan bus.Interaction, 1)
+		inputs = make(chan toolexec.Interaction, 1)
 	}
 	stop := ts.follow(wait, req, callID, ix, can, inputs, interrupt)
 	defer stop()
@@ -444,34 +439,33 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	defer ts.poll(req)()
 
 	if given {
-		a, found, err := g.bc.Find(wait, ts.tenant, callID)
+		a, err := g.client.Find(wait, ts.tenant, callID)
 		var re *events.RejectedError
 		switch {
+		case a != nil && a.Tool != name && a.Tool != "":
+			return errorResult(callID, a.RunID, fmt.Sprintf(
+				"The call id %s names a call of tool %s, not %s: choose a fresh call id.", callID, a.Tool, name)), nil
+		case a != nil:
+			return resultOf(*a), nil
 		case errors.As(err, &re):
 			return rejected(name, runID, callID, re), nil
 		case err != nil:
 			g.log.Warn("mcp: looking for a call's stored answer failed; publishing it", "tenant", ts.tenant, "call_id", callID, "error", err)
-		case found && a.Tool != name && a.Tool != "":
-			return errorResult(callID, a.RunID, fmt.Sprintf(
-				"The call id %s names a call of tool %s, not %s: choose a fresh call id.", callID, a.Tool, name)), nil
-		case found:
-			return resultOf(a), nil
 		}
 	}
-	call := events.Call{
-		Tenant: ts.tenant, Tool: name, RunID: runID, CallID: callID, Source: g.cfg.Source,
-		Arguments: rawArguments(req.Params.Arguments),
+	withID := toolexec.WithFreshCallID(callID)
+	if given {
 		// A given id may name a call published before, still waiting or
 		// answered since the look above.
-		Repeat:       given,
-		Interactions: can,
+		withID = toolexec.WithCallID(callID)
 	}
+	opts := []toolexec.CallOption{withID, toolexec.WithRunID(runID), toolexec.WithInteractions(can...)}
 	if tp, ok := meta["traceparent"].(string); ok {
-		call.TraceParent = tp
-		call.TraceState, _ = meta["tracestate"].(string)
+		tstate, _ := meta["tracestate"].(string)
+		opts = append(opts, toolexec.WithTraceParent(tp, tstate))
 	}
-	a, err := g.bc.Call(callCtx, call)
-	if err != nil {
+	a, err := g.client.Call(callCtx, ts.tenant, name, rawArguments(req.Params.Arguments), opts...)
+	if a == nil {
 		select {
 		case in := <-inputs:
 			// The call waits for what its body asked: the client is asked
@@ -482,7 +476,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	}
 	var re *events.RejectedError
 	switch {
-	case err == nil:
+	case a != nil:
 	case errors.As(err, &re):
 		return rejected(name, runID, callID, re), nil
 	case ctx.Err() != nil: // the client cancelled: stop waiting, the call goes on
@@ -501,7 +495,7 @@ func (ts *tenantServer) call(ctx context.Context, name string, req *mcp.CallTool
 	if a.Kind == events.KindRejected && a.Code == events.CodeUnknownTool {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
-	return resultOf(a), nil
+	return resultOf(*a), nil
 }
 
 // rejected is the result of a call refused before it was sent.

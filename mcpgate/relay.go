@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
@@ -69,7 +69,7 @@ func parseState(s string) (callState, bool) {
 
 // inputRequired is the result that asks the client in, the request of the
 // call's body, to answer it and call again.
-func inputRequired(in bus.Interaction, callID, runID string) (*mcp.CallToolResult, error) {
+func inputRequired(in toolexec.Interaction, callID, runID string) (*mcp.CallToolResult, error) {
 	var r mcp.InputRequest
 	switch in.Method {
 	case wire.MethodElicit:
@@ -106,7 +106,7 @@ func elicitParams(raw json.RawMessage) (*mcp.ElicitParams, error) {
 
 // answerInputs sends the executor the client's answers to the requests of an
 // input-required result.
-func (ts *tenantServer) answerInputs(ctx context.Context, ix *bus.Interactions, responses mcp.InputResponseMap) {
+func (ts *tenantServer) answerInputs(ctx context.Context, ix *toolexec.Interactions, responses mcp.InputResponseMap) {
 	for id, r := range responses {
 		b, err := json.Marshal(r)
 		if err == nil {
@@ -130,8 +130,8 @@ func (ts *tenantServer) answerInputs(ctx context.Context, ix *bus.Interactions, 
 // With inputs set (a client on a protocol with multi round-trip requests), a
 // request the client can answer is taken, sent on inputs, and the call's wait
 // interrupted: the handler answers input-required.
-func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, callID string, ix *bus.Interactions, can []string,
-	inputs chan<- bus.Interaction, interrupt func()) (stop func()) {
+func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, callID string, ix *toolexec.Interactions, can []string,
+	inputs chan<- toolexec.Interaction, interrupt func()) (stop func()) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	done, finish := make(chan struct{}), make(chan struct{})
@@ -146,7 +146,7 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 			defer t.Stop()
 			tick = t.C
 		}
-		var asks <-chan bus.Interaction
+		var asks <-chan toolexec.Interaction
 		var notes <-chan wire.Note
 		if ix != nil {
 			asks, notes = ix.Asks(), ix.Notes()
@@ -224,8 +224,8 @@ func (ts *tenantServer) follow(ctx context.Context, req *mcp.CallToolRequest, ca
 // askInResult takes a request of the call's body for the handler to ask in
 // an input-required result, or refuses it at once when the client did not
 // declare it can answer it, or when the handler asks another already.
-func (ts *tenantServer) askInResult(ctx context.Context, ix *bus.Interactions, in bus.Interaction, can []string,
-	inputs chan<- bus.Interaction, interrupt func()) {
+func (ts *tenantServer) askInResult(ctx context.Context, ix *toolexec.Interactions, in toolexec.Interaction, can []string,
+	inputs chan<- toolexec.Interaction, interrupt func()) {
 	capability := wire.Capability(in.Method)
 	if capability == "" || !slices.Contains(can, capability) {
 		if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: tool.CallerCodeMethodNotFound,
@@ -248,7 +248,7 @@ func (ts *tenantServer) askInResult(ctx context.Context, ix *bus.Interactions, i
 // ask relays one request of the call's body to the client and sends its
 // answer back: refused at once when the client did not declare it can
 // answer it, left alone when another caller of the call took it.
-func (ts *tenantServer) ask(ctx context.Context, ss *mcp.ServerSession, ix *bus.Interactions, in bus.Interaction, can []string) {
+func (ts *tenantServer) ask(ctx context.Context, ss *mcp.ServerSession, ix *toolexec.Interactions, in toolexec.Interaction, can []string) {
 	refuse := func(code int, msg string) {
 		if err := ix.Answer(ctx, in.ID, nil, &wire.RPCError{Code: code, Message: msg}); err != nil && ctx.Err() == nil {
 			ts.g.log.Debug("mcp: refusing an interaction failed", "id", in.ID, "error", err)
@@ -260,7 +260,7 @@ func (ts *tenantServer) ask(ctx context.Context, ss *mcp.ServerSession, ix *bus.
 		return
 	}
 	if err := ix.Take(ctx, in.ID); err != nil {
-		if !errors.Is(err, bus.ErrTaken) && ctx.Err() == nil {
+		if !errors.Is(err, toolexec.ErrInteractionTaken) && ctx.Err() == nil {
 			ts.g.log.Debug("mcp: taking an interaction failed", "id", in.ID, "error", err)
 		}
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/mcpgate"
@@ -344,7 +345,7 @@ func TestRelayRefusedAtOnce(t *testing.T) {
 			}
 			start = time.Now()
 			res, err := c.Call(ctxT(t), "acme", "write", map[string]any{})
-			if err == nil || res == nil || res.Kind != toolexec.Failed {
+			if err == nil || res == nil || res.Kind != events.KindFailed {
 				t.Errorf("a NATS caller: %+v, %v; want failed", res, err)
 			}
 			if d := time.Since(start); d > 3*time.Second {

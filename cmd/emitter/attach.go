@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -58,7 +57,7 @@ func runAttach(cmd *cobra.Command, g *globalOptions, o *attachOptions) error {
 			return badInput(err)
 		}
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	s, err := g.connect(cmd)
 	if err != nil {
 		return err
 	}
@@ -66,12 +65,12 @@ func runAttach(cmd *cobra.Command, g *globalOptions, o *attachOptions) error {
 	ctx, cancel := g.withTimeout(cmd.Context())
 	defer cancel()
 	a, err := s.client.Attach(ctx, o.tenant, o.tool, o.run, o.callID)
-	if err != nil {
+	if a == nil {
 		if ended(ctx) {
 			c := events.Call{Tenant: o.tenant, Tool: o.tool, RunID: o.run, CallID: o.callID}
 			return waitError(cmd.Context(), g, c, "no answer stored yet", err)
 		}
 		return noStreamHint(fmt.Errorf("reading the answer: %w", err))
 	}
-	return printAnswer(cmd.OutOrStdout(), g, a)
+	return printAnswer(cmd.OutOrStdout(), g, *a)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 )
 
@@ -156,7 +156,11 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 		_, _ = rand.Read(b[:])
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{Binary: o.binary})
+	var opts []toolexec.ClientOption
+	if o.binary {
+		opts = append(opts, toolexec.WithBinaryMode())
+	}
+	s, err := g.connect(cmd, opts...)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
@@ -52,7 +52,7 @@ type pendingCall struct {
 // subscription to the run's answer subjects files every answer under its call.
 type benchRun struct {
 	spec   benchSpec
-	client *bus.Client
+	client *toolexec.Client
 	nc     *nats.Conn
 
 	recs []callRecord // by call number; an entry is written by one goroutine, read after done
@@ -166,7 +166,6 @@ func (r *benchRun) one(ctx context.Context, i int, timer *time.Timer) {
 	}
 	id := r.callID(i)
 	p := &pendingCall{idx: i, done: make(chan struct{})}
-	call := events.Call{Tenant: s.tenant, Tool: s.tool, RunID: s.runID, CallID: id, Arguments: args}
 
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
@@ -174,7 +173,7 @@ func (r *benchRun) one(ctx context.Context, i int, timer *time.Timer) {
 	r.mu.Lock()
 	r.pending[id] = p
 	r.mu.Unlock()
-	if _, err := r.client.Publish(ctx, call); err != nil {
+	if _, err := r.client.Publish(ctx, s.tenant, s.tool, args, toolexec.WithRunID(s.runID), toolexec.WithFreshCallID(id)); err != nil {
 		r.mu.Lock()
 		_, still := r.pending[id]
 		delete(r.pending, id)

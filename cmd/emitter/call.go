@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
@@ -83,7 +83,7 @@ Exit status:
 	f.StringVar(&o.args, "args", "{}", `the call's arguments, a JSON object; "-" reads stdin, "@FILE" a file`)
 	f.StringVar(&o.run, "run", "", "run id of the call (default: a new one)")
 	f.StringVar(&o.callID, "call-id", "", "call id (default: a new one)")
-	f.StringVar(&o.source, "source", bus.DefaultCallSource, "CloudEvents source of the call: the agent")
+	f.StringVar(&o.source, "source", toolexec.DefaultSource, "CloudEvents source of the call: the agent")
 	f.StringVar(&o.traceParent, "traceparent", "", "W3C trace context to send with the call")
 	f.BoolVar(&o.binary, "binary", false, "publish in CloudEvents binary mode (attributes in ce- headers)")
 	f.BoolVar(&o.noWait, "no-wait", false, "publish the call, print its call id and return without waiting")
@@ -171,7 +171,11 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{Binary: o.binary})
+	opts := []toolexec.ClientOption{toolexec.WithSource(c.Source)}
+	if o.binary {
+		opts = append(opts, toolexec.WithBinaryMode())
+	}
+	s, err := g.connect(cmd, opts...)
 	if err != nil {
 		return err
 	}
@@ -181,14 +185,14 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 	out := cmd.OutOrStdout()
 
 	if o.noWait {
-		ack, err := s.client.Publish(ctx, c)
+		r, err := s.client.Publish(ctx, c.Tenant, c.Tool, c.Arguments, publishOptions(c)...)
 		if err != nil {
 			return publishError(g, c, err)
 		}
 		if g.json {
 			b, err := json.Marshal(map[string]any{
-				"tenant": c.Tenant, "tool": c.Tool, "run_id": c.RunID, "call_id": c.CallID,
-				"stream": ack.Stream, "seq": ack.Sequence, "duplicate": ack.Duplicate,
+				"tenant": r.Tenant, "tool": r.Tool, "run_id": r.RunID, "call_id": r.CallID,
+				"stream": r.Stream, "seq": r.Sequence, "duplicate": r.Duplicate,
 			})
 			if err != nil {
 				return err
@@ -200,21 +204,32 @@ func runCall(cmd *cobra.Command, g *globalOptions, o *callOptions) error {
 			return err
 		}
 		note := "published"
-		if ack.Duplicate {
+		if r.Duplicate {
 			note = "published (a try sent again after a lost acknowledgement found the first one stored)"
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s; pick up the answer with:\n  %s\n", note, attachCommand(g, c))
 		return nil
 	}
 
-	a, err := s.client.Call(ctx, c)
-	if err != nil {
+	a, err := s.client.Call(ctx, c.Tenant, c.Tool, c.Arguments, publishOptions(c)...)
+	if a == nil {
 		if ended(ctx) {
 			return waitError(cmd.Context(), g, c, "publishing the call or waiting for its answer", err)
 		}
 		return publishError(g, c, err)
 	}
-	return printAnswer(out, g, a)
+	return printAnswer(out, g, *a)
+}
+
+// publishOptions are the options that have the client publish c: its run,
+// its trace context, and its id, which may repeat an earlier call's when the
+// user chose it (c.Repeat) and is fresh when drawn here.
+func publishOptions(c events.Call) []toolexec.CallOption {
+	id := toolexec.WithFreshCallID(c.CallID)
+	if c.Repeat {
+		id = toolexec.WithCallID(c.CallID)
+	}
+	return []toolexec.CallOption{id, toolexec.WithRunID(c.RunID), toolexec.WithTraceParent(c.TraceParent, c.TraceState)}
 }
 
 // publishError gives the exit status of a Call or Publish error: bad input for a
@@ -225,7 +240,7 @@ func publishError(g *globalOptions, c events.Call, err error) error {
 	switch {
 	case errors.As(err, &re):
 		return badInput(err)
-	case errors.Is(err, bus.ErrCallPending):
+	case errors.Is(err, events.ErrCallIDTaken):
 		return &exitError{code: exitTaken, err: fmt.Errorf("call %s of tenant %s and tool %s was not stored: a call with that id "+
 			"waits in the calls stream, not yet answered (published before by this tenant); choose another --call-id, "+
 			"or wait for that call's answer with:\n  %s", c.CallID, c.Tenant, c.Tool, attachCommand(g, c))}

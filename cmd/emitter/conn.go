@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/cmd/internal/natsflags"
@@ -102,7 +103,7 @@ func (g *globalOptions) withTimeout(ctx context.Context) (context.Context, conte
 // answers, and of the admin requests. Close it when done.
 type session struct {
 	nc     *nats.Conn
-	client *bus.Client
+	client *toolexec.Client
 	admin  *admin.Client
 	url    string
 	logw   *gateWriter
@@ -114,10 +115,11 @@ func (s *session) Close() {
 	s.logw.shut()
 }
 
-// connect dials NATS as the flags say and returns the clients on the connection.
-// The connection's notices (disconnections, permission errors) go to stderr.
-// Flags that contradict each other (two ways of authenticating) are bad input.
-func (g *globalOptions) connect(cmd *cobra.Command, cc bus.ClientConfig) (*session, error) {
+// connect dials NATS as the flags say and returns the clients on the connection,
+// the client of calls and answers made with opts. The connection's notices
+// (disconnections, permission errors) and the client's go to stderr. Flags that
+// contradict each other (two ways of authenticating) are bad input.
+func (g *globalOptions) connect(cmd *cobra.Command, opts ...toolexec.ClientOption) (*session, error) {
 	r, err := g.resolve()
 	if err != nil {
 		return nil, err
@@ -134,15 +136,7 @@ func (g *globalOptions) connect(cmd *cobra.Command, cc bus.ClientConfig) (*sessi
 	if err != nil {
 		return nil, fmt.Errorf("connecting to NATS at %s: %w", url, err)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("jetstream: %w", err)
-	}
-	if cc.Logger == nil {
-		cc.Logger = log
-	}
-	client, err := bus.NewClient(js, cc)
+	client, err := toolexec.NewClient(nc, append([]toolexec.ClientOption{toolexec.WithLogger(log)}, opts...)...)
 	if err != nil {
 		nc.Close()
 		return nil, err

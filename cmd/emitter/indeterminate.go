@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -81,7 +80,7 @@ func runIndeterminateList(cmd *cobra.Command, g *globalOptions, o *listOptions) 
 	if o.limit < 1 || o.limit > admin.MaxListLimit {
 		return badInput(fmt.Errorf("--limit %d: want 1 to %d", o.limit, admin.MaxListLimit))
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	s, err := g.connect(cmd)
 	if err != nil {
 		return err
 	}

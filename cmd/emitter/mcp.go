@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/mcpgate"
 )
@@ -62,7 +61,7 @@ func runMCP(cmd *cobra.Command, g *globalOptions, o *mcpOptions) error {
 	if o.maxWait <= 0 || o.progressEvery <= 0 {
 		return badInput(fmt.Errorf("--max-wait %v, --progress-every %v: must be positive", o.maxWait, o.progressEvery))
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	s, err := g.connect(cmd)
 	if err != nil {
 		return err
 	}

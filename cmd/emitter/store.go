@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
@@ -65,7 +64,7 @@ func (o *storeOptions) check() error {
 func (o *storeOptions) open(ctx context.Context, cmd *cobra.Command, g *globalOptions, needNATS bool) (adminConn, error) {
 	kind := o.flags.Kind
 	if kind == "" {
-		s, err := g.connect(cmd, bus.ClientConfig{})
+		s, err := g.connect(cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +79,7 @@ func (o *storeOptions) open(ctx context.Context, cmd *cobra.Command, g *globalOp
 	}()
 	var js jetstream.JetStream
 	if kind == storeflags.JetStream || needNATS {
-		s, err := g.connect(cmd, bus.ClientConfig{})
+		s, err := g.connect(cmd)
 		switch {
 		case err == nil:
 			d.nats = s

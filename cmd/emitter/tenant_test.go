@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -68,7 +69,7 @@ func TestTenantAccountAttachWatch(t *testing.T) {
 	attach[3] = "globex"
 	r = e.emit(t, "", attach...)
 	mustExit(t, r, exitFailure)
-	if r.stdout != "" || !strings.Contains(r.stderr, bus.ErrNoHistoryService.Error()) {
+	if r.stdout != "" || !strings.Contains(r.stderr, toolexec.ErrNoHistoryService.Error()) {
 		t.Errorf("globex attaching to acme's call: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 }

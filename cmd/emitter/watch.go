@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
@@ -134,21 +134,21 @@ func runWatch(cmd *cobra.Command, g *globalOptions, o *watchOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	var opts []bus.WatchOption
+	var opts []toolexec.WatchOption
 	switch {
 	case o.fromStart:
-		opts = append(opts, bus.WatchFromStart())
+		opts = append(opts, toolexec.WatchFromStart())
 	case o.since > 0:
-		opts = append(opts, bus.WatchSince(time.Now().Add(-o.since)))
+		opts = append(opts, toolexec.WatchSince(time.Now().Add(-o.since)))
 	}
-	s, err := g.connect(cmd, bus.ClientConfig{})
+	s, err := g.connect(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	ctx := cmd.Context()
 	ch, err := s.client.WatchEvents(ctx, filter, opts...)
-	if errors.Is(err, bus.ErrNoHistoryService) && o.tenant == "" {
+	if errors.Is(err, toolexec.ErrNoHistoryService) && o.tenant == "" {
 		// Every tenant's history is the operators' (toolexec.admin.history),
 		// which a tenant's account does not reach.
 		return badInput(fmt.Errorf(

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/internal/console"
 )
 
@@ -61,7 +61,7 @@ func startConsole(f consoleFlags, js jetstream.JetStream, adm *admin.Service, lo
 		}
 		cfg.Operators = ops
 	}
-	client, err := bus.NewClient(js, bus.ClientConfig{Logger: log})
+	client, err := toolexec.NewClient(js.Conn(), toolexec.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}

@@ -17,10 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/embedded"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
@@ -236,33 +235,30 @@ func (l *launched) stop() error {
 	return l.result(45 * time.Second)
 }
 
-func client(t *testing.T, url string) *bus.Client {
+func client(t *testing.T, url string) *toolexec.Client {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := bus.NewClient(js, bus.ClientConfig{})
+	c, err := toolexec.NewClient(nc, toolexec.WithDefaultRunID("run_1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func call(t *testing.T, c *bus.Client, callID, args string) events.Answer {
+// call calls book for acme and returns the answer, whatever its kind.
+func call(t *testing.T, c *toolexec.Client, callID, args string) events.Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := c.Call(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: callID, Tool: "book", Arguments: json.RawMessage(args)})
-	if err != nil {
+	a, err := c.Call(ctx, "acme", "book", json.RawMessage(args), toolexec.WithFreshCallID(callID))
+	if a == nil {
 		t.Fatalf("call %s: %v", callID, err)
 	}
-	return a
+	return *a
 }
 
 // threeOutcomes drives the demo airline through a running executor: a booking,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/otlptest"
 )
@@ -84,8 +85,9 @@ func TestTracesOverOTLP(t *testing.T) {
 					Arguments: json.RawMessage(`{"flight":"BA117","seats":1,"request_id":"` + argSentinel + `"}`)},
 				{CallID: "c2", Arguments: json.RawMessage(`{"flight":"BA999","seats":1,"request_id":"r","fail_after_effect":true}`)},
 			} {
-				cl.Tenant, cl.RunID, cl.Tool = "acme", "run_1", "book"
-				if _, err := c.Call(ctx, cl); err != nil {
+				a, err := c.Call(ctx, "acme", "book", cl.Arguments, toolexec.WithFreshCallID(cl.CallID),
+					toolexec.WithTraceParent(cl.TraceParent, ""))
+				if a == nil {
 					t.Fatalf("call %s: %v", cl.CallID, err)
 				}
 			}
@@ -158,9 +160,8 @@ func TestLogsNameTheCallersTraceWithoutTracing(t *testing.T) {
 		{CallID: "c1", TraceParent: "00-" + trace + "-" + parent + "-01"},
 		{CallID: "c2"},
 	} {
-		cl.Tenant, cl.RunID, cl.Tool = "acme", "run_1", "book"
-		cl.Arguments = json.RawMessage(`{"flight":"BA117","seats":1,"request_id":"r"}`)
-		if _, err := c.Call(ctx, cl); err != nil {
+		args := json.RawMessage(`{"flight":"BA117","seats":1,"request_id":"r"}`)
+		if a, err := c.Call(ctx, "acme", "book", args, toolexec.WithFreshCallID(cl.CallID), toolexec.WithTraceParent(cl.TraceParent, "")); a == nil {
 			t.Fatalf("call %s: %v", cl.CallID, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/mcptest"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -186,12 +187,11 @@ func TestProcessUpstreamsComeAndGo(t *testing.T) {
 		n++
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		a, err := c.Call(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: fmt.Sprintf("c%d", n), Tool: name,
-			Arguments: json.RawMessage(fmt.Sprintf(`{"entity":%q}`, entity))})
-		if err != nil {
+		a, err := c.Call(ctx, "acme", name, json.RawMessage(fmt.Sprintf(`{"entity":%q}`, entity)), toolexec.WithFreshCallID(fmt.Sprintf("c%d", n)))
+		if a == nil {
 			t.Fatalf("call of %s: %v", name, err)
 		}
-		return a
+		return *a
 	}
 	readyz := func() string {
 		t.Helper()

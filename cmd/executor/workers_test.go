@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/tool"
@@ -91,17 +92,15 @@ func TestDemoServesWorkersTools(t *testing.T) {
 }
 
 // callTool makes one call of tool for acme.
-func callTool(t *testing.T, c interface {
-	Call(context.Context, events.Call) (events.Answer, error)
-}, name, callID, args string) events.Answer {
+func callTool(t *testing.T, c *toolexec.Client, name, callID, args string) events.Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := c.Call(ctx, events.Call{Tenant: "acme", RunID: "run_1", CallID: callID, Tool: name, Arguments: json.RawMessage(args)})
-	if err != nil {
+	a, err := c.Call(ctx, "acme", name, json.RawMessage(args), toolexec.WithFreshCallID(callID))
+	if a == nil {
 		t.Fatalf("Call %s: %v", callID, err)
 	}
-	return a
+	return *a
 }
 
 // grepLines returns the lines of s that contain sub.

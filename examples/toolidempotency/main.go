@@ -139,8 +139,8 @@ func run(w io.Writer) error {
 	return nil
 }
 
-func describe(r *toolexec.Result) string {
-	if r.Kind == toolexec.Deduplicated {
+func describe(r *events.Answer) string {
+	if r.Kind == events.KindDeduplicated {
 		return "TOOL_DEDUPLICATED: " + r.Outcome
 	}
 	return "completed: " + r.Outcome

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
@@ -55,7 +56,7 @@ func chromium(t *testing.T) string {
 // serving the demo airline over a memory store, the admin responder, and the
 // console over them.
 type system struct {
-	client *bus.Client
+	client *toolexec.Client
 	adm    *admin.Service
 	js     jetstream.JetStream
 	url    string
@@ -98,7 +99,7 @@ func startSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = adm.Close() })
-	client, err := bus.NewClient(js, bus.ClientConfig{Logger: quiet})
+	client, err := toolexec.NewClient(nc, toolexec.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,16 +125,17 @@ func (s *system) book(t *testing.T, callID, args string) events.Answer {
 	return s.call(t, "acme", "run_1", callID, args)
 }
 
-// call books on the demo airline for tenant.
+// call books on the demo airline for tenant, and returns the answer whatever
+// its kind.
 func (s *system) call(t *testing.T, tenant, runID, callID, args string) events.Answer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := s.client.Call(ctx, events.Call{Tenant: tenant, RunID: runID, CallID: callID, Tool: "book", Arguments: json.RawMessage(args)})
-	if err != nil {
+	a, err := s.client.Call(ctx, tenant, "book", json.RawMessage(args), toolexec.WithRunID(runID), toolexec.WithFreshCallID(callID))
+	if a == nil {
 		t.Fatalf("call %s: %v", callID, err)
 	}
-	return a
+	return *a
 }
 
 // newBrowser starts headless Chromium with a profile of its own and returns a

@@ -19,8 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 )
@@ -35,15 +35,15 @@ type Operator interface {
 }
 
 // Watcher delivers the events of TOOLEXEC_EVENTS under a subject filter.
-// *bus.Client is one.
+// *toolexec.Client is one.
 type Watcher interface {
-	Watch(ctx context.Context, filter string, opts ...bus.WatchOption) (<-chan events.Answer, error)
+	Watch(ctx context.Context, filter string, opts ...toolexec.WatchOption) (<-chan events.Answer, error)
 }
 
 var (
 	_ Operator = (*admin.Service)(nil)
 	_ Operator = (*admin.Client)(nil)
-	_ Watcher  = (*bus.Client)(nil)
+	_ Watcher  = (*toolexec.Client)(nil)
 )
 
 // Defaults for [Config].
@@ -190,7 +190,7 @@ func (c *Console) Start(ctx context.Context) error {
 		if !actionable(k) {
 			since = min(since, routineSince)
 		}
-		ch, err := c.cfg.Watcher.Watch(ctx, wire.KindSubjects(k), bus.WatchSince(time.Now().Add(-since)))
+		ch, err := c.cfg.Watcher.Watch(ctx, wire.KindSubjects(k), toolexec.WatchSince(time.Now().Add(-since)))
 		if err != nil {
 			return fmt.Errorf("console: watching %s events: %w", k, err)
 		}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/console"
@@ -75,7 +75,7 @@ type fakeWatcher struct {
 	chans map[string]chan events.Answer
 }
 
-func (f *fakeWatcher) Watch(_ context.Context, filter string, _ ...bus.WatchOption) (<-chan events.Answer, error) {
+func (f *fakeWatcher) Watch(_ context.Context, filter string, _ ...toolexec.WatchOption) (<-chan events.Answer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.chans == nil {

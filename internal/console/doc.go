@@ -8,7 +8,7 @@
 // id or call id.
 //
 // It is server-rendered HTML with one small embedded script that follows the
-// feed through Server-Sent Events (fed by bus.Client.Watch), reloads the
+// feed through Server-Sent Events (fed by toolexec.Client.Watch), reloads the
 // records table when the feed says a record came or went, and marks a feed
 // item settled once its key is resolved; there is no build step and nothing
 // is loaded from elsewhere, and every action works without the script.

@@ -215,9 +215,9 @@ func TestAccountsNeedCredentials(t *testing.T) {
 }
 
 // TestTenantCallsItsOwnTools: a tenant calls, calls again, and publishes on its
-// own subjects, through bus.Client and toolexec.Client, and receives its
-// answers live; neither it nor the executors meet a single refusal, and each
-// effect happens once.
+// own subjects, through toolexec.Client (with calls given whole, and by name),
+// and receives its answers live; neither it nor the executors meet a single
+// refusal, and each effect happens once.
 func TestTenantCallsItsOwnTools(t *testing.T) {
 	e := newEnv(t, accountsLayout)
 	acme := e.as(t, "acme")
@@ -244,7 +244,7 @@ func TestTenantCallsItsOwnTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := c.Call(ctx, "acme", "book", map[string]any{"flight": "AF1"})
-	if err != nil || res.Kind != toolexec.Completed || res.Outcome != "PNR-AF1" {
+	if err != nil || res.Kind != events.KindCompleted || res.Outcome != "PNR-AF1" {
 		t.Fatalf("toolexec.Client.Call = %+v, %v", res, err)
 	}
 
@@ -252,7 +252,7 @@ func TestTenantCallsItsOwnTools(t *testing.T) {
 	answer := acme.subscribe(t, wire.AnswerFilter("acme", "echo", "run-3", "call-4"))
 	ack, err := acme.client.Publish(ctx, call("acme", "echo", "run-3", "call-4", `{}`))
 	if err != nil || ack.Stream != wire.CallStream || ack.Duplicate {
-		t.Fatalf("acme: Publish = %+v, %v; want a PubAck of %s", ack, err, wire.CallStream)
+		t.Fatalf("acme: Publish = %+v, %v; want a receipt of %s", ack, err, wire.CallStream)
 	}
 	if _, err := answer.NextMsg(waitLong); err != nil {
 		t.Fatalf("acme: no answer to its published call: %v", err)
@@ -348,7 +348,7 @@ func TestTenantReachesNoJetStream(t *testing.T) {
 		t.Error("acme: Attach to globex's call found an answer")
 	}
 	wctx, stop := context.WithCancel(ctx)
-	ch, err := acme.client.Watch(wctx, wire.TenantEventSubjects("acme"), bus.WatchFromStart())
+	ch, err := acme.client.Watch(wctx, wire.TenantEventSubjects("acme"), toolexec.WatchFromStart())
 	if err != nil {
 		t.Fatalf("acme: Watch: %v", err)
 	}
@@ -655,7 +655,7 @@ func TestAdminForgetsATenant(t *testing.T) {
 	}
 
 	// The console's feed: an executor watches every tenant's events of a kind.
-	feed, err := e.view.client.Watch(ctx, wire.KindSubjects(events.KindIndeterminate), bus.WatchSince(time.Now().Add(-time.Hour)))
+	feed, err := e.view.client.Watch(ctx, wire.KindSubjects(events.KindIndeterminate), toolexec.WatchSince(time.Now().Add(-time.Hour)))
 	if err != nil {
 		t.Fatalf("executor: Watch for the console: %v", err)
 	}
@@ -764,7 +764,8 @@ func TestAdminForgetsATenant(t *testing.T) {
 // id with a call that waits (no executor runs), publishing it as a hostile
 // caller would, with the id as Nats-Msg-Id and expectations about globex's
 // subjects; globex then uses the same id over raw NATS, with toolexec.Client
-// (first try and a retry) and with bus.Client: each publication is stored
+// by name (first try and a retry) and with a call given whole: each
+// publication is stored
 // with no word of acme's (no duplicate, a sequence of its own), each call
 // runs and is answered as globex's, and acme's call, once executors run, is
 // answered as acme's. Within acme, a second publication of the waiting call
@@ -792,8 +793,8 @@ func TestCallIDsAreTheTenantsOwn(t *testing.T) {
 	if again, err := acme.js.PublishMsg(ctx, hostile); err == nil && !again.Duplicate {
 		t.Errorf("acme publishing its waiting call again: stored again (%+v)", again)
 	}
-	if _, err := acme.client.Publish(ctx, acmeCall); !errors.Is(err, bus.ErrCallPending) {
-		t.Errorf("acme's client publishing its waiting call again: %v, want ErrCallPending", err)
+	if _, err := acme.client.Publish(ctx, acmeCall); !errors.Is(err, events.ErrCallIDTaken) {
+		t.Errorf("acme's client publishing its waiting call again: %v, want ErrCallIDTaken", err)
 	}
 	// globex, raw: the subject names its tenant and the call; no message id.
 	globexCall := call("globex", "book", "run-1", id, `{"flight":"LH400"}`)
@@ -808,8 +809,8 @@ func TestCallIDsAreTheTenantsOwn(t *testing.T) {
 		t.Fatalf("globex: publishing with acme's call id: %+v, %v; want a call of its own (acme's is sequence %d)", gack, err, ack.Sequence)
 	}
 	// Through toolexec.Client, twice (the second a retry by the same client),
-	// and bus.Client, with the ids of calls of tools that acme's waiting calls
-	// hold too.
+	// and with a call given whole, with the ids of calls of tools that acme's
+	// waiting calls hold too.
 	c, err := toolexec.NewClient(globex.nc, toolexec.WithDefaultRunID("run-1"))
 	if err != nil {
 		t.Fatal(err)
@@ -821,7 +822,7 @@ func TestCallIDsAreTheTenantsOwn(t *testing.T) {
 	for range 2 {
 		go func() {
 			res, err := c.Call(ctx, "globex", "echo", map[string]any{"n": 1}, toolexec.WithCallID("shared-2"))
-			if err == nil && (res.Kind != toolexec.Completed || res.Tenant != "globex") {
+			if err == nil && (res.Kind != events.KindCompleted || res.Tenant != "globex") {
 				err = fmt.Errorf("answered %+v", res)
 			}
 			results <- err
@@ -927,9 +928,9 @@ func TestAdminReadsEveryTenantsHistory(t *testing.T) {
 		t.Fatal("the two bookings' answers were not stored")
 	}
 
-	for name, start := range map[string]bus.WatchOption{
-		"from the start": bus.WatchFromStart(),
-		"since 1h":       bus.WatchSince(time.Now().Add(-time.Hour)),
+	for name, start := range map[string]toolexec.WatchOption{
+		"from the start": toolexec.WatchFromStart(),
+		"since 1h":       toolexec.WatchSince(time.Now().Add(-time.Hour)),
 	} {
 		t.Run("watch "+name, func(t *testing.T) {
 			ctx, stop := context.WithCancel(ctxT(t, waitLong))
@@ -955,13 +956,13 @@ func TestAdminReadsEveryTenantsHistory(t *testing.T) {
 
 	t.Run("acme reaches no operators' history", func(t *testing.T) {
 		ctx := ctxT(t, waitLong)
-		if _, err := acme.client.AdminHistory(ctx, bus.HistoryRequest{Filter: completedAll}); !errors.Is(err, bus.ErrNoHistoryService) {
+		if _, err := acme.client.AdminHistory(ctx, bus.HistoryRequest{Filter: completedAll}); !errors.Is(err, toolexec.ErrNoHistoryService) {
 			t.Errorf("acme: AdminHistory = %v, want ErrNoHistoryService", err)
 		}
-		if _, err := acme.client.Watch(ctx, completedAll, bus.WatchFromStart()); !errors.Is(err, bus.ErrNoHistoryService) {
+		if _, err := acme.client.Watch(ctx, completedAll, toolexec.WatchFromStart()); !errors.Is(err, toolexec.ErrNoHistoryService) {
 			t.Errorf("acme: Watch of every tenant = %v, want ErrNoHistoryService", err)
 		}
-		if _, err := acme.client.Attach(ctx, "globex", "book", "run-1", b.globex.CallID); !errors.Is(err, bus.ErrNoHistoryService) {
+		if _, err := acme.client.Attach(ctx, "globex", "book", "run-1", b.globex.CallID); !errors.Is(err, toolexec.ErrNoHistoryService) {
 			t.Errorf("acme: Attach to globex's booking = %v, want ErrNoHistoryService", err)
 		}
 		for _, info := range []string{"", `{"acc":"ADMIN"}`} {
@@ -1008,7 +1009,7 @@ func TestTenantListsTools(t *testing.T) {
 	if !slices.Contains(names, "book") || !slices.Contains(names, "echo") {
 		t.Errorf("acme: Tools = %v, want the executors' tools (book, echo)", names)
 	}
-	if _, err := acme.client.Tools(ctx, "globex"); !errors.Is(err, bus.ErrNoCatalogService) {
+	if _, err := acme.client.Tools(ctx, "globex"); !errors.Is(err, toolexec.ErrNoCatalogService) {
 		t.Errorf("acme: Tools on globex's subject: %v; want no responders (ErrNoCatalogService)", err)
 	}
 }

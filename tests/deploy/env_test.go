@@ -23,6 +23,7 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/natstool"
@@ -202,7 +203,7 @@ type conn struct {
 	user   string
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	client *bus.Client
+	client clienttest.Client
 	admin  *admin.Client
 	errs   *asyncErrors
 }
@@ -223,9 +224,7 @@ func (e *env) as(t *testing.T, user string) *conn {
 	if c.js, err = jetstream.New(nc); err != nil {
 		t.Fatal(err)
 	}
-	if c.client, err = bus.NewClient(c.js, bus.ClientConfig{Logger: quiet}); err != nil {
-		t.Fatal(err)
-	}
+	c.client = clienttest.New(t, nc, toolexec.WithLogger(quiet))
 	if c.admin, err = admin.NewClient(nc); err != nil {
 		t.Fatal(err)
 	}

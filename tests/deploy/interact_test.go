@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
@@ -104,7 +104,7 @@ func TestInteractionsStayWithTheirTenant(t *testing.T) {
 		answers <- answer{a, err}
 	}
 	go call(acme, "acme")
-	var in bus.Interaction
+	var in toolexec.Interaction
 	select {
 	case in = <-ix.Asks():
 	case <-ctx.Done():
@@ -142,7 +142,7 @@ func TestInteractionsStayWithTheirTenant(t *testing.T) {
 	if err := ix.Take(ctx, in.ID); err != nil {
 		t.Fatalf("acme's take: %v", err)
 	}
-	if err := ix.Take(ctx, in.ID); !errors.Is(err, bus.ErrTaken) {
+	if err := ix.Take(ctx, in.ID); !errors.Is(err, toolexec.ErrInteractionTaken) {
 		t.Errorf("a second take: %v; want ErrTaken", err)
 	}
 

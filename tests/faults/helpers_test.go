@@ -23,8 +23,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/testkit/clienttest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/tests/faults"
 	"github.com/tesserix/toolexec/tool"
@@ -334,7 +336,7 @@ type scenario struct {
 	natsURL string // what executors are given with --nats-url
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	client  *bus.Client
+	client  clienttest.Client
 	witness *faults.Witness
 	rec     *faults.Recorder
 	pub     *faults.Publisher
@@ -394,12 +396,9 @@ func (s *scenario) connect(replicas int) {
 	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{Replicas: replicas}); err != nil {
 		t.Fatalf("EnsureStreams: %v", err)
 	}
-	client, err := bus.NewClient(js, bus.ClientConfig{Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := clienttest.New(t, nc, toolexec.WithLogger(discardLogger()))
 	s.nc, s.js, s.client = nc, js, client
-	s.pub = &faults.Publisher{Client: client, Recorder: s.rec, Policies: policies}
+	s.pub = &faults.Publisher{Client: client.Client, Recorder: s.rec, Policies: policies}
 }
 
 // executor starts an executor process named name (its tools at its own witness

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tesserix/toolexec/bus"
+	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/tool"
@@ -33,7 +33,7 @@ const (
 // fields before the first Publish.
 type Publisher struct {
 	// Client publishes the calls. Required.
-	Client *bus.Client
+	Client *toolexec.Client
 	// Recorder receives every acknowledged call. Required.
 	Recorder *Recorder
 	// Policies are the tools' policies by tool name, for deriving keys; a tool
@@ -141,7 +141,7 @@ func (p *Publisher) one(ctx context.Context, c events.Call) error {
 	}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		_, err := p.Client.Publish(actx, c)
+		_, err := p.Client.Publish(actx, c.Tenant, c.Tool, c.Arguments, toolexec.WithRunID(c.RunID), toolexec.WithFreshCallID(c.CallID))
 		cancel()
 		if err == nil {
 			rec.Acked = time.Now()

@@ -74,11 +74,11 @@ func TestExecutorEndToEnd(t *testing.T) {
 	}
 
 	first, err := c.Call(ctx, "acme", "remember", map[string]any{"entity": "alice"})
-	if err != nil || first.Kind != toolexec.Completed || first.Outcome != "done" {
+	if err != nil || first.Kind != events.KindCompleted || first.Outcome != "done" {
 		t.Fatalf("first call: %+v, %v", first, err)
 	}
 	second, err := c.Call(ctx, "acme", "remember", map[string]any{"entity": "alice"})
-	if err != nil || second.Kind != toolexec.Deduplicated || second.Outcome != "done" || second.Key != first.Key {
+	if err != nil || second.Kind != events.KindDeduplicated || second.Outcome != "done" || second.Key != first.Key {
 		t.Errorf("identical call: %+v, %v; want deduplicated with the first's outcome and key", second, err)
 	}
 	if n := count("effect"); n != 1 {
@@ -86,7 +86,7 @@ func TestExecutorEndToEnd(t *testing.T) {
 	}
 
 	type answer struct {
-		res *toolexec.Result
+		res *events.Answer
 		err error
 	}
 	answers := make(chan answer, 1)
@@ -119,7 +119,7 @@ func TestExecutorEndToEnd(t *testing.T) {
 
 	// The upstream was restarted for the next call.
 	next, err := c.Call(ctx, "acme", "remember", map[string]any{"entity": "carol"})
-	if err != nil || next.Kind != toolexec.Completed {
+	if err != nil || next.Kind != events.KindCompleted {
 		t.Errorf("a call after the kill: %+v, %v", next, err)
 	}
 }

@@ -1,4 +1,4 @@
-package bus
+package toolexec
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
@@ -21,17 +22,17 @@ func TestLookAgainFindsALateAnswer(t *testing.T) {
 	js := natstest.JetStream(t, natstest.Connect(t, srv))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := EnsureStreams(ctx, js, StreamsConfig{}); err != nil {
+	if err := bus.EnsureStreams(ctx, js, bus.StreamsConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient(js, ClientConfig{})
+	c, err := newClient(js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := events.Answer{Kind: events.KindCompleted, Tenant: "acme", RunID: "r1", CallID: "late-1", Tool: "book",
 		Key: strings.Repeat("b", 64), Outcome: "PNR-9", Time: time.Now()}
 	filter := wire.AnswerFilter(a.Tenant, a.Tool, a.RunID, a.CallID)
-	if _, err := c.stored.first(ctx, filter); err == nil {
+	if _, err := c.stored.First(ctx, filter); err == nil {
 		t.Fatal("an answer is stored before any was published")
 	}
 	out := make(chan lookupResult, 1)

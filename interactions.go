@@ -1,4 +1,4 @@
-package bus
+package toolexec
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type Interaction struct {
 // the body runs: requests to answer ([Interactions.Asks]) and notes
 // ([Interactions.Notes]). A caller subscribes with [Client.Interactions]
 // before it publishes the call, declares in the call what it can answer
-// (events.Call.Interactions), and closes it when the call is answered.
+// (WithInteractions), and closes it when the call is answered.
 type Interactions struct {
 	nc                   *nats.Conn
 	tenant, tool, callID string
@@ -46,7 +46,8 @@ const (
 
 // Interactions subscribes to what the executor running the call of tool
 // named callID sends its caller: requests on its interaction subject, notes
-// on its note filter (docs/PROTOCOL.md §13). It returns an error matching
+// on its note filter (docs/PROTOCOL.md §13). Give the call its id with
+// WithFreshCallID (or WithCallID). It returns an error matching
 // events.ErrInvalidToken for a malformed token, or the subscription's.
 func (c *Client) Interactions(tenant, tool, callID string) (*Interactions, error) {
 	for _, f := range [][2]string{{"tenant", tenant}, {"tool", tool}, {"callid", callID}} {
@@ -59,13 +60,13 @@ func (c *Client) Interactions(tenant, tool, callID string) (*Interactions, error
 		log: func(msg string, args ...any) { c.log.Debug(msg, args...) }}
 	asks, err := c.nc.Subscribe(wire.InteractSubject(tenant, tool, callID), ix.onAsk)
 	if err != nil {
-		return nil, fmt.Errorf("bus: subscribing to a call's interactions: %w", err)
+		return nil, fmt.Errorf("toolexec: subscribing to a call's interactions: %w", err)
 	}
 	ix.subs = append(ix.subs, asks)
 	notes, err := c.nc.Subscribe(wire.NoteFilter(tenant, tool, callID), ix.onNote)
 	if err != nil {
 		ix.Close()
-		return nil, fmt.Errorf("bus: subscribing to a call's notes: %w", err)
+		return nil, fmt.Errorf("toolexec: subscribing to a call's notes: %w", err)
 	}
 	ix.subs = append(ix.subs, notes)
 	return ix, nil
@@ -107,7 +108,7 @@ func (ix *Interactions) Asks() <-chan Interaction { return ix.asks }
 func (ix *Interactions) Notes() <-chan wire.Note { return ix.notes }
 
 // Take tells the executor that this caller will answer the request id: no
-// other caller may. It returns ErrTaken when another did first, and an error
+// other caller may. It returns ErrInteractionTaken when another did first, and an error
 // of the request otherwise (nats.ErrNoResponders once the call is over).
 func (ix *Interactions) Take(ctx context.Context, id string) error {
 	return ix.respond(ctx, wire.Respond{ID: id, Take: true})
@@ -132,17 +133,17 @@ func (ix *Interactions) respond(ctx context.Context, r wire.Respond) error {
 	}
 	m, err := ix.nc.RequestWithContext(ctx, wire.RespondSubject(ix.tenant, ix.tool, ix.callID), b)
 	if err != nil {
-		return fmt.Errorf("bus: answering interaction %s: %w", r.ID, err)
+		return fmt.Errorf("toolexec: answering interaction %s: %w", r.ID, err)
 	}
 	var rep wire.RespondReply
 	if err := json.Unmarshal(m.Data, &rep); err != nil {
-		return fmt.Errorf("bus: answering interaction %s: the executor's reply: %w", r.ID, err)
+		return fmt.Errorf("toolexec: answering interaction %s: the executor's reply: %w", r.ID, err)
 	}
 	if rep.Error != nil {
 		if rep.Error.Code == wire.RespondTaken {
-			return ErrTaken
+			return ErrInteractionTaken
 		}
-		return fmt.Errorf("bus: answering interaction %s: %w", r.ID, rep.Error)
+		return fmt.Errorf("toolexec: answering interaction %s: %w", r.ID, rep.Error)
 	}
 	return nil
 }

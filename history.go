@@ -1,4 +1,4 @@
-package bus
+package toolexec
 
 import (
 	"context"
@@ -9,31 +9,64 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/backoff"
 )
 
+// HistoryPath is how a [Client] reads the events stored in TOOLEXEC_EVENTS;
+// see WithHistoryPath.
+type HistoryPath int
+
+const (
+	// HistoryAuto reads through JetStream, and through the history service from
+	// the first time the JetStream API answers that the connection's account has
+	// none (no responders, JetStream not enabled for the account): a client in
+	// the executors' account, such as the console's, keeps reading through
+	// JetStream; a tenant in an account of its own, which imports no JetStream
+	// API, uses the service without being told to.
+	HistoryAuto HistoryPath = iota
+	// HistoryViaJetStream reads TOOLEXEC_EVENTS through JetStream only (a
+	// message get for Attach, an ordered consumer for Watch).
+	HistoryViaJetStream
+	// HistoryViaService reads through the executors' history service
+	// (bus.HistoryService) only. Which subject a read asks on depends on the
+	// events it wants, since each account reaches its own:
+	//
+	//   - a filter naming one tenant (toolexec.event.acme.>, and every Attach):
+	//     that tenant's toolexec.history.<tenant>, which a tenant's account
+	//     imports; when nothing answers there, the operators'
+	//     toolexec.admin.history with the same filter, which the admin account
+	//     imports instead (it imports no tenant's history subject). So an
+	//     operator's Attach to a tenant's call costs one request more, refused
+	//     at once by the server, than a tenant's.
+	//   - a filter with a wildcard in the tenant's place
+	//     (toolexec.event.*.indeterminate.>, or "", every event):
+	//     toolexec.admin.history only, served to the admin account only.
+	HistoryViaService
+)
+
 // Bounds of a Watch through the history service.
 const (
-	// WatchPendingMsgs and WatchPendingBytes bound what the live subscription
+	// watchPendingMsgs and watchPendingBytes bound what the live subscription
 	// holds while the reader is behind (paging through the history, or slow to
 	// take from the channel); beyond either, events are dropped.
-	WatchPendingMsgs  = 1 << 20
-	WatchPendingBytes = 256 << 20
-	// WatchDedupeWindow is how many of the last events delivered a Watch
+	watchPendingMsgs  = 1 << 20
+	watchPendingBytes = 256 << 20
+	// watchDedupeWindow is how many of the last events delivered a Watch
 	// remembers (by CloudEvents id), to leave out those it hears again.
-	WatchDedupeWindow = 4096
+	watchDedupeWindow = 4096
 )
 
 // History asks the executors for a page of tenant's events stored in
-// TOOLEXEC_EVENTS (see HistoryRequest), on toolexec.history.<tenant>,
-// whatever the client's HistoryPath. It waits at most DefaultHistoryTimeout
+// TOOLEXEC_EVENTS (see bus.HistoryRequest), on toolexec.history.<tenant>,
+// whatever the client's HistoryPath. It waits at most bus.DefaultHistoryTimeout
 // when ctx has no deadline. Errors: one matching events.ErrInvalidToken for a
-// malformed tenant, ErrNoHistoryService, the *HistoryError of the reply, the
-// request's error (ctx's wrapped), or an error for a reply that is not the
+// malformed tenant, ErrNoHistoryService, the *bus.HistoryError of the reply,
+// the request's error (ctx's wrapped), or an error for a reply that is not the
 // JSON expected.
-func (c *Client) History(ctx context.Context, tenant string, req HistoryRequest) (*HistoryResponse, error) {
+func (c *Client) History(ctx context.Context, tenant string, req bus.HistoryRequest) (*bus.HistoryResponse, error) {
 	if err := events.CheckToken("tenant", tenant); err != nil {
 		return nil, err
 	}
@@ -43,26 +76,27 @@ func (c *Client) History(ctx context.Context, tenant string, req HistoryRequest)
 // AdminHistory asks the executors for a page of any tenant's events stored in
 // TOOLEXEC_EVENTS, on toolexec.admin.history: the operators' history, where
 // req.Filter may be any filter within toolexec.event. (empty: every event).
-// The executors serve it to the admin account only (HistoryConfig.AdminAccount;
-// with deploy/accounts.conf no other account even reaches the subject). It
-// waits at most DefaultHistoryTimeout when ctx has no deadline. Errors:
-// ErrNoHistoryService (no executor answers, or the connection's account does
-// not import the subject), the *HistoryError of the reply (HistoryForbidden
-// when the request did not come from the admin account), the request's error
-// (ctx's wrapped), or an error for a reply that is not the JSON expected.
-func (c *Client) AdminHistory(ctx context.Context, req HistoryRequest) (*HistoryResponse, error) {
+// The executors serve it to the admin account only
+// (bus.HistoryConfig.AdminAccount; with deploy/accounts.conf no other account
+// even reaches the subject). It waits at most bus.DefaultHistoryTimeout when
+// ctx has no deadline. Errors: ErrNoHistoryService (no executor answers, or the
+// connection's account does not import the subject), the *bus.HistoryError of
+// the reply (bus.HistoryForbidden when the request did not come from the admin
+// account), the request's error (ctx's wrapped), or an error for a reply that
+// is not the JSON expected.
+func (c *Client) AdminHistory(ctx context.Context, req bus.HistoryRequest) (*bus.HistoryResponse, error) {
 	return c.historyOn(ctx, wire.AdminHistorySubject, req)
 }
 
 // historyOn sends req on subject, a history subject, and reads the reply.
-func (c *Client) historyOn(ctx context.Context, subject string, req HistoryRequest) (*HistoryResponse, error) {
+func (c *Client) historyOn(ctx context.Context, subject string, req bus.HistoryRequest) (*bus.HistoryResponse, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("bus: history request: %w", err)
+		return nil, fmt.Errorf("toolexec: history request: %w", err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultHistoryTimeout)
+		ctx, cancel = context.WithTimeout(ctx, bus.DefaultHistoryTimeout)
 		defer cancel()
 	}
 	m, err := c.nc.RequestWithContext(ctx, subject, data)
@@ -70,11 +104,11 @@ func (c *Client) historyOn(ctx context.Context, subject string, req HistoryReque
 		return nil, fmt.Errorf("%w on %s", ErrNoHistoryService, subject)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bus: history request on %s: %w", subject, err)
+		return nil, fmt.Errorf("toolexec: history request on %s: %w", subject, err)
 	}
-	var resp HistoryResponse
+	var resp bus.HistoryResponse
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return nil, fmt.Errorf("bus: history reply on %s is not the JSON expected: %w", subject, err)
+		return nil, fmt.Errorf("toolexec: history reply on %s is not the JSON expected: %w", subject, err)
 	}
 	if resp.Error != nil {
 		return nil, resp.Error
@@ -90,7 +124,7 @@ func (c *Client) historyOn(ctx context.Context, subject string, req HistoryReque
 // subject with the same request, which an admin account reaches (it imports
 // no tenant's history subject) and a tenant's does not. When neither answers
 // the error matches ErrNoHistoryService.
-func (c *Client) historyPage(ctx context.Context, tenant string, req HistoryRequest) (*HistoryResponse, error) {
+func (c *Client) historyPage(ctx context.Context, tenant string, req bus.HistoryRequest) (*bus.HistoryResponse, error) {
 	if tenant == "" {
 		return c.AdminHistory(ctx, req)
 	}
@@ -116,7 +150,7 @@ func noJetStream(err error) bool {
 // viaService reports whether stored events are read through the history
 // service.
 func (c *Client) viaService() bool {
-	switch c.cfg.History {
+	switch c.history {
 	case HistoryViaService:
 		return true
 	case HistoryViaJetStream:
@@ -129,7 +163,7 @@ func (c *Client) viaService() bool {
 // be made through the history service instead: with HistoryAuto, when err says
 // the account has no JetStream; the client then uses the service from now on.
 func (c *Client) fallBack(err error) bool {
-	if c.cfg.History != HistoryAuto || !noJetStream(err) {
+	if c.history != HistoryAuto || !noJetStream(err) {
 		return false
 	}
 	if !c.noJetStream.Swap(true) {
@@ -141,7 +175,7 @@ func (c *Client) fallBack(err error) bool {
 // storedAnswer asks the history service once for the answer stored under
 // filter (one call's answer subject); found is false when none is stored.
 func (c *Client) storedAnswer(ctx context.Context, tenant, filter string) (a events.Answer, found bool, err error) {
-	resp, err := c.historyPage(ctx, tenant, HistoryRequest{Filter: filter, Limit: 1})
+	resp, err := c.historyPage(ctx, tenant, bus.HistoryRequest{Filter: filter, Limit: 1})
 	if err != nil {
 		return events.Answer{}, false, err
 	}
@@ -157,7 +191,7 @@ func (c *Client) storedAnswer(ctx context.Context, tenant, filter string) (a eve
 	return a, err == nil, err
 }
 
-// attachService is Attach through the history service: see attachBy.
+// attachService is an attach through the history service: see attachBy.
 func (c *Client) attachService(ctx context.Context, tenant, filter, callID string) (events.Answer, error) {
 	return c.attachBy(ctx, filter, callID, func(ctx context.Context) (events.Answer, bool, error) {
 		return c.storedAnswer(ctx, tenant, filter)
@@ -170,9 +204,6 @@ func (c *Client) watchService(ctx context.Context, filter string, start watchSta
 	if !ok {
 		return nil, fmt.Errorf("%w: %q: its tenant token is not valid", ErrBadFilter, filter)
 	}
-	if _, herr := scopeFilter(tenant, filter); herr != nil {
-		return nil, fmt.Errorf("%w: %s", ErrBadFilter, herr.Message)
-	}
 	live := make(chan *nats.Msg, 64)
 	sub, err := c.nc.Subscribe(filter, func(m *nats.Msg) {
 		// Blocking here leaves the next events in the subscription's pending
@@ -183,15 +214,15 @@ func (c *Client) watchService(ctx context.Context, filter string, start watchSta
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+		return nil, fmt.Errorf("toolexec: watching %s: %w", filter, err)
 	}
-	page, err := c.watchStart(ctx, sub, tenant, filter, start)
+	page, err := c.readyWatch(ctx, sub, tenant, filter, start)
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return nil, err
 	}
 	w := &serviceWatch{c: c, ctx: ctx, filter: filter, tenant: tenant,
-		out: make(chan Event, 64), seen: newIDWindow(WatchDedupeWindow)}
+		out: make(chan Event, 64), seen: newIDWindow(watchDedupeWindow)}
 	go func() {
 		defer close(w.out)
 		defer sub.Unsubscribe()
@@ -203,35 +234,35 @@ func (c *Client) watchService(ctx context.Context, filter string, start watchSta
 	return w.out, nil
 }
 
-// watchStart readies a Watch's subscription (pending limits, and a flush so
+// readyWatch readies a watch's subscription (pending limits, and a flush so
 // that the server has it before Watch returns) and returns the first page of
 // history that start asks for, nil when it asks for none.
-func (c *Client) watchStart(
+func (c *Client) readyWatch(
 	ctx context.Context, sub *nats.Subscription, tenant, filter string, start watchStart,
-) (*HistoryResponse, error) {
-	if err := sub.SetPendingLimits(WatchPendingMsgs, WatchPendingBytes); err != nil {
-		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+) (*bus.HistoryResponse, error) {
+	if err := sub.SetPendingLimits(watchPendingMsgs, watchPendingBytes); err != nil {
+		return nil, fmt.Errorf("toolexec: watching %s: %w", filter, err)
 	}
 	fctx := ctx
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		fctx, cancel = context.WithTimeout(ctx, DefaultHistoryTimeout)
+		fctx, cancel = context.WithTimeout(ctx, bus.DefaultHistoryTimeout)
 		defer cancel()
 	}
 	if err := c.nc.FlushWithContext(fctx); err != nil {
-		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+		return nil, fmt.Errorf("toolexec: watching %s: %w", filter, err)
 	}
 	if !start.history() {
 		return nil, nil
 	}
-	page, err := c.historyPage(ctx, tenant, HistoryRequest{Filter: filter, Since: start.since})
+	page, err := c.historyPage(ctx, tenant, bus.HistoryRequest{Filter: filter, Since: start.since})
 	if err != nil {
-		return nil, fmt.Errorf("bus: watching %s: %w", filter, err)
+		return nil, fmt.Errorf("toolexec: watching %s: %w", filter, err)
 	}
 	return page, nil
 }
 
-// serviceWatch is one Watch through the history service, once started.
+// serviceWatch is one watch through the history service, once started.
 type serviceWatch struct {
 	c      *Client
 	ctx    context.Context
@@ -244,7 +275,7 @@ type serviceWatch struct {
 // replay delivers page and the pages after it, until the history is caught up
 // with the stream's last sequence when the first page was read: everything
 // stored later the subscription heard. It reports false if ctx ended.
-func (w *serviceWatch) replay(page *HistoryResponse) bool {
+func (w *serviceWatch) replay(page *bus.HistoryResponse) bool {
 	until := page.LastSeq
 	for {
 		var last uint64
@@ -269,9 +300,9 @@ func (w *serviceWatch) replay(page *HistoryResponse) bool {
 
 // nextPage asks for the page after sequence last until it has it, pausing
 // longer after each failure; nil when ctx ends first.
-func (w *serviceWatch) nextPage(last uint64) *HistoryResponse {
+func (w *serviceWatch) nextPage(last uint64) *bus.HistoryResponse {
 	for failures := 1; ; failures++ {
-		page, err := w.c.historyPage(w.ctx, w.tenant, HistoryRequest{Filter: w.filter, AfterSeq: last})
+		page, err := w.c.historyPage(w.ctx, w.tenant, bus.HistoryRequest{Filter: w.filter, AfterSeq: last})
 		if err == nil {
 			return page
 		}
