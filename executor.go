@@ -428,7 +428,7 @@ func (e *Executor) Close() {
 }
 
 // extraReplyObserver is the part of an Observer that counts requests for a
-// body that more than one worker answered (internal/metrics implements it).
+// body that more than one worker answered (internal/app/metrics implements it).
 type extraReplyObserver interface {
 	ExtraReply(subject string)
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/metrics"
+	"github.com/tesserix/toolexec/internal/app/metrics"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"

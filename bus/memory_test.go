@@ -16,7 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/tool"
 )

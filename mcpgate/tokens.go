@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/tokenfile"
+	"github.com/tesserix/toolexec/internal/app/tokenfile"
 )
 
 // MinTokenLength is the shortest bearer token a tokens file may hold in

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
 )

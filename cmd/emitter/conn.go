@@ -18,7 +18,7 @@ import (
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/cmd/internal/natsflags"
+	"github.com/tesserix/toolexec/internal/app/natsflags"
 )
 
 // defaultTimeout is the default of --timeout.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 )
 
 type consoleTokenOptions struct {

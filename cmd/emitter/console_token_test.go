@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 )
 
 // TestConsoleToken: console-token draws a token and the operators-file line

@@ -20,7 +20,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/idemkey"
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore/memstore"

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/cmd/internal/storeflags"
+	"github.com/tesserix/toolexec/internal/app/storeflags"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/pgstore"
 )

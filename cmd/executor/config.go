@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tesserix/toolexec/bus"
-	"github.com/tesserix/toolexec/cmd/internal/natsflags"
-	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/app/natsflags"
+	"github.com/tesserix/toolexec/internal/app/storeflags"
 	"github.com/tesserix/toolexec/mcpgate"
 	"github.com/tesserix/toolexec/tool/workerset"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tesserix/toolexec/cmd/internal/natsflags"
+	"github.com/tesserix/toolexec/internal/app/natsflags"
 	"github.com/tesserix/toolexec/internal/buildinfo"
 )
 

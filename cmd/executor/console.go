@@ -12,7 +12,7 @@ import (
 
 	"github.com/tesserix/toolexec"
 	"github.com/tesserix/toolexec/admin"
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 )
 
 // consoleFlags are the operators' console's flags.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 

@@ -18,7 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tesserix/toolexec/internal/promnames"
+	"github.com/tesserix/toolexec/internal/testkit/promnames"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/tesserix/toolexec/internal/tracing"
+	"github.com/tesserix/toolexec/internal/app/tracing"
 )
 
 // newLogger returns the executor's logger: text or JSON lines on w, at

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tesserix/toolexec/cmd/internal/storeflags"
+	"github.com/tesserix/toolexec/internal/app/storeflags"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/mcpgate"
 )

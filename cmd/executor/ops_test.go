@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/tesserix/toolexec/cmd/internal/storeflags"
 	"github.com/tesserix/toolexec/events"
+	"github.com/tesserix/toolexec/internal/app/storeflags"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/internal/testkit/wait"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/internal/app/metrics"
 	"github.com/tesserix/toolexec/internal/buildinfo"
-	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool/mcptool"
 	"github.com/tesserix/toolexec/tool/toolsfile"

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tesserix/toolexec/internal/metrics"
+	"github.com/tesserix/toolexec/internal/app/metrics"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 

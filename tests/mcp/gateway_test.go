@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/tesserix/toolexec"
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/nodetest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 )
 
 // TestStreamSearcher: searching TOOLEXEC_EVENTS across tenants by a subject

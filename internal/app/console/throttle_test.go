@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 )
 
 // retryAfter returns a 429's Retry-After, failing the test on another answer.

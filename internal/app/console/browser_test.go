@@ -20,8 +20,8 @@ import (
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/console"
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/console"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 	"github.com/tesserix/toolexec/kvstore/memstore"
@@ -32,7 +32,7 @@ import (
 // console to, when set (the README's docs/console.png; the view across
 // tenants goes to console-all.png beside it):
 //
-//	TOOLEXEC_CONSOLE_SCREENSHOT=$PWD/docs/console.png go test -run 'TestBrowser$' ./internal/console
+//	TOOLEXEC_CONSOLE_SCREENSHOT=$PWD/docs/console.png go test -run 'TestBrowser$' ./internal/app/console
 const screenshotEnv = "TOOLEXEC_CONSOLE_SCREENSHOT"
 
 // chromium finds Debian's Chromium. Without it the test skips, naming the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/tool"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tesserix/toolexec/internal/app/tracing"
 	"github.com/tesserix/toolexec/internal/testkit/otlptest"
-	"github.com/tesserix/toolexec/internal/tracing"
 )
 
 // clearEnv unsets every variable Setup or the exporters read, for the test's

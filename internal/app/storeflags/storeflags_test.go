@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tesserix/toolexec/cmd/internal/storeflags"
+	"github.com/tesserix/toolexec/internal/app/storeflags"
 )
 
 func TestEnvName(t *testing.T) {

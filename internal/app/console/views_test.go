@@ -13,9 +13,9 @@ import (
 
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
+	"github.com/tesserix/toolexec/internal/app/tokenfile"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
-	"github.com/tesserix/toolexec/internal/tokenfile"
 	"github.com/tesserix/toolexec/kvstore"
 )
 

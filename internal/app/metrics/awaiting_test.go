@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tesserix/toolexec/internal/app/metrics"
 	"github.com/tesserix/toolexec/internal/buildinfo"
 	"github.com/tesserix/toolexec/internal/clock"
-	"github.com/tesserix/toolexec/internal/metrics"
 	"github.com/tesserix/toolexec/internal/testkit/dbproc"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"

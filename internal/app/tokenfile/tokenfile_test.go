@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tesserix/toolexec/internal/tokenfile"
+	"github.com/tesserix/toolexec/internal/app/tokenfile"
 )
 
 var errMine = errors.New("mine: bad file")

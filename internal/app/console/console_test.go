@@ -19,7 +19,7 @@ import (
 	"github.com/tesserix/toolexec/admin"
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 	"github.com/tesserix/toolexec/kvstore"
 )
 

@@ -11,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tesserix/toolexec/internal/tracing"
+	"github.com/tesserix/toolexec/internal/app/tracing"
 )
 
 // logLines parses JSON log lines.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/tool"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/tokenfile"
+	"github.com/tesserix/toolexec/internal/app/tokenfile"
 )
 
 // ErrBadOperators is matched by the errors of [LoadOperators] and

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tesserix/toolexec/internal/demo"
+	"github.com/tesserix/toolexec/internal/app/demo"
 	"github.com/tesserix/toolexec/tool"
 	"github.com/tesserix/toolexec/tool/httptool"
 	"github.com/tesserix/toolexec/tool/toolsfile"
@@ -28,7 +28,7 @@ func TestExampleToolsAgainstTheHandler(t *testing.T) {
 	env := map[string]string{"AIRLINE_URL": srv.URL, "AIRLINE_TOKEN": "t"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ts, err := toolsfile.Load(ctx, filepath.Join("..", "..", "examples", "tools.yaml"), toolsfile.Options{
+	ts, err := toolsfile.Load(ctx, filepath.Join("..", "..", "..", "examples", "tools.yaml"), toolsfile.Options{
 		Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 	})
 	if err != nil {

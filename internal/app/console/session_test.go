@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/events"
-	"github.com/tesserix/toolexec/internal/console"
+	"github.com/tesserix/toolexec/internal/app/console"
 )
 
 const sessionCookie = "toolexec_console"
