@@ -111,13 +111,13 @@ func (d *Dispatcher) startCall(ctx context.Context, c events.Call) (context.Cont
 }
 
 // logContext returns ctx, which holds the call's span if one was started, or
-// else ctx with the span context of the call's traceparent, when it has a
+// else ctx with the span context of the call's traceparent, when it is a
 // valid one: the call's log lines then name the caller's trace.
-func logContext(ctx context.Context, c events.Call) context.Context {
-	if c.TraceParent == "" || trace.SpanContextFromContext(ctx).IsValid() {
+func logContext(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" || trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
-	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": c.TraceParent})
+	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
 // callSpanKey is the context key of WithCallSpan's record.
