@@ -220,9 +220,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (verdict, trac
 	}
 	d.obs.CallStarted(label)
 	ctx, span := d.startCall(ctx, c)
-	if rec, ok := ctx.Value(callSpanKey{}).(*trace.SpanContext); ok {
-		*rec = span.SpanContext()
-	}
 	r := &run{d: d, call: c, label: label, logCtx: logContext(ctx, c.TraceParent), base: events.Answer{
 		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool, TraceParent: c.TraceParent,
 	}}

@@ -120,19 +120,6 @@ func logContext(ctx context.Context, traceparent string) context.Context {
 	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
-// callSpanKey is the context key of WithCallSpan's record.
-type callSpanKey struct{}
-
-// WithCallSpan returns a context for Dispatch in which Dispatch leaves the
-// span context of the call's span, and a function that returns it once
-// Dispatch has returned: invalid when the dispatcher makes no spans. A caller
-// logs its own lines about the call with it (trace.ContextWithSpanContext),
-// so that they name the same span as the dispatcher's.
-func WithCallSpan(ctx context.Context) (context.Context, func() trace.SpanContext) {
-	rec := new(trace.SpanContext)
-	return context.WithValue(ctx, callSpanKey{}, rec), func() trace.SpanContext { return *rec }
-}
-
 // endCall records the answer on the call's span and ends it.
 func endCall(span trace.Span, a events.Answer, err error) {
 	defer span.End()
