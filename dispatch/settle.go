@@ -97,8 +97,8 @@ var confirmBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: time.S
 //     of the call was answered. Running it again could contradict that
 //     answer: one saying nothing ran, given while the store was away, is in
 //     no record. When the look-up fails, the call runs as any other.
-//   - A delivery is settled only once its answer is stored.
-//   - A rejection is terminated: it would be rejected again.
+//   - A delivery is acknowledged only once its answer is stored; a
+//     rejection's is then terminated instead: it would be rejected again.
 //   - An indeterminate answer whose body was not entered is acknowledged with
 //     confirmation, tried again when the confirmation does not come: no
 //     record holds its key, so a redelivery that missed the stored answer
@@ -109,8 +109,9 @@ var confirmBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: time.S
 //   - An answer that can never be stored (ErrPermanent) terminates the
 //     delivery; the record, where there is one, answers a call published
 //     again.
-//   - A run that ended without an answer (ErrHandBack), and an answer not
-//     stored before ctx ended, hand the delivery back.
+//   - A run that ended without an answer (ErrHandBack; after a second for
+//     any other error), and an answer not stored before ctx ended, hand the
+//     delivery back.
 //
 // A Settler is safe for concurrent use.
 type Settler struct {
