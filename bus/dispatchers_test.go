@@ -8,17 +8,17 @@ import (
 	"github.com/tesserix/toolexec/events"
 )
 
-// dispatcherFunc answers every call with fn.
-type dispatcherFunc func(ctx context.Context) (events.Answer, error)
+// runnerFunc answers every call with fn.
+type runnerFunc func(ctx context.Context) (dispatch.Result, error)
 
-func (f dispatcherFunc) Dispatch(ctx context.Context, _ events.Call) (events.Answer, error) {
+func (f runnerFunc) Run(ctx context.Context, _ events.Call) (dispatch.Result, error) {
 	return f(ctx)
 }
 
-// dispatcherFuncCall is a Dispatcher made of a function.
-type dispatcherFuncCall func(ctx context.Context, c events.Call) (events.Answer, error)
+// callRunnerFunc is a dispatch.Runner made of a function.
+type callRunnerFunc func(ctx context.Context, c events.Call) (dispatch.Result, error)
 
-func (f dispatcherFuncCall) Dispatch(ctx context.Context, c events.Call) (events.Answer, error) {
+func (f callRunnerFunc) Run(ctx context.Context, c events.Call) (dispatch.Result, error) {
 	return f(ctx, c)
 }
 

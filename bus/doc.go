@@ -1,5 +1,6 @@
 // Package bus puts toolexec on the wire: it turns NATS JetStream messages into
-// calls for package dispatch, and the dispatcher's answers back into messages.
+// calls for package dispatch, the dispatcher's answers back into messages, and
+// carries out how dispatch.Settler settles each message.
 //
 // # Pieces
 //
@@ -33,7 +34,7 @@
 // it (never more calls than it has free slots, so no call waits in a buffer
 // while its ack timer runs; and it listens to each pull until JetStream ends
 // it, so no call delivered into a pull is dropped on its way), decodes and
-// checks it, and hands it to the dispatcher, telling JetStream it is in
+// checks it, and hands it to dispatch.Settler, telling JetStream it is in
 // progress meanwhile. The answer goes to
 // toolexec.event.<tenant>.<kind>.<tool>.<run_id>.<call_id> with Nats-Msg-Id =
 // wire.MsgID (derived from the tenant, tool and call id: one stored answer per

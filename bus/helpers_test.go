@@ -72,7 +72,7 @@ func (h *harness) startWorker(t *testing.T, reg *tool.Registry, cfg bus.WorkerCo
 // startWorkerWith is startWorker with the dispatcher wrapped by wrap (when not
 // nil) before the worker sees it.
 func (h *harness) startWorkerWith(t *testing.T, reg *tool.Registry, cfg bus.WorkerConfig, lease time.Duration,
-	wrap func(bus.Dispatcher) bus.Dispatcher) *worker {
+	wrap func(dispatch.Runner) dispatch.Runner) *worker {
 	t.Helper()
 	nc := h.connectWorker(t)
 	js := natstest.JetStream(t, nc)
@@ -87,7 +87,7 @@ func (h *harness) startWorkerWith(t *testing.T, reg *tool.Registry, cfg bus.Work
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	var disp bus.Dispatcher = d
+	var disp dispatch.Runner = d
 	if wrap != nil {
 		disp = wrap(d)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
@@ -23,13 +24,13 @@ import (
 
 // countingDispatcher counts the calls that reach the dispatcher.
 type countingDispatcher struct {
-	d     bus.Dispatcher
+	d     dispatch.Runner
 	calls atomic.Int64
 }
 
-func (c *countingDispatcher) Dispatch(ctx context.Context, call events.Call) (events.Answer, error) {
+func (c *countingDispatcher) Run(ctx context.Context, call events.Call) (dispatch.Result, error) {
 	c.calls.Add(1)
-	return c.d.Dispatch(ctx, call)
+	return c.d.Run(ctx, call)
 }
 
 func structuredMsg(subject, payload string) *nats.Msg {
@@ -77,7 +78,7 @@ func TestMalformedCallsAreRejectedOnce(t *testing.T) {
 	// The dispatcher is wrapped to count what reaches it: bus-level rejections
 	// never do.
 	var cd *countingDispatcher
-	wk := h.startWorkerWith(t, reg, bus.WorkerConfig{MaxMessageBytes: 4096}, 0, func(d bus.Dispatcher) bus.Dispatcher {
+	wk := h.startWorkerWith(t, reg, bus.WorkerConfig{MaxMessageBytes: 4096}, 0, func(d dispatch.Runner) dispatch.Runner {
 		cd = &countingDispatcher{d: d}
 		return cd
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/app/demo"
@@ -164,8 +165,8 @@ func TestMemoryBudget(t *testing.T) {
 			reg := registry(t, bookTool(t, "book", tool.Idempotent, func(context.Context, tool.Context, json.RawMessage) (string, error) {
 				return "booked", nil
 			}))
-			wk := h.startWorkerWith(t, reg, bus.WorkerConfig{Concurrency: 6, MaxInFlightMemory: tt.budget}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-				return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
+			wk := h.startWorkerWith(t, reg, bus.WorkerConfig{Concurrency: 6, MaxInFlightMemory: tt.budget}, 0, func(d dispatch.Runner) dispatch.Runner {
+				return callRunnerFunc(func(ctx context.Context, c events.Call) (dispatch.Result, error) {
 					n := now.Add(1)
 					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 					}
@@ -177,7 +178,7 @@ func TestMemoryBudget(t *testing.T) {
 					case <-time.After(300 * time.Millisecond): // the budget holds the rest back
 					}
 					defer now.Add(-1)
-					return d.Dispatch(ctx, c)
+					return d.Run(ctx, c)
 				})
 			})
 			var wg sync.WaitGroup

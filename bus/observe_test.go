@@ -13,6 +13,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/tool"
@@ -55,16 +56,16 @@ func TestWorkerObserver(t *testing.T) {
 	var first sync.Once
 	h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
-	})), bus.WorkerConfig{Observer: obs}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
+	})), bus.WorkerConfig{Observer: obs}, 0, func(d dispatch.Runner) dispatch.Runner {
+		return callRunnerFunc(func(ctx context.Context, c events.Call) (dispatch.Result, error) {
 			handBack := false
 			if c.CallID == "again" {
 				first.Do(func() { handBack = true })
 			}
 			if handBack {
-				return events.Answer{}, errNoAnswer
+				return dispatch.Result{}, errNoAnswer
 			}
-			return d.Dispatch(ctx, c)
+			return d.Run(ctx, c)
 		})
 	})
 	ctx := ctxT(t)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/tool"
 )
@@ -82,6 +83,24 @@ func (l RelayLimits) withDefaults() RelayLimits {
 	def(&l.MaxNotes, DefaultMaxNotes)
 	def(&l.MaxNoteBytes, DefaultMaxNoteBytes)
 	return l
+}
+
+// relaying is the dispatch.Runner a worker's settler runs calls with: each
+// call runs with a relay between its body and its caller (see relay), closed
+// once the call is run, so that its last notes go out before its answer.
+type relaying struct {
+	r      dispatch.Runner
+	nc     *nats.Conn
+	log    *slog.Logger
+	lim    RelayLimits
+	source string
+}
+
+// Run runs c with r, its body given a relay to its caller.
+func (rr *relaying) Run(ctx context.Context, c events.Call) (dispatch.Result, error) {
+	rl := newRelay(rr.nc, rr.log, rr.lim, rr.source, c)
+	defer rl.close()
+	return rr.r.Run(tool.WithCaller(ctx, rl), c)
 }
 
 // relay is the tool.Caller of one call an executor runs: it sends the

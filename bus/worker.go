@@ -8,34 +8,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
-	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/backoff"
-	"github.com/tesserix/toolexec/internal/connloss"
 	"github.com/tesserix/toolexec/internal/eventlog"
 	"github.com/tesserix/toolexec/internal/jspull"
-	"github.com/tesserix/toolexec/internal/retry"
-	"github.com/tesserix/toolexec/tool"
 )
-
-// Dispatcher runs one call to its answer. *dispatch.Dispatcher is one. Dispatch
-// returns exactly one answer per call, or an error matching dispatch.ErrHandBack
-// when ctx ended before the call was answered and nothing irreversible happened.
-type Dispatcher interface {
-	Dispatch(ctx context.Context, c events.Call) (events.Answer, error)
-}
-
-var _ Dispatcher = (*dispatch.Dispatcher)(nil)
 
 // Defaults for [WorkerConfig].
 const (
@@ -66,14 +51,12 @@ const (
 	memoryPerValue = 128
 )
 
-// Timing of the worker's own retries.
-const (
-	publishAttemptTimeout = 5 * time.Second
-	ackTimeout            = 5 * time.Second
-)
+// flushTimeout bounds the wait for the last acknowledgements and hand-backs
+// to be sent when the worker stops.
+const flushTimeout = 5 * time.Second
 
-// retryBackoff paces the worker's own retries (a failed pull, an
-// acknowledgement, an answer's publication): 50ms, doubling, at most a second.
+// retryBackoff paces the worker's own retries (a failed pull, an answer's
+// publication): 50ms, doubling, at most a second.
 var retryBackoff = backoff.Backoff{Initial: 50 * time.Millisecond, Max: time.Second}
 
 // WorkerConfig configures a [Worker]. The zero value is usable.
@@ -217,30 +200,28 @@ type WorkerStats struct {
 	AlreadyAnswered atomic.Int64
 }
 
-// Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS_V2, runs
-// each through a Dispatcher and publishes its answer to TOOLEXEC_EVENTS. Any
-// number of workers, in any number of processes, may share the consumer.
+// Worker takes calls from the shared durable consumer on TOOLEXEC_CALLS_V2, has
+// a dispatch.Settler run each through a dispatch.Runner, and carries out what
+// the settler decides: its answers go to TOOLEXEC_EVENTS, its
+// acknowledgements, terminations and hand-backs to JetStream. Any number of
+// workers, in any number of processes, may share the consumer.
 //
 // For each call, in order: the message is decoded (structured or binary mode)
 // and checked; a malformed one is answered rejected and terminated without
-// reaching the dispatcher. Otherwise the dispatcher runs it while the worker
-// sends in-progress signals; the answer is published with Nats-Msg-Id
-// wire.MsgID and the worker waits for its PubAck, retrying transient failures;
-// only then is the message acknowledged (terminated, for a rejected answer, so
-// that it is never redelivered). A dispatch that ends without an answer hands
-// the message back (Nak) for another worker.
+// being run. Otherwise the settler runs it while the worker sends in-progress
+// signals. Answers are published with Nats-Msg-Id wire.MsgID, and the worker
+// waits for their PubAck, retrying transient failures; only then is the
+// message settled, as dispatch.Settler says.
 type Worker struct {
-	js  jetstream.JetStream
-	d   Dispatcher
-	cfg WorkerConfig
-	log *slog.Logger
-	obs WorkerObserver
+	js     jetstream.JetStream
+	settle *dispatch.Settler
+	cfg    WorkerConfig
+	log    *slog.Logger
+	obs    WorkerObserver
 
 	stats    WorkerStats
 	progress *progressKeeper     // sends the in-progress signals of the calls being worked on
 	memory   *semaphore.Weighted // MaxInFlightMemory, weighed out to the calls in flight
-
-	stored *eventlog.Log // TOOLEXEC_EVENTS, read by subject
 
 	mu         sync.Mutex // protects the fields below
 	started    bool
@@ -250,23 +231,34 @@ type Worker struct {
 	done       chan struct{}      // closed when Run returns
 }
 
-// NewWorker returns a worker that feeds calls from js to d. It returns an error
-// matching ErrInvalidConfig if js or d is nil.
-func NewWorker(js jetstream.JetStream, d Dispatcher, cfg WorkerConfig) (*Worker, error) {
+// NewWorker returns a worker that runs the calls it takes from js with r
+// (*dispatch.Dispatcher is one). It returns an error matching
+// ErrInvalidConfig if js or r is nil.
+func NewWorker(js jetstream.JetStream, r dispatch.Runner, cfg WorkerConfig) (*Worker, error) {
 	if js == nil {
 		return nil, invalidConfig("worker: a JetStream context is required")
 	}
-	if d == nil {
-		return nil, invalidConfig("worker: a Dispatcher is required")
+	if r == nil {
+		return nil, invalidConfig("worker: a dispatch.Runner is required")
 	}
 	cfg = cfg.withDefaults()
-	return &Worker{
-		js: js, d: d, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
+	w := &Worker{
+		js: js, cfg: cfg, log: cfg.Logger, obs: cfg.Observer,
 		progress: newProgressKeeper(cfg.InProgressEvery, cfg.Logger),
 		memory:   semaphore.NewWeighted(cfg.MaxInFlightMemory),
-		stored:   eventlog.New(js),
 		done:     make(chan struct{}),
-	}, nil
+	}
+	mode := wire.Structured
+	if cfg.BinaryAnswers {
+		mode = wire.Binary
+	}
+	answers := &answerStream{js: js, stored: eventlog.New(js), source: cfg.Source, mode: mode, log: cfg.Logger, retried: func() {
+		w.stats.PublishRetries.Add(1)
+		w.obs.AnswerPublishRetried()
+	}}
+	relayed := &relaying{r: r, nc: js.Conn(), log: cfg.Logger, lim: cfg.Relay, source: cfg.Source}
+	w.settle = dispatch.NewSettler(relayed, answers, cfg.Logger)
+	return w, nil
 }
 
 // Stats returns the worker's counters.
@@ -318,7 +310,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	err := w.consume(pctx, hctx, cc)
 	// Acks and hand-backs are not waited for: send what is buffered before the
 	// caller closes the connection.
-	if ferr := w.js.Conn().FlushTimeout(ackTimeout); ferr != nil && err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+	if ferr := w.js.Conn().FlushTimeout(flushTimeout); ferr != nil && err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
 		w.log.Warn("flushing the last acknowledgements failed; their calls will be redelivered and answered from their records", "error", ferr)
 	}
 	return err
@@ -543,8 +535,9 @@ func (w *Worker) pullFailed(ctx context.Context, err error, failures int, cc Con
 // consumer again after a failed pull.
 const recreateAttempt = time.Second
 
-// handle takes one delivered message to its end: acknowledged after its answer
-// is stored, terminated after a rejection is stored, or handed back.
+// handle takes one delivered message to its end: a call is settled by the
+// settler, a rejection the worker made too; a message that cannot be answered
+// is terminated, and one the worker cannot start on is handed back.
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	w.stats.Received.Add(1)
 	delivery := 0
@@ -574,79 +567,30 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		if err := m.TermWithReason(in.unaddressable); err != nil {
 			w.log.Warn("terminating a message failed", "subject", in.subject, "error", err)
 		}
-		return
 	case in.rejected != nil:
 		w.stats.Rejected.Add(1)
 		a := *in.rejected
 		w.obs.MessageRejected(a.Code)
-		ctx := withTraceParent(ctx, a.TraceParent)
-		w.log.InfoContext(ctx, "call rejected", "tenant", a.Tenant, "tool", a.Tool, "call_id", a.CallID, "code", a.Code, "field", a.Field)
-		w.answer(ctx, m, a)
-		return
+		w.log.InfoContext(withTraceParent(ctx, a.TraceParent), "call rejected", "tenant", a.Tenant, "tool", a.Tool, "call_id", a.CallID,
+			"code", a.Code, "field", a.Field)
+		w.count(w.settle.Answer(ctx, a, msgDelivery{m}))
+	default:
+		in.call.Delivery = delivery
+		w.count(w.settle.Settle(ctx, in.call, msgDelivery{m}))
 	}
-
-	in.call.Delivery = delivery
-	if (delivery > 1 || in.call.Repeat) && w.answeredBefore(ctx, in.call) {
-		// An earlier delivery's answer is stored (its acknowledgement was lost or
-		// late), or that of an earlier publication of the same call (a copy sent
-		// again, an id the caller chose), which the caller reads from the stream.
-		// Running the call again could contradict it: an answer saying nothing
-		// ran, given while the store was away, is not in the record.
-		w.stats.AlreadyAnswered.Add(1)
-		ctx := withTraceParent(ctx, in.call.TraceParent)
-		w.log.InfoContext(ctx, "a call delivered or sent again was answered before; acknowledged without running it",
-			"tenant", in.call.Tenant, "tool", in.call.Tool, "call_id", in.call.CallID, "delivery", delivery, "repeat", in.call.Repeat)
-		if err := m.Ack(); err != nil {
-			w.log.Warn("acknowledging an answered call failed", "call_id", in.call.CallID, "error", err)
-		}
-		return
-	}
-	dctx, callSpan := dispatch.WithCallSpan(ctx)
-	rl := newRelay(w.js.Conn(), w.log, w.cfg.Relay, w.cfg.Source, in.call)
-	a, err := w.d.Dispatch(tool.WithCaller(dctx, rl), in.call)
-	rl.close()
-	// The lines logged from here on name the call's span, as the dispatcher's do.
-	if sc := callSpan(); sc.IsValid() {
-		ctx = trace.ContextWithSpanContext(ctx, sc)
-	} else {
-		ctx = withTraceParent(ctx, in.call.TraceParent)
-	}
-	if err != nil {
-		if errors.Is(err, dispatch.ErrHandBack) {
-			w.handBack(m, "the dispatch ended before an answer")
-			return
-		}
-		w.log.ErrorContext(ctx, "dispatch failed without an answer", "tenant", in.call.Tenant, "tool", in.call.Tool,
-			"call_id", in.call.CallID, "error", err)
-		w.stats.HandedBack.Add(1)
-		w.obs.CallHandedBack()
-		if err := m.NakWithDelay(time.Second); err != nil {
-			w.log.WarnContext(ctx, "handing a message back failed", "error", err)
-		}
-		return
-	}
-	w.answer(ctx, m, a)
 }
 
-// answeredBefore reports whether an answer to c is stored in TOOLEXEC_EVENTS
-// (one message get, by the answer subject of c's tenant, tool and call id,
-// whatever the run: those three name a call). When it cannot tell — a
-// malformed token, JetStream not answering — it says no, and the call is
-// dispatched as any other.
-func (w *Worker) answeredBefore(ctx context.Context, c events.Call) bool {
-	for _, v := range []string{c.Tenant, c.Tool, c.CallID} {
-		if !events.ValidToken(v) {
-			return false
-		}
+// count adds how a message was settled to the worker's counters.
+func (w *Worker) count(s dispatch.Settlement) {
+	switch s {
+	case dispatch.Answered:
+		w.stats.Answered.Add(1)
+	case dispatch.AnsweredBefore:
+		w.stats.AlreadyAnswered.Add(1)
+	case dispatch.HandedBack:
+		w.stats.HandedBack.Add(1)
+		w.obs.CallHandedBack()
 	}
-	_, err := w.stored.First(ctx, wire.AnswerFilter(c.Tenant, c.Tool, "*", c.CallID))
-	switch {
-	case err == nil:
-		return true
-	case !errors.Is(err, jetstream.ErrMsgNotFound):
-		w.log.Warn("looking for an earlier answer failed", "call_id", c.CallID, "error", err)
-	}
-	return false
 }
 
 // weigh returns the share of MaxInFlightMemory a call whose message is size
@@ -657,95 +601,7 @@ func (w *Worker) weigh(size int) int64 {
 	return min(CallMemory(size, w.cfg.MaxValues), w.cfg.MaxInFlightMemory)
 }
 
-// answer publishes a and settles m: terminated for a rejection, acknowledged
-// otherwise, handed back when the answer could not be stored.
-func (w *Worker) answer(ctx context.Context, m jetstream.Msg, a events.Answer) {
-	if err := w.publish(ctx, a); err != nil {
-		if errors.Is(err, errPermanent) {
-			// Retrying will not help (the answer is larger than the server accepts,
-			// or the connection is closed). The record, where there is one, still
-			// answers a call published again.
-			w.log.ErrorContext(ctx, "the answer cannot be published; terminating the call", "tenant", a.Tenant, "tool", a.Tool,
-				"call_id", a.CallID, "kind", a.Kind, "error", err)
-			if err := m.TermWithReason("answer cannot be published"); err != nil {
-				w.log.WarnContext(ctx, "terminating a message failed", "error", err)
-			}
-			return
-		}
-		w.handBack(m, "the answer was not stored")
-		return
-	}
-	w.stats.Answered.Add(1)
-	w.logAnswer(ctx, a)
-	if a.Kind == events.KindRejected {
-		if err := m.TermWithReason("rejected: " + string(a.Code)); err != nil {
-			w.log.WarnContext(ctx, "terminating a rejected call failed; it will be answered again from its redelivery",
-				"call_id", a.CallID, "error", err)
-		}
-		return
-	}
-	w.ack(ctx, m, a)
-}
-
-// ackAttempts bounds the tries of a confirmed acknowledgement.
-const ackAttempts = 3
-
-// ack acknowledges m, answered by a. Most acknowledgements are not confirmed:
-// a lost one only means a redelivery, which the record answers (and whose
-// answer JetStream drops as a duplicate), and waiting for the server's reply
-// would hold the call's goroutine for a round trip on every call. An
-// indeterminate answer whose body was not entered is the exception: no record
-// holds its key, so a redelivery would run the call and contradict the answer
-// already given; its acknowledgement is confirmed, and tried again when the
-// reply does not come.
-func (w *Worker) ack(ctx context.Context, m jetstream.Msg, a events.Answer) {
-	if a.Kind != events.KindIndeterminate || a.BodyEntered {
-		if err := m.Ack(); err != nil {
-			w.log.WarnContext(ctx, "acknowledging an answered call failed; it will be redelivered and answered from its record",
-				"tenant", a.Tenant, "call_id", a.CallID, "error", err)
-		}
-		return
-	}
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, ackTimeout)
-		err := m.DoubleAck(actx)
-		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-			return
-		}
-		if attempt == ackAttempts || ctx.Err() != nil || errors.Is(err, nats.ErrConnectionClosed) {
-			w.log.WarnContext(ctx, "acknowledging an indeterminate call failed; a redelivery will run it again",
-				"tenant", a.Tenant, "call_id", a.CallID, "attempts", attempt, "error", err)
-			return
-		}
-		backoff.Sleep(ctx, retryBackoff.Delay(attempt))
-	}
-}
-
-// logAnswer logs a stored answer: its addressing, kind, reason and key, never
-// its arguments or outcome.
-func (w *Worker) logAnswer(ctx context.Context, a events.Answer) {
-	level, msg := slog.LevelDebug, "call answered"
-	if a.Kind == events.KindIndeterminate {
-		level, msg = slog.LevelInfo, "call indeterminate: its key waits for an operator's resolution"
-	}
-	if !w.log.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{slog.String("tenant", a.Tenant), slog.String("tool", a.Tool), slog.String("run_id", a.RunID),
-		slog.String("call_id", a.CallID), slog.String("kind", string(a.Kind))}
-	if a.Reason != "" {
-		attrs = append(attrs, slog.String("reason", string(a.Reason)), slog.Bool("body_entered", a.BodyEntered))
-	}
-	if a.Code != "" {
-		attrs = append(attrs, slog.String("code", string(a.Code)))
-	}
-	if a.Key != "" {
-		attrs = append(attrs, slog.String("key", a.Key))
-	}
-	w.log.LogAttrs(ctx, level, msg, attrs...)
-}
-
+// handBack hands back a message the worker does not start on, for why.
 func (w *Worker) handBack(m jetstream.Msg, why string) {
 	w.stats.HandedBack.Add(1)
 	w.obs.CallHandedBack()
@@ -754,73 +610,8 @@ func (w *Worker) handBack(m jetstream.Msg, why string) {
 	}
 }
 
-// errPermanent marks a publication that retrying cannot help.
-var errPermanent = errors.New("permanent publish failure")
-
-// publish stores a in TOOLEXEC_EVENTS and waits for the PubAck, retrying
-// transient failures with backoff until ctx ends. A try stops waiting when its
-// connection is lost, since its PubAck would be routed to the lost connection,
-// and is made again on the next one (the answer's message id makes a second
-// copy a duplicate).
-func (w *Worker) publish(ctx context.Context, a events.Answer) error {
-	mode := wire.Structured
-	if w.cfg.BinaryAnswers {
-		mode = wire.Binary
-	}
-	a.Error = capError(a.Error)
-	// The message carries the answer's message id, which makes a second copy
-	// a duplicate, and expects the events stream.
-	msg, err := wire.AnswerMsg(a, w.cfg.Source, mode)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errPermanent, err)
-	}
-	for attempt := 1; ; attempt++ {
-		pctx, cancel := connloss.Attempt(ctx, w.js.Conn(), publishAttemptTimeout)
-		ack, err := w.js.PublishMsg(pctx, msg)
-		cancel()
-		if err == nil {
-			if ack.Duplicate {
-				w.log.DebugContext(ctx, "answer already stored", "tenant", a.Tenant, "call_id", a.CallID, "kind", a.Kind)
-			}
-			return nil
-		}
-		if retry.Permanent(err) {
-			return fmt.Errorf("%w: %w", errPermanent, err)
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
-		}
-		w.stats.PublishRetries.Add(1)
-		w.obs.AnswerPublishRetried()
-		w.log.WarnContext(ctx, "publishing an answer failed; retrying", "tenant", a.Tenant, "call_id", a.CallID,
-			"attempt", attempt, "error", err)
-		if !backoff.Sleep(ctx, retryBackoff.Delay(attempt)) {
-			return fmt.Errorf("bus: publishing answer: %w", ctx.Err())
-		}
-	}
-}
-
-// MaxErrorBytes bounds the error text of a published answer. A longer one (a
-// tool's error quoting a whole response, an SDK message quoting a hostile
-// attribute) is cut, on a character boundary, and marked as cut, so that the
-// answer still fits in a message.
-const MaxErrorBytes = 8 << 10
-
-const cutMark = " [truncated]"
-
-func capError(s string) string {
-	if len(s) <= MaxErrorBytes {
-		return s
-	}
-	n := MaxErrorBytes - len(cutMark)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + cutMark
-}
-
 // withTraceParent returns ctx with the span context of traceparent, when it
-// is a valid one, for log lines about a call the dispatcher made no span for.
+// is a valid one, for the log line about a message the worker rejected.
 func withTraceParent(ctx context.Context, traceparent string) context.Context {
 	if traceparent == "" {
 		return ctx

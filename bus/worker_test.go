@@ -14,6 +14,7 @@ import (
 
 	"github.com/tesserix/toolexec/bus"
 	"github.com/tesserix/toolexec/bus/wire"
+	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
@@ -62,10 +63,10 @@ func TestShutdownBeforeRun(t *testing.T) {
 }
 
 // nil2 returns a dispatcher that must never be called.
-func nil2(t *testing.T, _ *harness) bus.Dispatcher {
-	return dispatcherFunc(func(context.Context) (events.Answer, error) {
+func nil2(t *testing.T, _ *harness) dispatch.Runner {
+	return runnerFunc(func(context.Context) (dispatch.Result, error) {
 		t.Error("dispatcher called")
-		return events.Answer{}, errBoom
+		return dispatch.Result{}, errBoom
 	})
 }
 
@@ -220,15 +221,15 @@ func TestDispatchWithoutAnswerIsHandedBack(t *testing.T) {
 	)
 	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", "", func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "ok", nil
-	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
+	})), bus.WorkerConfig{}, 0, func(d dispatch.Runner) dispatch.Runner {
+		return callRunnerFunc(func(ctx context.Context, c events.Call) (dispatch.Result, error) {
 			mu.Lock()
 			deliveries = append(deliveries, c.Delivery)
 			mu.Unlock()
 			if calls.Add(1) == 1 {
-				return events.Answer{}, errNoAnswer
+				return dispatch.Result{}, errNoAnswer
 			}
-			return d.Dispatch(ctx, c)
+			return d.Run(ctx, c)
 		})
 	})
 	a, err := h.client.Call(ctxT(t), call("book", "r1", "nak-1", `{"flight":"A"}`))
@@ -353,13 +354,13 @@ func TestRedeliveryOfAnAnsweredCall(t *testing.T) {
 		Reason: events.ReasonStoreUnavailable, Key: strings.Repeat("a", 64), Time: time.Now()}
 	wk := h.startWorkerWith(t, registry(t, bookTool(t, "book", tool.Effectful, func(context.Context, tool.Context, json.RawMessage) (string, error) {
 		return "booked", nil
-	})), bus.WorkerConfig{}, 0, func(d bus.Dispatcher) bus.Dispatcher {
-		return dispatcherFuncCall(func(ctx context.Context, c events.Call) (events.Answer, error) {
+	})), bus.WorkerConfig{}, 0, func(d dispatch.Runner) dispatch.Runner {
+		return callRunnerFunc(func(ctx context.Context, c events.Call) (dispatch.Result, error) {
 			dispatched.Add(1)
 			// The first delivery's answer is stored, but the delivery is handed
 			// back as if its acknowledgement had been lost.
 			storeAnswer(t, h.js, stored, wire.Structured)
-			return events.Answer{}, errNoAnswer
+			return dispatch.Result{}, errNoAnswer
 		})
 	})
 	a, err := h.client.Call(ctxT(t), c)

@@ -154,6 +154,14 @@ const (
 // it runs out and the key's next call is answered holder_lost although nothing
 // happened. Only a Claim's lost answer is settled, never a TakeOver's: a claim
 // taken over may have run its body before.
+//
+// A store that can still tell, before Claim returns, that a write whose
+// answer was lost is its own returns it granted, and the call runs: only the
+// store can turn a record back into a lease. What is left to settle here is
+// what Claim gave up on (an error, the call already answered
+// store_unavailable): only the dispatcher knows whether a call of its own may
+// run under a claim in its name, and the store may answer again only long
+// after the call was answered.
 func (r *run) settleLater() {
 	w, ok := r.d.store.(kvstore.Withdrawer)
 	if !ok {

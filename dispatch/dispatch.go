@@ -159,8 +159,26 @@ func (d *Dispatcher) Stats() *Stats { return &d.stats }
 // and nothing irreversible had happened; the caller should then hand the call back
 // to be tried again.
 func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer, error) {
-	res, err := d.dispatch(ctx, c)
-	return res.answer, err
+	res, err := d.Run(ctx, c)
+	return res.Answer, err
+}
+
+// Run is Dispatch, and also returns the span context of the call's span (see
+// [Result]), with the error as well as with the answer. It implements
+// [Runner].
+func (d *Dispatcher) Run(ctx context.Context, c events.Call) (Result, error) {
+	v, span, err := d.dispatch(ctx, c)
+	return Result{Answer: v.answer, Span: span}, err
+}
+
+// Result is what running a call came to.
+type Result struct {
+	// Answer is the call's answer; zero when the run ended without one.
+	Answer events.Answer
+	// Span is the span context of the call's span (SpanCall), for the log
+	// lines written about the call once it has run; not valid when the
+	// dispatcher makes no spans.
+	Span trace.SpanContext
 }
 
 // Call runs c and returns its outcome (for completed and deduplicated answers) or
@@ -168,31 +186,33 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c events.Call) (events.Answer
 // there was one: errors.As finds *events.IndeterminateOutcomeError,
 // *events.FailedError or *events.RejectedError.
 func (d *Dispatcher) Call(ctx context.Context, c events.Call) (string, error) {
-	res, err := d.dispatch(ctx, c)
+	v, _, err := d.dispatch(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	err = res.answer.Err()
+	err = v.answer.Err()
 	switch e := err.(type) {
 	case *events.IndeterminateOutcomeError:
-		e.Err = res.cause
+		e.Err = v.cause
 	case *events.FailedError:
-		e.Err = res.cause
+		e.Err = v.cause
 	}
 	if err != nil {
 		return "", err
 	}
-	return res.answer.Outcome, nil
+	return v.answer.Outcome, nil
 }
 
-// answered is where a call's way ended: its answer, and the body's own error
+// verdict is where a call's way ended: its answer, and the body's own error
 // behind a failed or indeterminate answer, which Call wraps in its error.
-type answered struct {
+type verdict struct {
 	answer events.Answer
 	cause  error
 }
 
-func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (answered, error) {
+// dispatch runs c to its verdict, in the call's span, whose span context it
+// returns.
+func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (verdict, trace.SpanContext, error) {
 	start := time.Now()
 	label := ""
 	if _, err := d.tools.Get(c.Tool); err == nil || errors.Is(err, tool.ErrToolConflict) || errors.Is(err, tool.ErrUnavailable) {
@@ -200,21 +220,18 @@ func (d *Dispatcher) dispatch(ctx context.Context, c events.Call) (answered, err
 	}
 	d.obs.CallStarted(label)
 	ctx, span := d.startCall(ctx, c)
-	if rec, ok := ctx.Value(callSpanKey{}).(*trace.SpanContext); ok {
-		*rec = span.SpanContext()
-	}
-	r := &run{d: d, call: c, label: label, logCtx: logContext(ctx, c), base: events.Answer{
+	r := &run{d: d, call: c, label: label, logCtx: logContext(ctx, c.TraceParent), base: events.Answer{
 		Tenant: c.Tenant, RunID: c.RunID, CallID: c.CallID, Tool: c.Tool, TraceParent: c.TraceParent,
 	}}
-	res, err := r.do(ctx)
-	endCall(span, res.answer, err)
+	v, err := r.do(ctx)
+	endCall(span, v.answer, err)
 	if err != nil {
 		d.obs.CallEnded(label, "", "", time.Since(start))
-		return answered{}, err
+		return verdict{}, span.SpanContext(), err
 	}
-	d.count(res.answer.Kind)
-	d.obs.CallEnded(label, res.answer.Kind, res.answer.Reason, time.Since(start))
-	return res, nil
+	d.count(v.answer.Kind)
+	d.obs.CallEnded(label, v.answer.Kind, v.answer.Reason, time.Since(start))
+	return v, span.SpanContext(), nil
 }
 
 func (d *Dispatcher) count(k events.Kind) {
@@ -250,23 +267,23 @@ type run struct {
 // errOutcomeTooLarge marks a body whose outcome exceeds MaxOutcomeBytes.
 var errOutcomeTooLarge = errors.New("outcome too large to record")
 
-func (r *run) do(ctx context.Context) (answered, error) {
+func (r *run) do(ctx context.Context) (verdict, error) {
 	c := r.call
 	for _, f := range []struct{ name, value string }{
 		{"tenant", c.Tenant}, {"run_id", c.RunID}, {"call_id", c.CallID}, {"tool", c.Tool},
 	} {
 		if !events.ValidToken(f.value) {
-			return answered{answer: r.rejected(events.CodeBadToken, fmt.Sprintf("%s %q must match [A-Za-z0-9_-]{1,128}", f.name, f.value))}, nil
+			return verdict{answer: r.rejected(events.CodeBadToken, fmt.Sprintf("%s %q must match [A-Za-z0-9_-]{1,128}", f.name, f.value))}, nil
 		}
 	}
 	t, err := r.d.tools.Get(c.Tool)
 	switch {
 	case errors.Is(err, tool.ErrToolConflict):
-		return answered{answer: r.rejected(events.CodeToolConflict, err.Error())}, nil
+		return verdict{answer: r.rejected(events.CodeToolConflict, err.Error())}, nil
 	case errors.Is(err, tool.ErrUnavailable):
-		return answered{answer: r.rejected(events.CodeUpstreamUnavailable, err.Error())}, nil
+		return verdict{answer: r.rejected(events.CodeUpstreamUnavailable, err.Error())}, nil
 	case err != nil:
-		return answered{answer: r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool))}, nil
+		return verdict{answer: r.rejected(events.CodeUnknownTool, fmt.Sprintf("no tool named %q", c.Tool))}, nil
 	}
 	r.tool = t
 	// One pass over the arguments gives both the canonical form the key is derived
@@ -274,11 +291,11 @@ func (r *run) do(ctx context.Context) (answered, error) {
 	// the caller sent it.
 	args, value, err := r.d.limits.ParseValue(c.Arguments)
 	if err != nil {
-		return answered{answer: r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error())}, nil
+		return verdict{answer: r.rejected(events.Code(idemkey.Code(err)), "arguments: "+err.Error())}, nil
 	}
 	r.args = args
 	if err := t.ValidateValue(value); err != nil {
-		return answered{answer: r.rejected(events.CodeSchemaViolation, err.Error())}, nil
+		return verdict{answer: r.rejected(events.CodeSchemaViolation, err.Error())}, nil
 	}
 
 	pol := t.Policy()
@@ -288,7 +305,7 @@ func (r *run) do(ctx context.Context) (answered, error) {
 	key, err := args.Key(c.Tenant, c.RunID, c.Tool, pol.KeyArguments)
 	if err != nil {
 		if pol.Kind == tool.Effectful {
-			return answered{answer: r.indeterminate(events.ReasonKeyUnderivable, false), cause: err}, nil
+			return verdict{answer: r.indeterminate(events.ReasonKeyUnderivable, false), cause: err}, nil
 		}
 		r.d.stats.Unguarded.Add(1)
 		r.d.obs.RanUnguarded(r.label, events.ReasonKeyUnderivable)
@@ -420,36 +437,36 @@ func (r *run) backoff(ctx context.Context, n int) bool {
 // unguarded runs the body with no claim under the tool's retry policy: tools
 // without a policy, ReadOnly tools, and Idempotent tools whose key could not be
 // derived or whose store could not be reached.
-func (r *run) unguarded(ctx context.Context) (answered, error) {
+func (r *run) unguarded(ctx context.Context) (verdict, error) {
 	attempts := r.tool.Retry().Attempts()
 	for n := 1; ; n++ {
 		at := r.body(ctx, n)
 		if at.err == nil {
-			return answered{answer: r.completed(events.KindCompleted, at.out)}, nil
+			return verdict{answer: r.completed(events.KindCompleted, at.out)}, nil
 		}
 		if unavailable(at.err) {
-			return answered{answer: r.rejected(events.CodeUpstreamUnavailable, at.err.Error()), cause: at.err}, nil
+			return verdict{answer: r.rejected(events.CodeUpstreamUnavailable, at.err.Error()), cause: at.err}, nil
 		}
 		if n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
-			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
+			return verdict{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
 		}
 		if !r.backoff(ctx, n) {
-			return answered{}, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
+			return verdict{}, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
 		}
 	}
 }
 
 // guarded runs an Idempotent or Effectful call under its claim.
-func (r *run) guarded(ctx context.Context) (answered, error) {
+func (r *run) guarded(ctx context.Context) (verdict, error) {
 	pol := r.tool.Policy()
 	attempts := r.tool.Retry().Attempts() // Effectful tools return before retrying
 	for n := 1; ; n++ {
 		lease, final, err := r.acquire(ctx)
 		if err != nil {
-			return answered{}, err
+			return verdict{}, err
 		}
 		if final != nil {
-			return answered{answer: *final}, nil
+			return verdict{answer: *final}, nil
 		}
 		if lease == nil { // the store is away; only Idempotent tools get here
 			r.d.stats.Unguarded.Add(1)
@@ -459,7 +476,7 @@ func (r *run) guarded(ctx context.Context) (answered, error) {
 		at, rn := r.runClaimed(ctx, *lease, n)
 		if at.err == nil {
 			r.record(ctx, rn, at.out)
-			return answered{answer: r.completed(events.KindCompleted, at.out)}, nil
+			return verdict{answer: r.completed(events.KindCompleted, at.out)}, nil
 		}
 		held := rn.stop()
 		if pol.Kind == tool.Effectful && !tool.IsNoEffect(at.err) {
@@ -472,19 +489,19 @@ func (r *run) guarded(ctx context.Context) (answered, error) {
 				// holder_lost. Nothing runs twice either way.
 				r.d.log.ErrorContext(r.logCtx, "marking indeterminate failed", r.logAttrs("error", err)...)
 			}
-			return answered{answer: r.indeterminate(reason, true), cause: at.err}, nil
+			return verdict{answer: r.indeterminate(reason, true), cause: at.err}, nil
 		}
 		if err := r.release(context.WithoutCancel(ctx), held); err != nil {
 			r.d.log.WarnContext(r.logCtx, "releasing claim failed", r.logAttrs("error", err)...)
 		}
 		if unavailable(at.err) {
-			return answered{answer: r.rejected(events.CodeUpstreamUnavailable, at.err.Error()), cause: at.err}, nil
+			return verdict{answer: r.rejected(events.CodeUpstreamUnavailable, at.err.Error()), cause: at.err}, nil
 		}
 		if pol.Kind == tool.Effectful || n >= attempts || errors.Is(at.err, errOutcomeTooLarge) {
-			return answered{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
+			return verdict{answer: r.failed(failureCode(at.err, at.timedOut), at.err), cause: at.err}, nil
 		}
 		if !r.backoff(ctx, n) {
-			return answered{}, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
+			return verdict{}, fmt.Errorf("%w: %w", ErrHandBack, ctx.Err())
 		}
 	}
 }

@@ -28,6 +28,17 @@
 //     unguarded (counted in [Stats]) and stops Effectful ones: indeterminate,
 //     body not entered. A store that is down never reads as permission.
 //
+// # Settling deliveries
+//
+// A queue delivers a call, and may deliver it again. [Settler] takes one
+// delivery to its end by the rules its doc lists: it looks for an earlier
+// answer to a call delivered again, runs the call through a [Runner] (the
+// [Dispatcher]), stores the answer through [Answers], and only then
+// acknowledges, terminates or hands back the [Delivery]. The adapter of a
+// queue (package bus, for NATS JetStream) implements Delivery and Answers
+// and carries out what the Settler decides; the Settler says how it settled
+// each delivery ([Settlement]), for the adapter's counters.
+//
 // # Observing it
 //
 // [Config.Observer] hears of every call, body entry, unguarded run and wait for

@@ -111,26 +111,13 @@ func (d *Dispatcher) startCall(ctx context.Context, c events.Call) (context.Cont
 }
 
 // logContext returns ctx, which holds the call's span if one was started, or
-// else ctx with the span context of the call's traceparent, when it has a
+// else ctx with the span context of the call's traceparent, when it is a
 // valid one: the call's log lines then name the caller's trace.
-func logContext(ctx context.Context, c events.Call) context.Context {
-	if c.TraceParent == "" || trace.SpanContextFromContext(ctx).IsValid() {
+func logContext(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" || trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
-	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": c.TraceParent})
-}
-
-// callSpanKey is the context key of WithCallSpan's record.
-type callSpanKey struct{}
-
-// WithCallSpan returns a context for Dispatch in which Dispatch leaves the
-// span context of the call's span, and a function that returns it once
-// Dispatch has returned: invalid when the dispatcher makes no spans. A caller
-// logs its own lines about the call with it (trace.ContextWithSpanContext),
-// so that they name the same span as the dispatcher's.
-func WithCallSpan(ctx context.Context) (context.Context, func() trace.SpanContext) {
-	rec := new(trace.SpanContext)
-	return context.WithValue(ctx, callSpanKey{}, rec), func() trace.SpanContext { return *rec }
+	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
 // endCall records the answer on the call's span and ends it.
