@@ -18,6 +18,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/dispatch"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
 	"github.com/tesserix/toolexec/tool"
@@ -206,7 +207,11 @@ func NewExecutor(ctx context.Context, nc *nats.Conn, cfg ExecutorConfig) (*Execu
 		e.drain = DefaultDrainTimeout
 	}
 	if e.store == nil {
-		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.Replicas, Retention: cfg.Retention})
+		var s *natsstore.Store
+		err := retry.Setup(ctx, retry.SetupAttempt, func(ctx context.Context) (err error) {
+			s, err = natsstore.New(ctx, js, natsstore.Config{Replicas: cfg.Replicas, Retention: cfg.Retention})
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("toolexec: the idempotency store: %w", err)
 		}

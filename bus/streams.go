@@ -193,7 +193,7 @@ func HasLegacyCallStream(ctx context.Context, js jetstream.JetStream) (bool, err
 
 // setupAttempt bounds one try of a request that creates or updates a stream or
 // the consumer (see retry.Setup). A variable so that tests can shorten it.
-var setupAttempt = 5 * time.Second
+var setupAttempt = retry.SetupAttempt
 
 // ConsumerConfig shapes the durable pull consumer all executors share on the
 // calls stream. Every executor should use the same values: each one creates or

@@ -22,6 +22,11 @@ func Permanent(err error) bool {
 		errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrHeadersNotSupported)
 }
 
+// SetupAttempt is the bound of one try of a setup request that the module's
+// callers of [Setup] give: long enough for a loaded server, short enough that
+// a lost reply costs a try and not a caller's deadline.
+const SetupAttempt = 5 * time.Second
+
 // Setup runs op, a JetStream API request that is safe to repeat (creating or
 // updating a stream, a consumer or a bucket), giving each try at most attempt
 // of ctx's time. It tries again, after a short pause, when a try ran out of its

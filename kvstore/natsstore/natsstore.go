@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -43,11 +42,6 @@ const recheckAfter = 50 * time.Millisecond
 // safetyRecheck is the longest a Wait goes without asking the stream leader,
 // whatever its watch says or fails to say.
 const safetyRecheck = 2 * time.Second
-
-// setupAttempt bounds one try of New's requests; a reply lost while a new
-// cluster's routes form costs a try, not the caller's whole deadline. A
-// variable so that tests can shorten it.
-var setupAttempt = 5 * time.Second
 
 var bucketRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
@@ -108,9 +102,11 @@ var (
 
 // New creates the bucket described by cfg, or updates it if it exists, and
 // returns a store on it. It returns an error wrapping kvstore.ErrUnavailable
-// when JetStream cannot be reached, and kvstore.ErrInvalid for a bad cfg. A
-// request whose reply is lost, or that JetStream cannot serve yet, is tried
-// again until ctx ends.
+// when JetStream cannot be reached (or its reply did not come before ctx
+// ended), and kvstore.ErrInvalid for a bad cfg. It makes two JetStream API
+// requests, each safe to repeat: a caller that may meet a cluster still
+// forming calls New again, each time with a deadline of its own, while the
+// error matches kvstore.ErrUnavailable (the executor does so).
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
 		cfg.Bucket = DefaultBucket
@@ -133,27 +129,19 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Store, error
 	case cfg.MaxValueSize < 0:
 		return nil, fmt.Errorf("natsstore: max value size %d: %w", cfg.MaxValueSize, kvstore.ErrInvalid)
 	}
-	var kv jetstream.KeyValue
-	err := retry.Setup(ctx, setupAttempt, func(ctx context.Context) (err error) {
-		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:       cfg.Bucket,
-			Description:  "toolexec idempotency records",
-			History:      1,
-			TTL:          cfg.Retention,
-			Storage:      cfg.Storage,
-			Replicas:     cfg.Replicas,
-			MaxValueSize: cfg.MaxValueSize,
-		})
-		return err
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       cfg.Bucket,
+		Description:  "toolexec idempotency records",
+		History:      1,
+		TTL:          cfg.Retention,
+		Storage:      cfg.Storage,
+		Replicas:     cfg.Replicas,
+		MaxValueSize: cfg.MaxValueSize,
 	})
 	if err != nil {
 		return nil, setupError("create bucket "+cfg.Bucket, err)
 	}
-	var stream jetstream.Stream
-	err = retry.Setup(ctx, setupAttempt, func(ctx context.Context) (err error) {
-		stream, err = js.Stream(ctx, "KV_"+cfg.Bucket)
-		return err
-	})
+	stream, err := js.Stream(ctx, "KV_"+cfg.Bucket)
 	if err != nil {
 		return nil, setupError("look up stream of bucket "+cfg.Bucket, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 	"github.com/tesserix/toolexec/internal/testkit/wait"
 	"github.com/tesserix/toolexec/kvstore"
@@ -99,19 +100,27 @@ func TestNewUnreachable(t *testing.T) {
 }
 
 // TestNewSurvivesLostReplies: the first reply to each of New's requests is
-// dropped after the request took effect; New tries again within its deadline.
-// (Not parallel: it shortens a package-wide bound.)
+// dropped after the request took effect. One New gives up with ErrUnavailable
+// when its deadline passes; New called again under retry.Setup, as the
+// executor calls it, succeeds within the caller's deadline.
 func TestNewSurvivesLostReplies(t *testing.T) {
-	old := setupAttempt
-	setupAttempt = 300 * time.Millisecond
-	t.Cleanup(func() { setupAttempt = old })
 	nc, js := connectTo(t, []*server.Server{single})
 	lossy := natstest.NewLossyAPI(t, nc)
 	bucket := uniqueBucket()
 	t.Cleanup(func() { _ = js.DeleteKeyValue(context.Background(), bucket) })
+	short, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+	_, err := New(short, lossy, Config{Bucket: bucket})
+	cancel()
+	if !errors.Is(err, kvstore.ErrUnavailable) {
+		t.Fatalf("New whose reply was lost = %v, want ErrUnavailable", err)
+	}
 	start := time.Now()
-	if _, err := New(testCtx(t), lossy, Config{Bucket: bucket}); err != nil {
-		t.Fatalf("New with lost replies: %v", err)
+	err = retry.Setup(testCtx(t), 300*time.Millisecond, func(ctx context.Context) (err error) {
+		_, err = New(ctx, lossy, Config{Bucket: bucket})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("New under retry.Setup with lost replies: %v", err)
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("New took %v", d)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
 
+	"github.com/tesserix/toolexec/internal/retry"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/kvstore/memstore"
 	"github.com/tesserix/toolexec/kvstore/natsstore"
@@ -243,7 +244,7 @@ func (f *Flags) Open(ctx context.Context, js jetstream.JetStream, replicas int, 
 			}
 			return s, func() { _ = s.Close() }, nil
 		}
-		s, err := natsstore.New(ctx, js, natsstore.Config{Replicas: replicas, Retention: f.Retention})
+		s, err := newNATSStore(ctx, js, natsstore.Config{Replicas: replicas, Retention: f.Retention})
 		if err != nil {
 			return nil, nil, fmt.Errorf("jetstream store: %w", err)
 		}
@@ -326,7 +327,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream) (kvstore.Store, err
 		return nil, fmt.Errorf("reading the KV bucket %s: %w", natsstore.DefaultBucket, err)
 	}
 	c := st.Config()
-	s, err := natsstore.New(ctx, js, natsstore.Config{
+	s, err := newNATSStore(ctx, js, natsstore.Config{
 		Bucket: c.Bucket, Replicas: c.Replicas, Retention: c.TTL, Storage: c.Storage,
 		MaxValueSize: max(c.MaxValueSize, 0), // the bucket says -1 for no limit; the store, 0
 	})
@@ -334,4 +335,15 @@ func openBucket(ctx context.Context, js jetstream.JetStream) (kvstore.Store, err
 		return nil, err
 	}
 	return s, nil
+}
+
+// newNATSStore opens the JetStream store, trying its setup requests again
+// while a reply is lost or JetStream is not ready yet (see retry.Setup).
+func newNATSStore(ctx context.Context, js jetstream.JetStream, cfg natsstore.Config) (*natsstore.Store, error) {
+	var s *natsstore.Store
+	err := retry.Setup(ctx, retry.SetupAttempt, func(ctx context.Context) (err error) {
+		s, err = natsstore.New(ctx, js, cfg)
+		return err
+	})
+	return s, err
 }
