@@ -16,6 +16,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/internal/accountcheck"
+	"github.com/tesserix/toolexec/internal/jsapi"
 )
 
 // Defaults of [HistoryConfig].
@@ -114,7 +115,7 @@ func ServeHistory(js jetstream.JetStream, cfg HistoryConfig) (*HistoryService, e
 	}
 	nc := js.Conn()
 	s := &HistoryService{
-		js: js, nc: nc, cfg: cfg, log: cfg.Logger, api: apiPrefix(js),
+		js: js, nc: nc, cfg: cfg, log: cfg.Logger, api: jsapi.APIPrefix(js),
 		maxBytes: max(int(nc.MaxPayload())-historyReserve, historyReserve),
 		sem:      make(chan struct{}, cfg.Concurrency),
 		account:  accountcheck.New(cfg.AdminAccount, "history", cfg.Logger),
@@ -140,18 +141,6 @@ func (s *HistoryService) unsubscribe() {
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
-}
-
-// apiPrefix returns the subject prefix of js's JetStream API requests.
-func apiPrefix(js jetstream.JetStream) string {
-	o := js.Options()
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	}
-	return jetstream.DefaultAPIPrefix
 }
 
 // Close stops answering: requests being answered finish, those still waiting

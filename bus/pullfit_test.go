@@ -15,12 +15,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus/wire"
-	"github.com/tesserix/toolexec/internal/jspull"
+	"github.com/tesserix/toolexec/internal/jsapi"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
 // The tests in this file hold the pullers a worker could use to what the
-// worker needs of one (issue 33, point 3): the hand-written pull of internal/jspull
+// worker needs of one (issue 33, point 3): the hand-written pull of internal/jsapi
 // and jetstream's Consume, Messages and Fetch, each with the options that come
 // closest. Each test measures one property for every candidate, logs the
 // numbers, and asserts only what is deterministic. docs/notes-jetstream-pull.md
@@ -122,14 +122,14 @@ func consumeOpts(n int, expiry time.Duration) []jetstream.PullConsumeOpt {
 // libHeartbeat is the hand-written pull's heartbeat for expiry, raised to the
 // 500 ms jetstream accepts at least.
 func libHeartbeat(expiry time.Duration) time.Duration {
-	return max(expiry/jspull.HeartbeatsPerPull, 500*time.Millisecond)
+	return max(expiry/jsapi.HeartbeatsPerPull, 500*time.Millisecond)
 }
 
 func messagesOpts(n int, expiry time.Duration) []jetstream.PullMessagesOpt {
 	return []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(n), jetstream.PullExpiry(expiry), jetstream.PullHeartbeat(libHeartbeat(expiry))}
 }
 
-// startHandWritten runs the puller of internal/jspull in the shape of Worker.consume:
+// startHandWritten runs the puller of internal/jsapi in the shape of Worker.consume:
 // c goroutines, pulls that ask for as many calls as goroutines are free, at
 // most maxPulls outstanding, a new set of pulls after a reconnection; a
 // stopped run hands back what its pulls still deliver.
@@ -637,7 +637,7 @@ func pullRelay(t *testing.T, nc *nats.Conn, prefix string) *atomic.Int64 {
 // call published at once within a few heartbeats.
 func TestPullFitLostPull(t *testing.T) {
 	const expiry = 2 * time.Second
-	hb := expiry / jspull.HeartbeatsPerPull
+	hb := expiry / jsapi.HeartbeatsPerPull
 	for _, cand := range fitCandidates()[:5] {
 		t.Run(cand.name+"/lost", func(t *testing.T) {
 			b := newFitBench(t, 20*time.Second)

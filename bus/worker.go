@@ -19,7 +19,7 @@ import (
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/eventlog"
-	"github.com/tesserix/toolexec/internal/jspull"
+	"github.com/tesserix/toolexec/internal/jsapi"
 )
 
 // Defaults for [WorkerConfig].
@@ -361,7 +361,7 @@ type pullEnd struct {
 // (each free goroutine is a token in slots), so every delivered call starts
 // at once and is kept in progress from its delivery on: none waits in the
 // client, unstarted, while its ack wait runs out. A pull is listened to until
-// JetStream ends it (see internal/jspull), so no call delivered into it is
+// JetStream ends it (see internal/jsapi), so no call delivered into it is
 // dropped.
 func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 	work := make(chan jetstream.Msg)
@@ -417,17 +417,17 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 			if e.err == nil || e.got > 0 {
 				failures = 0
 			}
-			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, jspull.ErrLost) {
+			if e.err == nil || pctx.Err() != nil || errors.Is(e.err, jsapi.ErrLost) {
 				continue
 			}
-			if errors.Is(e.err, jspull.ErrSilent) {
+			if errors.Is(e.err, jsapi.ErrSilent) {
 				w.log.Warn(
 					"a pull heard no heartbeat from JetStream; it was given up (the consumer's leader may have gone), and calls it may still deliver "+
 						"will return after their ack wait",
 					"pull_wait", w.cfg.PullWait)
 				continue
 			}
-			if errors.Is(e.err, jspull.ErrGivenUp) {
+			if errors.Is(e.err, jsapi.ErrGivenUp) {
 				w.log.Warn(
 					"JetStream did not end a pull within PullWait of its expiry; it was given up, and calls it may still deliver will return after "+
 						"their ack wait",
@@ -475,7 +475,7 @@ func (w *Worker) consume(pctx, hctx context.Context, cc ConsumerConfig) error {
 // deliver hands the calls of one pull to the goroutines reading work, or back
 // to JetStream once pctx has ended, and returns how many it handed over and
 // why the pull ended.
-func (w *Worker) deliver(pctx context.Context, pl *jspull.Pull, work chan<- jetstream.Msg) pullEnd {
+func (w *Worker) deliver(pctx context.Context, pl *jsapi.Pull, work chan<- jetstream.Msg) pullEnd {
 	got := 0
 	for {
 		m, err := pl.Next(pctx)
@@ -492,14 +492,8 @@ func (w *Worker) deliver(pctx context.Context, pl *jspull.Pull, work chan<- jets
 }
 
 // newPuller returns the puller of a worker's pulls on the consumer of stream.
-func newPuller(js jetstream.JetStream, stream, consumer string, expires time.Duration) *jspull.Puller {
-	return jspull.New(js.Conn(), pullSubject(js, stream, consumer), expires)
-}
-
-// pullSubject is the consumer's CONSUMER.MSG.NEXT subject under the API prefix
-// of js, domain included.
-func pullSubject(js jetstream.JetStream, stream, consumer string) string {
-	return apiPrefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+func newPuller(js jetstream.JetStream, stream, consumer string, expires time.Duration) *jsapi.Puller {
+	return jsapi.New(js.Conn(), jsapi.NextSubject(js, stream, consumer), expires)
 }
 
 // release puts n tokens back in slots.

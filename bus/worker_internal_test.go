@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tesserix/toolexec/bus/wire"
-	"github.com/tesserix/toolexec/internal/jspull"
+	"github.com/tesserix/toolexec/internal/jsapi"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
 )
 
@@ -134,41 +134,11 @@ func TestPullFailedFindsTheConsumerSoon(t *testing.T) {
 
 // pullOne asks p for one call and returns it, or nil and why the pull ended
 // without it.
-func pullOne(t *testing.T, ctx context.Context, p *jspull.Puller) (jetstream.Msg, error) {
+func pullOne(t *testing.T, ctx context.Context, p *jsapi.Puller) (jetstream.Msg, error) {
 	t.Helper()
 	pl, err := p.Start(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pl.Next(ctx)
-}
-
-// TestPullSubject: pulls go to the consumer's CONSUMER.MSG.NEXT subject under
-// the API prefix of the worker's JetStream context, domain included.
-func TestPullSubject(t *testing.T) {
-	nc := natstest.Connect(t, natstest.Start(t))
-	withPrefix := func(p string) func() (jetstream.JetStream, error) {
-		return func() (jetstream.JetStream, error) { return jetstream.NewWithAPIPrefix(nc, p) }
-	}
-	tests := []struct {
-		name string
-		js   func() (jetstream.JetStream, error)
-		want string
-	}{
-		{"default", func() (jetstream.JetStream, error) { return jetstream.New(nc) }, "$JS.API.CONSUMER.MSG.NEXT.S.C"},
-		{"prefix", withPrefix("$JS.hub.API"), "$JS.hub.API.CONSUMER.MSG.NEXT.S.C"},
-		{"prefix with its dot", withPrefix("imported."), "imported.CONSUMER.MSG.NEXT.S.C"},
-		{"domain", func() (jetstream.JetStream, error) { return jetstream.NewWithDomain(nc, "leaf") }, "$JS.leaf.API.CONSUMER.MSG.NEXT.S.C"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			js, err := tt.js()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := pullSubject(js, "S", "C"); got != tt.want {
-				t.Errorf("subject %q, want %q", got, tt.want)
-			}
-		})
-	}
 }

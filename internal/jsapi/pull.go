@@ -1,4 +1,8 @@
-// Package jspull asks a JetStream pull consumer for messages with pull
+// Package jsapi makes the JetStream API requests that nats.go's jetstream
+// package does not make the way toolexec needs them, and names their
+// subjects ([APIPrefix]).
+//
+// A [Puller] asks a JetStream pull consumer for messages with pull
 // requests of its own, each on an inbox of its own, listened to until
 // JetStream ends it, instead of through nats.go's jetstream.Consumer. Fetch
 // gives a pull up on the client's clock and drops what arrives later; Consume
@@ -7,7 +11,7 @@
 // asked for (docs/notes-jetstream-pull.md, bus/pullfit_test.go). A toolexec
 // worker asks only for as many calls as it can start at once, so it needs
 // neither.
-package jspull
+package jsapi
 
 import (
 	"context"
@@ -62,15 +66,15 @@ const (
 var (
 	// ErrGivenUp is returned by Pull.Next when JetStream did not end the
 	// pull within a second expiry after the first.
-	ErrGivenUp = errors.New("jspull: JetStream did not end a pull; it was given up")
+	ErrGivenUp = errors.New("jsapi: JetStream did not end a pull; it was given up")
 	// ErrLost is returned by Pull.Next when the connection the pull was
 	// sent on was lost (reconnected or closed); a restarted server has
 	// forgotten it.
-	ErrLost = errors.New("jspull: the connection a pull was sent on was lost")
+	ErrLost = errors.New("jsapi: the connection a pull was sent on was lost")
 	// ErrSilent is returned by Pull.Next when neither message nor heartbeat
 	// came until the pull's expiry, or for three heartbeats after the last
 	// word.
-	ErrSilent = errors.New("jspull: a pull heard no heartbeat; it was given up")
+	ErrSilent = errors.New("jsapi: a pull heard no heartbeat; it was given up")
 )
 
 // HeartbeatsPerPull is how many idle heartbeats a pull asks for over its
@@ -116,16 +120,16 @@ func (p *Puller) Start(n int, lost <-chan struct{}) (*Pull, error) {
 	heartbeat := p.expires / HeartbeatsPerPull
 	body, err := json.Marshal(pullRequest{Batch: n, Expires: p.expires, Heartbeat: heartbeat})
 	if err != nil {
-		return nil, fmt.Errorf("jspull: pull request: %w", err)
+		return nil, fmt.Errorf("jsapi: pull request: %w", err)
 	}
 	inbox := p.nc.NewInbox()
 	pl := &Pull{nc: p.nc, n: n, msgs: make(chan *nats.Msg, n+statusRoom), lost: lost}
 	if pl.sub, err = p.nc.ChanSubscribe(inbox, pl.msgs); err != nil {
-		return nil, fmt.Errorf("jspull: pull: %w", err)
+		return nil, fmt.Errorf("jsapi: pull: %w", err)
 	}
 	if err := p.nc.PublishRequest(p.subject, inbox, body); err != nil {
 		_ = pl.sub.Unsubscribe()
-		return nil, fmt.Errorf("jspull: pull: %w", err)
+		return nil, fmt.Errorf("jsapi: pull: %w", err)
 	}
 	pl.giveUp = time.NewTimer(2 * p.expires)
 	// The first word may take a round trip and a heartbeat: it is waited for
@@ -225,14 +229,14 @@ func statusError(code, descr string) error {
 	case statusTimeout, statusNoMessages:
 		return nil
 	case statusNoResponder:
-		return fmt.Errorf("jspull: pull: %w", nats.ErrNoResponders)
+		return fmt.Errorf("jsapi: pull: %w", nats.ErrNoResponders)
 	case statusConflict:
 		switch d := strings.ToLower(descr); {
 		case strings.Contains(d, "consumer deleted"):
-			return fmt.Errorf("jspull: pull: %w", jetstream.ErrConsumerDeleted)
+			return fmt.Errorf("jsapi: pull: %w", jetstream.ErrConsumerDeleted)
 		case strings.Contains(d, "leadership change"):
-			return fmt.Errorf("jspull: pull: %w", jetstream.ErrConsumerLeadershipChanged)
+			return fmt.Errorf("jsapi: pull: %w", jetstream.ErrConsumerLeadershipChanged)
 		}
 	}
-	return fmt.Errorf("jspull: pull refused: %s %s", code, descr)
+	return fmt.Errorf("jsapi: pull refused: %s %s", code, descr)
 }

@@ -1,4 +1,4 @@
-package jspull
+package jsapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package jspull
+package jsapi
 
 import (
 	"context"
@@ -37,7 +37,7 @@ var _ jetstream.Msg = (*msg)(nil)
 func (m *msg) Metadata() (*jetstream.MsgMetadata, error) {
 	md, err := m.msg.Metadata()
 	if err != nil {
-		return nil, fmt.Errorf("jspull: metadata: %w", err)
+		return nil, fmt.Errorf("jsapi: metadata: %w", err)
 	}
 	return &jetstream.MsgMetadata{
 		Sequence:     jetstream.SequencePair{Consumer: md.Sequence.Consumer, Stream: md.Sequence.Stream},
@@ -127,12 +127,12 @@ func (m *msg) send(ctx context.Context, body string, confirm bool) error {
 	}
 	if confirm {
 		if _, err := m.nc.RequestWithContext(ctx, m.msg.Reply, []byte(body)); err != nil {
-			return fmt.Errorf("jspull: acknowledging: %w", err)
+			return fmt.Errorf("jsapi: acknowledging: %w", err)
 		}
 		return nil
 	}
 	if err := m.nc.Publish(m.msg.Reply, []byte(body)); err != nil {
-		return fmt.Errorf("jspull: acknowledging: %w", err)
+		return fmt.Errorf("jsapi: acknowledging: %w", err)
 	}
 	return nil
 }
