@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tesserix/toolexec/admin"
+	"github.com/tesserix/toolexec/internal/app/console"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -121,7 +121,7 @@ func writeList(w io.Writer, conn, tenant string, state kvstore.State, resp *admi
 	for _, r := range resp.Records {
 		age := "?"
 		if r.UpdatedAt != nil {
-			age = formatAge(resp.Now.Sub(*r.UpdatedAt))
+			age = console.FormatAge(resp.Now.Sub(*r.UpdatedAt))
 		}
 		d := fmt.Sprintf("%s\t%t", orDash(r.Reason), r.BodyEntered)
 		if state != kvstore.StateIndeterminate {
@@ -148,19 +148,4 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
-}
-
-// formatAge renders a duration for people: 42s, 3m12s, 5h03m, 2d04h.
-func formatAge(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%dd%02dh", int(d.Hours())/24, int(d.Hours())%24)
 }

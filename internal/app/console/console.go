@@ -162,7 +162,7 @@ func New(cfg Config) (*Console, error) {
 		"short":  shortKey,
 		"kinds":  events.Kinds,
 		"millis": func(t time.Time) int64 { return t.UnixMilli() },
-		"age":    formatAge,
+		"age":    FormatAge,
 		"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	}).ParseFS(templates, "assets/templates/*.html")
 	if err != nil {
@@ -478,8 +478,9 @@ func shortKey(k string) string {
 	return k
 }
 
-// formatAge renders a duration for people: 42s, 3m12s, 5h03m, 2d04h.
-func formatAge(d time.Duration) string {
+// FormatAge renders a duration for people, as the console and the emitter show
+// ages: 42s, 3m12s, 5h03m, 2d04h.
+func FormatAge(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "0s"
