@@ -43,9 +43,11 @@ func TestHealthcheck(t *testing.T) {
 
 	waiting := testenv.FreeAddr(t)
 	launchExecutor(t, nil, "--demo", "--metrics-addr", waiting, "--nats-url", "nats://"+testenv.FreeAddr(t))
-	wait.Eventually(t, waitLimit, "the waiting executor's ops endpoint", func() bool {
-		code, _ := tryGet("http://" + waiting + "/readyz")
-		return code != 0
+	// The ops endpoint answers "not connected yet" until the first try to
+	// reach NATS has failed and the wait begins.
+	wait.Eventually(t, waitLimit, "the waiting executor's ops endpoint naming the wait", func() bool {
+		_, body := tryGet("http://" + waiting + "/readyz")
+		return strings.Contains(body, "nats: waiting")
 	})
 	out, err := runHealthcheck(t, "--addr", waiting)
 	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(out, "nats: waiting") {
