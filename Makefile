@@ -8,14 +8,14 @@ TEST_FLAGS ?= -race -timeout 15m
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build the executor and the emitter into ./bin.
 	$(GO) build -o $(BIN)/ ./cmd/executor ./cmd/emitter
 
 .PHONY: tools
-tools: ## Build helm and the nats CLI at pinned versions into ~/.cache/toolexec/tools (minutes the first time); prints the line that puts them on PATH (eval it).
+tools: ## Build helm, the nats CLI, apidiff and cyclonedx-gomod at pinned versions into ~/.cache/toolexec/tools (minutes the first time); prints the line that puts them on PATH (eval it).
 	@./scripts/tools.sh
 
 .PHONY: run
@@ -60,6 +60,24 @@ $(VENV)/.installed: python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENVBIN)/python -m pip install --quiet --disable-pip-version-check -e './python[dev]'
 	touch $@
+
+.PHONY: api-check
+api-check: ## Hold the code to the last release's baseline in api/ (Go API, Python names, wire version, key derivation) and CHANGELOG.md to its format; builds apidiff first (make test runs the same tests).
+	@./scripts/tools.sh apidiff >/dev/null
+	$(GO) test -count=1 ./tests/api
+
+.PHONY: api-snapshot
+api-snapshot: ## Write the baseline in api/ from the code: when a release is cut, and until the first release whenever the API is what it should promise (docs/RELEASES.md).
+	@./scripts/tools.sh apidiff >/dev/null
+	$(GO) test -count=1 -run '^TestReleaseRules$$' ./tests/api -update
+
+.PHONY: release
+release: ## Build the release of the tagged commit into dist/ (executor and emitter for linux and darwin, amd64 and arm64; SBOMs; the Python sdist and wheel; SHA256SUMS) and check it.
+	@./scripts/release.sh
+
+.PHONY: release-check
+release-check: ## Build the same from the tree as it is (a snapshot: the version may carry -dev) and check it: each binary's version, SHA256SUMS, the SBOMs, the Python distributions (6 minutes the first time on 2 cores, about 1 after).
+	@./scripts/release.sh --snapshot
 
 .PHONY: faults
 faults: ## Run the long fault suite (SIGKILLed executors, NATS restarts, cluster leader kills, partitions, lost node stores, kill -9 of nats-server, executors before NATS, stores away, skewed clocks); figures on FIGURES lines, log in bin/faults.log.
