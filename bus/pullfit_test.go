@@ -17,6 +17,7 @@ import (
 	"github.com/tesserix/toolexec/bus/wire"
 	"github.com/tesserix/toolexec/internal/jsapi"
 	"github.com/tesserix/toolexec/internal/testkit/natstest"
+	"github.com/tesserix/toolexec/internal/testkit/wait"
 )
 
 // The tests in this file hold the pullers a worker could use to what the
@@ -451,18 +452,6 @@ func ctxTest(t *testing.T) context.Context {
 	return ctx
 }
 
-// until polls cond every 10 ms for up to d and reports whether it held.
-func until(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
-
 // TestPullFitBusyWorker (properties 1 and 4): worker A, two goroutines, one
 // busy with a long call, the other free; an idle worker B of one goroutine;
 // three long calls come. A may take one and B one; the third can run nowhere
@@ -482,7 +471,7 @@ func TestPullFitBusyWorker(t *testing.T) {
 			a := cand.start(t, b.js, b.cons, 2, expiry)
 			b.publish(t, long+2*time.Second) // keeps one of A's goroutines busy
 			b.publish(t, 10*time.Millisecond)
-			if !until(10*time.Second, func() bool { return a.seen.Load() == 2 && a.running.Load() == 1 }) {
+			if !wait.Until(10*time.Second, func() bool { return a.seen.Load() == 2 && a.running.Load() == 1 }) {
 				t.Fatalf("A started %d calls, %d running", a.seen.Load(), a.running.Load())
 			}
 			time.Sleep(300 * time.Millisecond) // A's next pull, if any, reaches the server
@@ -493,7 +482,7 @@ func TestPullFitBusyWorker(t *testing.T) {
 				b.publish(t, long)
 			}
 			var ci *jetstream.ConsumerInfo
-			until(5*time.Second, func() bool {
+			wait.Until(5*time.Second, func() bool {
 				ci = b.info(t)
 				return ci.NumPending+uint64(ci.NumAckPending) == 4 && a.running.Load()+bw.running.Load() == 3
 			})
@@ -511,7 +500,7 @@ func TestPullFitBusyWorker(t *testing.T) {
 			start := time.Now()
 			stopped := make(chan struct{})
 			go func() { a.stop(true); close(stopped) }()
-			back := until(3*time.Second, func() bool { return a.handed.Load() >= held })
+			back := wait.Until(3*time.Second, func() bool { return a.handed.Load() >= held })
 			t.Logf("P4 %s: A draining, %d of %d held calls handed back after %v",
 				cand.name, a.handed.Load(), max(held, 0), time.Since(start).Round(time.Millisecond))
 			if !back {
@@ -535,19 +524,19 @@ func TestPullFitStopDiscards(t *testing.T) {
 			a := cand.start(t, b.js, b.cons, 2, 2*time.Second)
 			b.publish(t, time.Second)
 			b.publish(t, time.Second)
-			if !until(10*time.Second, func() bool { return a.running.Load() == 2 }) {
+			if !wait.Until(10*time.Second, func() bool { return a.running.Load() == 2 }) {
 				t.Fatal("A never started its calls")
 			}
 			b.publish(t, 0)
 			b.publish(t, 0)
-			if !until(5*time.Second, func() bool { return b.info(t).NumAckPending == 4 }) {
+			if !wait.Until(5*time.Second, func() bool { return b.info(t).NumAckPending == 4 }) {
 				t.Fatalf("the calls were not delivered to the busy worker (%+v)", b.info(t))
 			}
 			start := time.Now()
 			a.stop(false)
 			b2 := startHandWritten(t, b.js, b.cons, 1, 2*time.Second)
 			defer b2.stop(false)
-			got := until(ackWait+5*time.Second, func() bool { return b2.seen.Load() == 1 })
+			got := wait.Until(ackWait+5*time.Second, func() bool { return b2.seen.Load() == 1 })
 			took := time.Since(start)
 			ci := b.info(t)
 			unseen := int64(ci.Delivered.Consumer) - a.seen.Load() - a.handed.Load() - b2.seen.Load()
@@ -578,7 +567,7 @@ func TestPullFitPullEnds(t *testing.T) {
 			b := newFitBench(t, 4*time.Second)
 			r := cand.start(t, b.js, b.cons, 4, expiry)
 			b.trickle(t, during, every)
-			until(5*time.Second, func() bool { ci := b.info(t); return ci.NumPending == 0 && ci.NumAckPending == 0 })
+			wait.Until(5*time.Second, func() bool { ci := b.info(t); return ci.NumPending == 0 && ci.NumAckPending == 0 })
 			ci := b.info(t)
 			unseen := int64(ci.Delivered.Consumer) - r.seen.Load()
 			t.Logf("P2 %s: %d calls over %d expiries, %d deliveries, %d seen: unseen %d",
@@ -654,7 +643,7 @@ func TestPullFitLostPull(t *testing.T) {
 			r := cand.start(t, js, cons, 1, expiry)
 			defer r.stop(false)
 			b.publish(t, 0)
-			if !until(5*expiry, func() bool { return r.seen.Load() == 1 }) {
+			if !wait.Until(5*expiry, func() bool { return r.seen.Load() == 1 }) {
 				t.Fatalf("the call was not taken within %v (%d pulls)", 5*expiry, pulls.Load())
 			}
 			took := time.Since(start)
@@ -670,11 +659,11 @@ func TestPullFitLostPull(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			start := time.Now()
 			natstest.Restart(t, b.s)
-			if !until(10*time.Second, func() bool { return b.nc.IsConnected() }) {
+			if !wait.Until(10*time.Second, func() bool { return b.nc.IsConnected() }) {
 				t.Fatal("no reconnection")
 			}
 			b.publish(t, 0)
-			if !until(5*expiry, func() bool { return r.seen.Load() == 1 }) {
+			if !wait.Until(5*expiry, func() bool { return r.seen.Load() == 1 }) {
 				t.Fatalf("the call was not taken within %v of the restart", 5*expiry)
 			}
 			took := time.Since(start)
@@ -702,7 +691,7 @@ func TestPullFitThroughput(t *testing.T) {
 			}
 			start := time.Now()
 			r := cand.start(t, b.js, b.cons, 64, 5*time.Second)
-			ok := until(60*time.Second, func() bool { return r.seen.Load() >= n })
+			ok := wait.Until(60*time.Second, func() bool { return r.seen.Load() >= n })
 			d := time.Since(start)
 			r.stop(true)
 			t.Logf("P5 %s: %d calls in %v: %.0f calls/s", cand.name, r.seen.Load(), d.Round(time.Millisecond), float64(r.seen.Load())/d.Seconds())
@@ -732,14 +721,14 @@ func TestPullFitReconnect(t *testing.T) {
 			b := newFitBench(t, ackWait)
 			a := cand.start(t, b.js, b.cons, 1, expiry)
 			defer a.stop(false)
-			if !until(5*time.Second, func() bool { return b.info(t).NumWaiting == 1 }) {
+			if !wait.Until(5*time.Second, func() bool { return b.info(t).NumWaiting == 1 }) {
 				t.Fatalf("no pull waiting: %d", b.info(t).NumWaiting)
 			}
 			if err := b.nc.ForceReconnect(); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(100 * time.Millisecond)
-			if !until(5*time.Second, func() bool { return b.nc.IsConnected() }) {
+			if !wait.Until(5*time.Second, func() bool { return b.nc.IsConnected() }) {
 				t.Fatal("no reconnection")
 			}
 			time.Sleep(300 * time.Millisecond) // the new pull, if any, reaches the server
@@ -751,7 +740,7 @@ func TestPullFitReconnect(t *testing.T) {
 			held := int64(ci.NumAckPending) - a.running.Load()
 			bw := startHandWritten(t, b.js, b.cons, 1, expiry)
 			defer bw.stop(false)
-			until(3*long, func() bool { ci := b.info(t); return ci.NumPending == 0 && ci.NumAckPending == 0 })
+			wait.Until(3*long, func() bool { ci := b.info(t); return ci.NumPending == 0 && ci.NumAckPending == 0 })
 			time.Sleep(300 * time.Millisecond)
 			t.Logf("P1 %s after a reconnection: %d pulls waiting; held unstarted %d; 2 calls of %v (ack wait %v) started %d times (A %d, idle B %d)",
 				cand.name, waiting, held, long, ackWait, a.seen.Load()+bw.seen.Load(), a.seen.Load(), bw.seen.Load())
