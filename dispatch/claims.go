@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tesserix/toolexec/internal/backoff"
-	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 )
 
@@ -187,7 +186,7 @@ func (r *run) settle(w kvstore.Withdrawer, k bookKey) {
 			r.d.log.WarnContext(r.logCtx, "a claim whose grant was lost could not be read back; it is left to run out", r.logAttrs()...)
 			return
 		}
-		clock.Sleep(r.d.clock, storeBackoff.Delay(i+1), nil)
+		backoff.SleepOn(context.Background(), r.d.clock, storeBackoff.Delay(i+1))
 		rec, err := r.d.store.Get(ctx, k.tenant, k.key)
 		switch {
 		case errors.Is(err, kvstore.ErrNotFound):

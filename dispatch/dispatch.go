@@ -18,6 +18,7 @@ import (
 
 	"github.com/tesserix/toolexec/events"
 	"github.com/tesserix/toolexec/idemkey"
+	"github.com/tesserix/toolexec/internal/backoff"
 	"github.com/tesserix/toolexec/internal/clock"
 	"github.com/tesserix/toolexec/kvstore"
 	"github.com/tesserix/toolexec/tool"
@@ -431,7 +432,7 @@ func unavailable(err error) bool {
 
 // backoff waits before attempt n+1; it reports false if ctx ended first.
 func (r *run) backoff(ctx context.Context, n int) bool {
-	return clock.Sleep(r.d.clock, r.tool.Retry().Backoff(n, r.d.jitter()), ctx.Done())
+	return backoff.SleepOn(ctx, r.d.clock, r.tool.Retry().Backoff(n, r.d.jitter()))
 }
 
 // unguarded runs the body with no claim under the tool's retry policy: tools
@@ -702,7 +703,7 @@ func (r *run) record(ctx context.Context, rn *renewer, out string) {
 		if r.d.clock.Now().Add(pause).After(giveUp) {
 			break
 		}
-		clock.Sleep(r.d.clock, pause, nil)
+		backoff.SleepOn(context.Background(), r.d.clock, pause)
 	}
 	rn.stop()
 	r.ended(err == nil || errors.Is(err, kvstore.ErrNotHolder))

@@ -1,5 +1,6 @@
 // Package backoff is the module's one retry pause: an exponential [Backoff]
-// and a [Sleep] that ends early when its context does. It imports nothing but
+// and a [Sleep] that ends early when its context does (on the wall clock, or
+// on a test's clock: [SleepOn]). It imports nothing but
 // the standard library, so that every package may use it.
 package backoff
 
@@ -85,22 +86,52 @@ func unit(x float64) float64 {
 	return x
 }
 
-// Sleep waits d, or until ctx ends, whichever comes first. It reports whether
-// it waited the whole d: false when ctx ended first, at once if ctx had ended
-// already (whatever d); true at once when d ≤ 0 and ctx is live.
-func Sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d on the wall clock, or until ctx ends, whichever comes first.
+// It reports whether it waited the whole d: false when ctx ended first, at
+// once if ctx had ended already (whatever d); true at once when d ≤ 0 and ctx
+// is live.
+func Sleep(ctx context.Context, d time.Duration) bool { return SleepOn(ctx, wallClock{}, d) }
+
+// Timers makes the timers of a clock; the module's clocks (package clock's
+// wall clock and the fake one tests move by hand) are Timers.
+type Timers interface {
+	NewTimer(d time.Duration) interface {
+		C() <-chan time.Time
+		Stop() bool
+	}
+}
+
+// SleepOn is [Sleep] on the timers of c, so that a test's fake clock decides
+// when the wait is over.
+func SleepOn(ctx context.Context, c Timers, d time.Duration) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
+	t := c.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-ctx.Done():
 		return false
 	}
 }
+
+// wallClock is the wall clock's Timers.
+type wallClock struct{}
+
+func (wallClock) NewTimer(d time.Duration) interface {
+	C() <-chan time.Time
+	Stop() bool
+} {
+	return wallTimer{time.NewTimer(d)}
+}
+
+// wallTimer is a *time.Timer as SleepOn reads it.
+type wallTimer struct{ t *time.Timer }
+
+func (w wallTimer) C() <-chan time.Time { return w.t.C }
+func (w wallTimer) Stop() bool          { return w.t.Stop() }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/tesserix/toolexec/internal/clock"
 )
 
 const ms = time.Millisecond
@@ -148,5 +150,34 @@ func TestSleepEndsWithContext(t *testing.T) {
 	}
 	if took := time.Since(start); took < 20*ms || took > 10*time.Second {
 		t.Errorf("Sleep returned after %v, want about 20ms", took)
+	}
+}
+
+// TestSleepOnAFakeClock: SleepOn waits on the clock it is given: it returns
+// when a fake clock is moved past d, and not before; an ended context ends it.
+func TestSleepOnAFakeClock(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	done := make(chan bool, 1)
+	go func() { done <- SleepOn(context.Background(), fc, time.Hour) }()
+	if !fc.BlockUntil(1, nil) {
+		t.Fatal("SleepOn armed no timer on the fake clock")
+	}
+	fc.Advance(59 * time.Minute)
+	select {
+	case got := <-done:
+		t.Fatalf("SleepOn returned %t before the clock reached the hour", got)
+	case <-time.After(20 * ms):
+	}
+	fc.Advance(time.Minute)
+	if !<-done {
+		t.Error("SleepOn reported a wait cut short; the clock reached the hour")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- SleepOn(ctx, fc, time.Hour) }()
+	fc.BlockUntil(1, nil)
+	cancel()
+	if <-done {
+		t.Error("SleepOn reported the whole wait although its context ended")
 	}
 }

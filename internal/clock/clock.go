@@ -39,22 +39,6 @@ type realTimer struct{ t *time.Timer }
 func (r realTimer) C() <-chan time.Time { return r.t.C }
 func (r realTimer) Stop() bool          { return r.t.Stop() }
 
-// Sleep waits for d on c, or until done is closed; it reports whether the full
-// duration passed.
-func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-done:
-		return false
-	}
-}
-
 // AfterFunc calls f, in a goroutine of its own, once d has passed on c, unless
 // the returned stop is called first; stop reports whether it prevented the
 // call. On the wall clock (Real) it is time.AfterFunc: no goroutine waits
