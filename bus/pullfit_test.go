@@ -515,7 +515,8 @@ func TestPullFitBusyWorker(t *testing.T) {
 // Messages of two calls whose goroutines are busy holds two more, one in its
 // callback or reader (started when a goroutine frees) and one in the
 // library's buffer. Stopped rather than drained, it drops the buffered one
-// unseen: the call comes back after its ack wait, its second delivery.
+// unseen: the call comes back, on its second delivery (usually after its ack
+// wait; the test logs when).
 func TestPullFitStopDiscards(t *testing.T) {
 	for _, cand := range []fitCandidate{{"Consume MaxMessages(c)", startConsumeBatch}, {"Messages MaxMessages(c)", startMessagesBatch}} {
 		t.Run(cand.name, func(t *testing.T) {
@@ -542,8 +543,11 @@ func TestPullFitStopDiscards(t *testing.T) {
 			unseen := int64(ci.Delivered.Consumer) - a.seen.Load() - a.handed.Load() - b2.seen.Load()
 			t.Logf("P4 %s stopped: the dropped call taken again after %v (ack wait %v); %d deliveries, %d seen, %d handed back: unseen %d",
 				cand.name, took.Round(time.Millisecond), ackWait, ci.Delivered.Consumer, a.seen.Load()+b2.seen.Load(), a.handed.Load(), unseen)
-			if !got || took < ackWait-time.Second || unseen != 1 {
-				t.Errorf("expected one held call dropped unseen and back after its ack wait %v", ackWait)
+			// How soon it comes back is a timing, logged above and read in
+			// docs/notes-jetstream-pull.md: a CI run under load once saw the
+			// Messages candidate's call taken again 1 s after the stop.
+			if !got || unseen != 1 {
+				t.Errorf("expected one held call dropped unseen and taken again")
 			}
 		})
 	}
