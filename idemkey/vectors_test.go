@@ -4,50 +4,19 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/idemkey/canonical"
+	"github.com/tesserix/toolexec/internal/testkit/keyvectors"
 )
 
-// vectorFile is the shape of testdata/keys.json and of the published
-// schemas/vectors/keys.json.
-type vectorFile struct {
-	Spec    string   `json:"spec"`
-	Vectors []vector `json:"vectors"`
-}
-
-type vector struct {
-	Name          string   `json:"name"`
-	Tenant        string   `json:"tenant"`
-	RunID         string   `json:"run_id"`
-	Tool          string   `json:"tool"`
-	ArgumentsJSON string   `json:"arguments_json"`
-	KeyArguments  []string `json:"key_arguments"`
-	Canonical     string   `json:"canonical,omitempty"`
-	Key           string   `json:"key,omitempty"`
-	Error         string   `json:"error,omitempty"`
-	Note          string   `json:"note,omitempty"`
-}
-
-func readVectors(t *testing.T, path string) vectorFile {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read vectors: %v", err)
-	}
-	var f vectorFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatalf("parse %s: %v", path, err)
-	}
-	if len(f.Vectors) == 0 {
-		t.Fatalf("%s holds no vectors", path)
-	}
-	return f
-}
+// vectorFile and vector are the vectors files' shapes.
+type (
+	vectorFile = keyvectors.File
+	vector     = keyvectors.Vector
+)
 
 // checkVector derives v's key both ways (Derive, and Parse then Key) and compares
 // the result with what v expects.
@@ -103,7 +72,7 @@ func checkVector(t *testing.T, v vector) {
 // set (a byte-for-byte copy of shared/vectors/keys.json).
 func TestSharedVectors(t *testing.T) {
 	t.Parallel()
-	f := readVectors(t, "testdata/keys.json")
+	f := keyvectors.Read(t, "testdata/keys.json")
 	for _, v := range f.Vectors {
 		t.Run(v.Name, func(t *testing.T) {
 			t.Parallel()

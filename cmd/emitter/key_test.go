@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,37 +12,10 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/tesserix/toolexec/internal/testkit/keyvectors"
 )
 
-type vector struct {
-	Name          string   `json:"name"`
-	Tenant        string   `json:"tenant"`
-	RunID         string   `json:"run_id"`
-	Tool          string   `json:"tool"`
-	ArgumentsJSON string   `json:"arguments_json"`
-	KeyArguments  []string `json:"key_arguments"`
-	Canonical     string   `json:"canonical"`
-	Key           string   `json:"key"`
-	Error         string   `json:"error"`
-}
-
-func readVectors(t *testing.T, path string) []vector {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Vectors []vector `json:"vectors"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(f.Vectors) == 0 {
-		t.Fatalf("%s holds no vectors", path)
-	}
-	return f.Vectors
-}
+type vector = keyvectors.Vector
 
 // keyArgs is the emitter key command line for v, without the program name.
 func keyArgs(v vector, extra ...string) []string {
@@ -92,7 +64,7 @@ func checkResult(t *testing.T, v vector, canonical bool, r result) {
 func TestKeyVectors(t *testing.T) {
 	t.Parallel()
 	for _, path := range []string{"../../idemkey/testdata/keys.json", "../../schemas/vectors/keys.json"} {
-		for _, v := range readVectors(t, path) {
+		for _, v := range keyvectors.Read(t, path).Vectors {
 			t.Run(filepath.Base(filepath.Dir(path))+"/"+v.Name, func(t *testing.T) {
 				t.Parallel()
 				checkResult(t, v, false, runInProcess(t, "", keyArgs(v)...))
@@ -228,7 +200,7 @@ func TestBinary(t *testing.T) {
 		return result{code, stdout.String(), stderr.String()}
 	}
 
-	vectors := readVectors(t, "../../idemkey/testdata/keys.json")
+	vectors := keyvectors.Read(t, "../../idemkey/testdata/keys.json").Vectors
 	picked := map[string]bool{
 		"seed example": true, "all arguments when key_arguments is null": true,
 		"empty key_arguments: tenant+run+tool alone": true, "NFC: decomposed spelling is the same key": true,

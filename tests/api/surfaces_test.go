@@ -3,7 +3,6 @@ package api_test
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tesserix/toolexec/idemkey"
 	"github.com/tesserix/toolexec/internal/buildinfo"
+	"github.com/tesserix/toolexec/internal/testkit/keyvectors"
 	"github.com/tesserix/toolexec/internal/testkit/testenv"
 )
 
@@ -315,34 +315,11 @@ func wireChanges(base, cur string) []change {
 	return []change{{surface: "wire", what: fmt.Sprintf("wire version %s is now wire version %s", base, cur), phrase: "wire version " + cur}}
 }
 
-// vectorFile is the shape of schemas/vectors/keys.json.
-type vectorFile struct {
-	Vectors []vector `json:"vectors"`
-}
-
-type vector struct {
-	Name          string   `json:"name"`
-	Tenant        string   `json:"tenant"`
-	RunID         string   `json:"run_id"`
-	Tool          string   `json:"tool"`
-	ArgumentsJSON string   `json:"arguments_json"`
-	KeyArguments  []string `json:"key_arguments"`
-	Canonical     string   `json:"canonical,omitempty"`
-	Key           string   `json:"key,omitempty"`
-	Error         string   `json:"error,omitempty"`
-}
-
 // keyChanges derives each vector's key with the code and returns the ones
 // that come out otherwise than the vectors say.
 func keyChanges(t *testing.T, data []byte) []change {
 	t.Helper()
-	var f vectorFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		t.Fatalf("the baseline's key vectors: %v", err)
-	}
-	if len(f.Vectors) == 0 {
-		t.Fatal("the baseline holds no key vectors")
-	}
+	f := keyvectors.Parse(t, "the baseline's key vectors", data)
 	var changes []change
 	for _, v := range f.Vectors {
 		key, err := idemkey.Derive(v.Tenant, v.RunID, v.Tool, []byte(v.ArgumentsJSON), v.KeyArguments)
